@@ -1,0 +1,233 @@
+// Package retry holds the retry policy of the SDK's request pipeline: which
+// failures are retried for which kind of call, how long to wait between
+// attempts, and the retry budget a client shares across goroutines.
+//
+// It plugs into go-retryablehttp as its CheckRetry and Backoff functions; the
+// kind of the call travels in the request's context so one client can serve
+// calls that may be repeated and calls that must not be.
+package retry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Kind says whether repeating a call can act or charge twice.
+type Kind int
+
+const (
+	// Idempotent calls (reads, list queries, polls, cancels, and submits the
+	// reference calls safe to retry) are retried on 429, on 5xx and on any
+	// transport error.
+	Idempotent Kind = iota
+	// Unrepeatable calls (anything that may debit credits or act twice) are
+	// retried only when the server certainly did not act: a 429, or a
+	// connection that could not be opened.
+	Unrepeatable
+	// Never is for calls whose failures are handled by the caller itself (a
+	// resumable download reports a cut body to its own loop).
+	Never
+)
+
+type kindKey struct{}
+
+// WithKind returns a context that tells the policy what kind of call travels in it.
+func WithKind(ctx context.Context, k Kind) context.Context {
+	return context.WithValue(ctx, kindKey{}, k)
+}
+
+// KindOf reports the call kind in ctx, Idempotent when none was set.
+func KindOf(ctx context.Context) Kind {
+	k, _ := ctx.Value(kindKey{}).(Kind)
+	return k
+}
+
+// Policy decides retries and waits. The zero value is not usable; use New.
+type Policy struct {
+	// BaseDelay is the first backoff step; the step doubles per attempt.
+	BaseDelay time.Duration
+	// MaxDelay bounds one computed backoff wait.
+	MaxDelay time.Duration
+	// MaxRetryAfter bounds a server-sent Retry-After. A server asking for
+	// longer is not retried: the caller gets the error with the server's
+	// value and decides, instead of a script hanging for an hour.
+	MaxRetryAfter time.Duration
+	// Budget is shared by every call of one client; nil means unlimited.
+	Budget *Budget
+}
+
+// New returns the SDK's default policy with a fresh budget.
+func New() *Policy {
+	return &Policy{
+		BaseDelay:     250 * time.Millisecond,
+		MaxDelay:      8 * time.Second,
+		MaxRetryAfter: 60 * time.Second,
+		Budget:        NewBudget(DefaultBudget),
+	}
+}
+
+// CheckRetry implements retryablehttp.CheckRetry.
+func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	kind := KindOf(ctx)
+	if kind == Never {
+		return false, nil
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return false, nil
+		}
+		if errors.Is(err, ErrNoRetry) {
+			return false, nil
+		}
+		if kind == Unrepeatable && !NotSent(err) {
+			return false, nil
+		}
+		return p.Budget.take(costTransport), nil
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		if d, ok := RetryAfter(resp.Header, time.Now()); ok && d > p.MaxRetryAfter {
+			return false, nil
+		}
+		return p.Budget.take(costStatus), nil
+	case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented:
+		if kind != Idempotent {
+			return false, nil
+		}
+		if d, ok := RetryAfter(resp.Header, time.Now()); ok && d > p.MaxRetryAfter {
+			return false, nil
+		}
+		return p.Budget.take(costStatus), nil
+	case resp.StatusCode < 400:
+		p.Budget.refund()
+	}
+	return false, nil
+}
+
+// Backoff implements retryablehttp.Backoff: a server's Retry-After (capped by
+// MaxRetryAfter) when it sent one, otherwise exponential backoff with full
+// jitter bounded by MaxDelay.
+func (p *Policy) Backoff(_, _ time.Duration, attempt int, resp *http.Response) time.Duration {
+	if resp != nil {
+		if d, ok := RetryAfter(resp.Header, time.Now()); ok {
+			return min(d, p.MaxRetryAfter)
+		}
+	}
+	return p.Jitter(attempt)
+}
+
+// Jitter returns a full-jitter exponential wait for the given attempt (0 first).
+func (p *Policy) Jitter(attempt int) time.Duration {
+	step := float64(p.BaseDelay) * math.Pow(2, float64(min(attempt, 30)))
+	ceiling := time.Duration(min(step, float64(p.MaxDelay)))
+	if ceiling <= 0 {
+		return 0
+	}
+	// Half fixed, half random: never zero, still spread out.
+	return ceiling/2 + rand.N(ceiling/2+1)
+}
+
+// ErrNoRetry marks a transport error that must not be retried (a refused
+// redirect, a rate-limit wait that cannot finish before the deadline).
+var ErrNoRetry = errors.New("not retryable")
+
+// NotSent reports whether err shows that the request never reached the
+// server (the connection could not be opened), so repeating it cannot make
+// the server act twice.
+func NotSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+// RetryAfter parses a Retry-After header, in seconds or as an HTTP date.
+// Garbage, negative values and absent headers report false.
+func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		if secs > int64(math.MaxInt64/time.Second) {
+			return time.Duration(math.MaxInt64), true
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// DefaultBudget is the number of retry tokens a client starts with.
+const DefaultBudget = 500
+
+const (
+	costStatus    = 5
+	costTransport = 10
+)
+
+// Budget is a client-wide retry quota, after aws-sdk-go-v2's retry quota:
+// each retry takes tokens, each success gives one back, and when the bucket
+// is empty calls fail at their first error instead of piling onto an API
+// that is already failing.
+type Budget struct {
+	mu     sync.Mutex
+	tokens int
+	max    int
+}
+
+// NewBudget returns a budget holding n tokens.
+func NewBudget(n int) *Budget { return &Budget{tokens: n, max: n} }
+
+func (b *Budget) take(cost int) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tokens < cost {
+		return false
+	}
+	b.tokens -= cost
+	return true
+}
+
+func (b *Budget) refund() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	if b.tokens < b.max {
+		b.tokens++
+	}
+	b.mu.Unlock()
+}
+
+// Tokens reports the tokens left (for tests and diagnostics).
+func (b *Budget) Tokens() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tokens
+}

@@ -1,0 +1,155 @@
+package lendgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/lendgraph/lendgraph-go/internal/poll"
+	"github.com/lendgraph/lendgraph-go/internal/retry"
+)
+
+// JobState is the state of a bulk enrichment or bulk delivery job. Values the
+// SDK does not know yet are kept as sent and count as still running.
+type JobState string
+
+// Job states.
+const (
+	JobQueued    JobState = "queued"
+	JobRunning   JobState = "running"
+	JobCompleted JobState = "completed"
+	JobFailed    JobState = "failed"
+	JobCancelled JobState = "cancelled"
+)
+
+// Terminal reports whether the state is final: completed, failed or cancelled.
+func (s JobState) Terminal() bool {
+	return s == JobCompleted || s == JobFailed || s == JobCancelled
+}
+
+// SignedURL is a signed download link. Its signature is a credential of its
+// own, so String and GoString print it without the query string; use
+// Reveal to read the whole link.
+type SignedURL string
+
+// Reveal returns the complete link, signature included.
+func (u SignedURL) Reveal() string { return string(u) }
+
+// String returns the link without its query string.
+func (u SignedURL) String() string {
+	if u == "" {
+		return ""
+	}
+	p, err := url.Parse(string(u))
+	if err != nil {
+		return "[unparseable signed link]"
+	}
+	if p.RawQuery != "" {
+		p.RawQuery = "REDACTED"
+	}
+	return p.String()
+}
+
+// GoString is String.
+func (u SignedURL) GoString() string { return u.String() }
+
+// WaitOption configures Wait on either job kind.
+type WaitOption func(*waitConfig)
+
+type waitConfig struct {
+	progress any // func(*EnrichJobStatus) or func(*DeliveryStatus)
+	poll     poll.Config
+}
+
+// jobStatus lists the status records WithProgress accepts.
+type jobStatus interface {
+	EnrichJobStatus | DeliveryStatus
+}
+
+// WithProgress calls fn with every status record Wait fetches, the last one
+// included. fn runs on the waiting goroutine; keep it quick.
+func WithProgress[S jobStatus](fn func(*S)) WaitOption {
+	return func(c *waitConfig) { c.progress = fn }
+}
+
+// WithPollInterval sets the first wait between status fetches and the bound
+// it backs off to (defaults: 200ms growing to 1s).
+func WithPollInterval(initial, max time.Duration) WaitOption {
+	return func(c *waitConfig) {
+		c.poll.Initial = initial
+		c.poll.Max = max
+	}
+}
+
+// job is what both job kinds share: where their status lives and who owns it.
+type job struct {
+	client *Client
+	kind   string // "enrichment" or "delivery", for errors
+	path   string // status and cancel path
+	id     string
+}
+
+func (j job) status(ctx context.Context, out any) error {
+	_, err := j.client.send(ctx, request{method: http.MethodGet, path: j.path, kind: retry.Idempotent}, out)
+	return err
+}
+
+// cancel deletes the job. Repeating a DELETE cannot act twice: a second one
+// answers 409 and changes nothing.
+func (j job) cancel(ctx context.Context, out any) error {
+	_, err := j.client.send(ctx, request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
+	return err
+}
+
+// waitJob polls the job until it is terminal. state extracts the status and
+// error text from a record.
+func waitJob[S jobStatus](ctx context.Context, j job, opts []WaitOption, state func(*S) (JobState, string)) (*S, error) {
+	cfg := waitConfig{poll: poll.Default}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var progress func(*S)
+	if cfg.progress != nil {
+		fn, ok := cfg.progress.(func(*S))
+		if !ok {
+			var zero S
+			return nil, invalidArg("WithProgress", "the callback takes %T, but this %s job reports *%T", cfg.progress, j.kind, zero)
+		}
+		progress = fn
+	}
+	if cfg.poll.Initial <= 0 || cfg.poll.Max < cfg.poll.Initial {
+		return nil, invalidArg("WithPollInterval", "need 0 < initial <= max, got %s and %s", cfg.poll.Initial, cfg.poll.Max)
+	}
+	var last *S
+	err := poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, time.Duration, error) {
+		var st S
+		if err := j.status(ctx, &st); err != nil {
+			var rl *RateLimitError
+			if errors.As(err, &rl) {
+				// Throttled polling is not a failed job: wait as asked and poll again.
+				return false, max(rl.RetryAfter, time.Second), nil
+			}
+			return false, 0, err
+		}
+		last = &st
+		if progress != nil {
+			progress(&st)
+		}
+		s, _ := state(&st)
+		return s.Terminal(), 0, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", j.kind, j.id, ctx.Err())
+		}
+		return last, err
+	}
+	s, msg := state(last)
+	if s == JobFailed || s == JobCancelled {
+		return last, &JobError{Kind: j.kind, JobID: j.id, Status: string(s), Message: msg}
+	}
+	return last, nil
+}

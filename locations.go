@@ -1,0 +1,6 @@
+package lendgraph
+
+// LocationsService is location autocomplete and retrieval.
+type LocationsService struct {
+	client *Client
+}

@@ -1,0 +1,7 @@
+package lendgraph
+
+// SearchService is instant search: the API route, the search token, and the
+// search host.
+type SearchService struct {
+	client *Client
+}

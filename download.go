@@ -1,0 +1,236 @@
+package lendgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/lendgraph/lendgraph-go/internal/retry"
+)
+
+// linkFunc fetches a freshly signed link (a job status fetch: the reference
+// re-signs resultsUrl on every one).
+type linkFunc func(ctx context.Context) (SignedURL, error)
+
+// maxStalls is how many attempts in a row may fail without a single new
+// byte before a download gives up.
+const maxStalls = 5
+
+// DownloadError is a download from a signed link that could not finish.
+// Its message never holds the link's signature.
+type DownloadError struct {
+	// Written is how many bytes reached the writer before the failure.
+	Written int64
+	// Size is the object's size, when the server said; -1 otherwise.
+	Size int64
+	Err  error
+}
+
+func (e *DownloadError) Error() string {
+	size := "unknown size"
+	if e.Size >= 0 {
+		size = strconv.FormatInt(e.Size, 10) + " bytes"
+	}
+	return fmt.Sprintf("lendgraph: download stopped after %d bytes of %s: %v", e.Written, size, e.Err)
+}
+
+func (e *DownloadError) Unwrap() error { return e.Err }
+
+// download writes the object behind a signed link to w. The link's host
+// gets no API credential and no Authorization header. When the connection
+// drops it resumes with a Range request from the bytes already written;
+// when the link has expired (or the host refuses it) it asks link for a
+// freshly signed one. A server that ignores Range is read from the start
+// with the bytes already written skipped. The final length is checked
+// against the size the server announced.
+func (c *Client) download(ctx context.Context, first SignedURL, link linkFunc, w io.Writer) (int64, error) {
+	var written int64
+	size := int64(-1)
+	cur := first
+	stalls := 0
+	var lastErr error
+	for {
+		if stalls >= maxStalls {
+			return written, &DownloadError{Written: written, Size: size, Err: lastErr}
+		}
+		if stalls > 0 {
+			t := time.NewTimer(c.policy.Jitter(stalls - 1))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return written, &DownloadError{Written: written, Size: size, Err: ctx.Err()}
+			case <-t.C:
+			}
+		}
+		if cur == "" {
+			l, err := link(ctx)
+			if err != nil {
+				return written, &DownloadError{Written: written, Size: size, Err: fmt.Errorf("fetching a fresh link: %w", err)}
+			}
+			if l == "" {
+				return written, &DownloadError{Written: written, Size: size, Err: errors.New("the job has no results link")}
+			}
+			cur = l
+		}
+		n, total, done, refresh, err := c.downloadOnce(ctx, cur, written, w)
+		if total >= 0 {
+			size = total
+		}
+		if n > 0 {
+			stalls = 0
+		}
+		written += n
+		if done {
+			return written, nil
+		}
+		var werr *writeError
+		if errors.As(err, &werr) || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return written, &DownloadError{Written: written, Size: size, Err: err}
+		}
+		var perm *permanentError
+		if errors.As(err, &perm) {
+			return written, &DownloadError{Written: written, Size: size, Err: perm.err}
+		}
+		if refresh {
+			cur = ""
+		}
+		lastErr = err
+		stalls++
+	}
+}
+
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return "writing: " + e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+
+// downloadOnce makes one ranged GET from offset. It reports the bytes
+// written, the object's total size (-1 unknown), whether the object is
+// complete, and whether the link needs re-signing before the next attempt.
+func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64, w io.Writer) (n, total int64, done, refresh bool, err error) {
+	total = -1
+	req, err := retryablehttp.NewRequestWithContext(retry.WithKind(ctx, retry.Idempotent), http.MethodGet, link.Reveal(), nil)
+	if err != nil {
+		return 0, -1, false, false, &permanentError{fmt.Errorf("bad link %s: %v", link, redactError(err))}
+	}
+	req.Header.Set("User-Agent", c.userAgent)
+	// Ask for the stored bytes as they are: offsets for Range then count the
+	// same bytes, and a gzip file stays gzip (Go's transport would otherwise
+	// ask for gzip and silently decode it).
+	req.Header.Set("Accept-Encoding", "identity")
+	if offset > 0 {
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-")
+	}
+	resp, err := c.plain.Do(req)
+	if err != nil {
+		return 0, -1, false, false, redactError(err)
+	}
+	defer resp.Body.Close()
+	skip := int64(0)
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		total = resp.ContentLength
+		skip = offset // the host ignored Range: start over, skipping what we have
+	case resp.StatusCode == http.StatusPartialContent:
+		start, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
+		if !ok || start != offset {
+			return 0, -1, false, false, fmt.Errorf("storage host answered range %q to a request from byte %d", resp.Header.Get("Content-Range"), offset)
+		}
+		total = t
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+		_, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
+		if ok && t == offset {
+			return 0, t, true, false, nil
+		}
+		return 0, -1, false, true, fmt.Errorf("storage host refused range from byte %d", offset)
+	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized:
+		// Expired or refused signature: ask for a freshly signed link.
+		b, _ := readCapped(resp.Body, 512)
+		return 0, -1, false, true, fmt.Errorf("storage host answered %d (link expired or refused): %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	case resp.StatusCode == http.StatusNotFound:
+		return 0, -1, false, false, &permanentError{fmt.Errorf("storage host answered 404: the file is gone (past the 30-day retention?): %w", ErrNotFound)}
+	default:
+		return 0, -1, false, false, fmt.Errorf("storage host answered %d", resp.StatusCode)
+	}
+	if skip > 0 {
+		if _, err := io.CopyN(io.Discard, resp.Body, skip); err != nil {
+			return 0, total, false, false, fmt.Errorf("re-reading the first %d bytes: %w", skip, redactError(err))
+		}
+	}
+	n, err = copyTo(w, resp.Body)
+	if err != nil {
+		return n, total, false, false, err
+	}
+	if total >= 0 && offset+n != total {
+		return n, total, false, false, fmt.Errorf("connection closed at byte %d of %d", offset+n, total)
+	}
+	return n, total, true, false, nil
+}
+
+// copyTo copies src to dst, telling write failures (the caller's) from
+// read failures (the network's).
+func copyTo(dst io.Writer, src io.Reader) (int64, error) {
+	buf := make([]byte, 256<<10)
+	var n int64
+	for {
+		k, rerr := src.Read(buf)
+		if k > 0 {
+			wk, werr := dst.Write(buf[:k])
+			n += int64(wk)
+			if werr != nil {
+				return n, &writeError{werr}
+			}
+			if wk < k {
+				return n, &writeError{io.ErrShortWrite}
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, redactError(rerr)
+		}
+	}
+}
+
+// parseContentRange reads "bytes start-end/total".
+func parseContentRange(h string) (start, total int64, ok bool) {
+	rest, found := strings.CutPrefix(h, "bytes ")
+	if !found {
+		return 0, 0, false
+	}
+	rng, tot, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, false
+	}
+	t, err := strconv.ParseInt(tot, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	if rng == "*" {
+		return 0, t, true
+	}
+	s, _, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, false
+	}
+	st, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return st, t, true
+}

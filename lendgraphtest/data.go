@@ -1,0 +1,358 @@
+package lendgraphtest
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Record is one synthetic record: JSON-ready values (string, int64,
+// float64, bool, []any, map[string]any).
+type Record = map[string]any
+
+// Resources lists the resource path segments the fake serves.
+var Resources = []string{"agents", "originators", "companies", "loans", "properties", "branches", "sales", "market"}
+
+// Dataset is the deterministic synthetic data behind the fake. Records are
+// generated on demand from (seed, resource, index): the same seed gives the
+// same records in every run, and a resource of a million rows costs nothing
+// until it is read.
+type Dataset struct {
+	seed  uint64
+	sizes map[string]int
+}
+
+func newDataset(seed int64, def int, sizes map[string]int) *Dataset {
+	d := &Dataset{seed: uint64(seed), sizes: map[string]int{}}
+	for _, r := range Resources {
+		n, ok := sizes[r]
+		if !ok {
+			n = def
+		}
+		d.sizes[r] = n
+	}
+	return d
+}
+
+// Len is the number of records of a resource (0 for an unknown one).
+func (d *Dataset) Len(resource string) int { return d.sizes[resource] }
+
+var idPrefix = map[string]string{
+	"agents": "agt_", "loans": "loan_", "properties": "prop_", "branches": "br_", "sales": "sale_", "market": "mkt_",
+}
+
+// Numeric NMLS ids of originators and companies start at these bases.
+const (
+	originatorBase = 1_000_000
+	companyBase    = 2_000_000
+)
+
+// ID returns the id of record i.
+func (d *Dataset) ID(resource string, i int) string {
+	switch resource {
+	case "originators":
+		return strconv.Itoa(originatorBase + i)
+	case "companies":
+		return strconv.Itoa(companyBase + i)
+	}
+	return fmt.Sprintf("%s%07d", idPrefix[resource], i)
+}
+
+// Index returns the index of the record with the given id.
+func (d *Dataset) Index(resource, id string) (int, bool) {
+	var n int
+	var err error
+	switch resource {
+	case "originators", "companies":
+		base := originatorBase
+		if resource == "companies" {
+			base = companyBase
+		}
+		n, err = strconv.Atoi(id)
+		n -= base
+	default:
+		p, ok := idPrefix[resource]
+		if !ok || !strings.HasPrefix(id, p) || len(id) != len(p)+7 {
+			return 0, false
+		}
+		n, err = strconv.Atoi(id[len(p):])
+	}
+	if err != nil || n < 0 || n >= d.Len(resource) {
+		return 0, false
+	}
+	return n, true
+}
+
+// Record returns the complete record i of a resource (nested detail
+// included); Summary drops the detail-only members.
+func (d *Dataset) Record(resource string, i int) Record {
+	g := d.rng(resource, i)
+	switch resource {
+	case "agents":
+		return d.agent(g, i)
+	case "originators":
+		return d.originator(g, i)
+	case "companies":
+		return d.company(g, i)
+	case "loans":
+		return d.loan(g, i)
+	case "properties":
+		return d.property(g, i)
+	case "branches":
+		return d.branch(g, i)
+	case "sales":
+		return d.sale(g, i)
+	case "market":
+		return d.market(g, i)
+	}
+	return nil
+}
+
+// detailOnly are the members only the detail endpoint returns.
+var detailOnly = map[string][]string{
+	"agents":      {"recentTransactions"},
+	"originators": {"licenses"},
+	"companies":   {"branchesPreview"},
+	"loans":       {"parties"},
+	"properties":  {"history"},
+	"branches":    {"managers"},
+	"sales":       {"parties"},
+	"market":      {"monthly"},
+}
+
+// Summary returns the list (summary) form of record i.
+func (d *Dataset) Summary(resource string, i int) Record {
+	r := d.Record(resource, i)
+	for _, k := range detailOnly[resource] {
+		delete(r, k)
+	}
+	return r
+}
+
+// rng is a splitmix64 stream keyed by seed, resource and index.
+type rng struct{ s uint64 }
+
+func (d *Dataset) rng(resource string, i int) *rng {
+	h := d.seed*0x9E3779B97F4A7C15 ^ uint64(i+1)*0xBF58476D1CE4E5B9
+	for _, c := range resource {
+		h = (h ^ uint64(c)) * 0x100000001B3
+	}
+	return &rng{s: h}
+}
+
+func (g *rng) next() uint64 {
+	g.s += 0x9E3779B97F4A7C15
+	z := g.s
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+	return z ^ (z >> 31)
+}
+
+func (g *rng) intn(n int) int               { return int(g.next() % uint64(n)) }
+func (g *rng) pick(xs []string) string      { return xs[g.intn(len(xs))] }
+func (g *rng) float(lo, hi float64) float64 { return lo + (hi-lo)*float64(g.next()>>11)/float64(1<<53) }
+func (g *rng) chance(p float64) bool        { return g.float(0, 1) < p }
+func (g *rng) rangeInt(lo, hi int) int64    { return int64(lo + g.intn(hi-lo+1)) }
+func round(f float64, places int) float64 {
+	p := 1.0
+	for range places {
+		p *= 10
+	}
+	return float64(int64(f*p+0.5)) / p
+}
+
+var (
+	firstNames = []string{"James", "Mary", "Robert", "Patricia", "John", "Jennifer", "Michael", "Linda", "David", "Elizabeth",
+		"William", "Barbara", "Richard", "Susan", "Joseph", "Jessica", "Thomas", "Sarah", "Carlos", "Karen", "Daniel", "Maria",
+		"Matthew", "Nancy", "Anthony", "Lisa", "Mark", "Betty", "Steven", "Sandra", "Andrew", "Ashley", "Joshua", "Emily", "Kevin", "Michelle"}
+	lastNames = []string{"Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Rodriguez", "Martinez",
+		"Hernandez", "Lopez", "Gonzalez", "Wilson", "Anderson", "Thomas", "Taylor", "Moore", "Jackson", "Martin", "Lee", "Perez",
+		"Thompson", "White", "Harris", "Sanchez", "Clark", "Ramirez", "Lewis", "Robinson", "Walker", "Young", "Allen", "King", "Wright", "Smithson"}
+	streets   = []string{"Main St", "Oak Ave", "Maple Dr", "Cedar Ln", "Pine St", "Elm St", "Washington Blvd", "Lake View Rd", "Sunset Blvd", "Park Ave", "Hillcrest Dr", "River Rd"}
+	stateCity = map[string][]string{
+		"CA": {"Los Angeles", "San Diego", "San Jose", "Sacramento", "Fresno"},
+		"TX": {"Houston", "Dallas", "Austin", "San Antonio", "Fort Worth"},
+		"FL": {"Miami", "Orlando", "Tampa", "Jacksonville"},
+		"NY": {"New York", "Buffalo", "Rochester", "Albany"},
+		"IL": {"Chicago", "Naperville", "Springfield"},
+		"AZ": {"Phoenix", "Tucson", "Mesa", "Scottsdale"},
+		"WA": {"Seattle", "Spokane", "Tacoma"},
+		"CO": {"Denver", "Boulder", "Colorado Springs"},
+		"GA": {"Atlanta", "Savannah", "Augusta"},
+		"NC": {"Charlotte", "Raleigh", "Durham"},
+		"OH": {"Columbus", "Cleveland", "Cincinnati"},
+		"NV": {"Las Vegas", "Reno", "Henderson"},
+	}
+	states        = []string{"CA", "TX", "FL", "NY", "IL", "AZ", "WA", "CO", "GA", "NC", "OH", "NV"}
+	lenderWords   = []string{"Summit", "Pioneer", "Liberty", "Heritage", "Cornerstone", "Guaranteed", "Premier", "Keystone", "Harbor", "Evergreen", "Union", "First"}
+	lenderKinds   = []string{"Mortgage", "Home Loans", "Bank", "Credit Union", "Lending", "Financial"}
+	titleNames    = []string{"First American Title", "First American Title Co", "Fidelity National Title", "Fidelity Natl Title Inc", "Old Republic Title", "Stewart Title", "Chicago Title Company", "Chicago Title LLC", "None Available", "none availble", "unknown", "n/a", "Attorney", "Accommodation", "WFG Title", "ab"}
+	brokerages    = []string{"Keller Williams", "RE/MAX", "Coldwell Banker", "Century 21", "Compass", "eXp Realty", "Redfin", "Berkshire Hathaway HomeServices"}
+	propertyTypes = []string{"single_family", "condo", "townhouse", "multi_family", "land"}
+	txTypes       = []string{"purchase", "refinance", "heloc", "construction"}
+	loanTypes     = []string{"conventional", "fha", "va", "usda", "jumbo"}
+	categories    = []string{"BANK", "CU", "OTHER"}
+)
+
+// epoch is the fixed end of the synthetic date range, so data does not
+// change with the wall clock.
+var epoch = time.Date(2026, 10, 31, 0, 0, 0, 0, time.UTC)
+
+func (g *rng) date(daysBack int) string {
+	return epoch.AddDate(0, 0, -g.intn(daysBack)).Format("2006-01-02")
+}
+
+func (g *rng) place() (state, city, zip string) {
+	state = g.pick(states)
+	city = g.pick(stateCity[state])
+	zip = fmt.Sprintf("%05d", 10000+g.intn(89999))
+	return
+}
+
+func (d *Dataset) companyName(i int) string {
+	g := d.rng("companies", i)
+	return g.pick(lenderWords) + " " + g.pick(lenderKinds)
+}
+
+func (d *Dataset) agent(g *rng, i int) Record {
+	first, last := g.pick(firstNames), g.pick(lastNames)
+	state, city, zip := g.place()
+	n := g.rangeInt(0, 120)
+	recent := []any{}
+	for k := range min(int(n), 3) {
+		recent = append(recent, map[string]any{"propertyId": d.ID("properties", (i*7+k)%max(d.Len("properties"), 1)), "date": g.date(700), "price": round(g.float(150e3, 2e6), 0)})
+	}
+	return Record{
+		"id": d.ID("agents", i), "firstName": first, "lastName": last, "fullName": first + " " + last,
+		"email": strings.ToLower(first+"."+last) + fmt.Sprintf("%d@example.com", i),
+		"phone": fmt.Sprintf("+1%03d555%04d", 200+g.intn(700), g.intn(10000)),
+		"city":  city, "state": state, "zip": zip,
+		"brokerage": g.pick(brokerages), "transactionCount": n,
+		"volume":              round(float64(n)*g.float(250e3, 900e3), 2),
+		"lastTransactionDate": g.date(900), "licenseNumber": fmt.Sprintf("%s%08d", state, g.intn(1e8)),
+		"isTeamLead":         g.chance(0.1),
+		"office":             map[string]any{"name": g.pick(brokerages) + " " + city, "city": city, "state": state},
+		"tags":               []any{g.pick([]string{"luxury", "first-time-buyers", "investors", "relocation"})},
+		"recentTransactions": recent,
+	}
+}
+
+func (d *Dataset) originator(g *rng, i int) Record {
+	first, last := g.pick(firstNames), g.pick(lastNames)
+	state, city, _ := g.place()
+	comp := g.intn(max(d.Len("companies"), 1))
+	st2 := g.pick(states)
+	loans := g.rangeInt(0, 400)
+	return Record{
+		"id": d.ID("originators", i), "nmlsId": d.ID("originators", i), "firstName": first, "lastName": last,
+		"fullName": first + " " + last, "city": city, "state": state,
+		"states": uniq(state, st2), "cities": []any{city},
+		"companyName": d.companyName(comp), "companyNmlsId": d.ID("companies", comp),
+		"title":     g.pick([]string{"Loan Officer", "Senior Loan Officer", "Branch Manager", "Mortgage Advisor"}),
+		"loanCount": loans, "volume": round(float64(loans)*g.float(200e3, 650e3), 2),
+		"lastLoanDate": g.date(900),
+		"licenses":     []any{map[string]any{"state": state, "active": true}, map[string]any{"state": st2, "active": g.chance(0.8)}},
+	}
+}
+
+func uniq(a, b string) []any {
+	if a == b {
+		return []any{a}
+	}
+	return []any{a, b}
+}
+
+func (d *Dataset) company(g *rng, i int) Record {
+	state, city, _ := g.place()
+	cat := g.pick(categories)
+	return Record{
+		"id": d.ID("companies", i), "nmlsId": d.ID("companies", i), "name": d.companyName(i),
+		"city": city, "state": state, "category": cat,
+		"channel":         map[string]string{"BANK": "Bank", "CU": "Credit Union", "OTHER": g.pick([]string{"Broker", "Retail"})}[cat],
+		"originatorCount": g.rangeInt(1, 900), "volume": round(g.float(1e6, 5e9), 2),
+		"website":         "https://www.example-lender-" + strconv.Itoa(i) + ".com",
+		"branchesPreview": []any{map[string]any{"city": city, "state": state}},
+	}
+}
+
+func (d *Dataset) loan(g *rng, i int) Record {
+	state, city, zip := g.place()
+	comp := g.intn(max(d.Len("companies"), 1))
+	orig := g.intn(max(d.Len("originators"), 1))
+	return Record{
+		"id": d.ID("loans", i), "state": state, "city": city, "zip": zip,
+		"mortgageAmount": round(g.float(80e3, 1.8e6), 0), "mortgageDate": g.date(1400),
+		"transactionType": g.pick(txTypes), "interestRate": round(g.float(2.5, 8.5), 3),
+		"loanType": g.pick(loanTypes), "lenderName": d.companyName(comp), "lenderNmlsId": d.ID("companies", comp),
+		"originatorNmlsId": d.ID("originators", orig), "propertyId": d.ID("properties", i%max(d.Len("properties"), 1)),
+		"titleCompany": g.pick(titleNames), "address": fmt.Sprintf("%d %s", 100+g.intn(9800), g.pick(streets)),
+		"parties": map[string]any{"borrower": g.pick(firstNames) + " " + g.pick(lastNames), "lender": d.companyName(comp)},
+	}
+}
+
+// property i has no usable address on the parcel when this is true; the
+// enrichment then falls back to loan i (and fails with 400 when that loan
+// does not exist either).
+func (d *Dataset) propertyLacksAddress(i int) bool {
+	return d.rng("properties-address", i).chance(0.04)
+}
+
+func (d *Dataset) property(g *rng, i int) Record {
+	state, city, zip := g.place()
+	street := fmt.Sprintf("%d %s", 100+g.intn(9800), g.pick(streets))
+	if d.propertyLacksAddress(i) {
+		street = ""
+	}
+	owner := g.pick(firstNames) + " " + g.pick(lastNames)
+	return Record{
+		"id": d.ID("properties", i), "street": street, "city": city, "state": state, "zip": zip,
+		"ownerName": owner, "propertyType": g.pick(propertyTypes),
+		"beds": g.rangeInt(1, 6), "baths": float64(g.rangeInt(2, 9)) / 2, "sqft": g.rangeInt(500, 6000),
+		"yearBuilt": g.rangeInt(1900, 2025), "estimatedValue": round(g.float(90e3, 3.5e6), 0),
+		"lastSaleDate": g.date(3000), "lastSaleAmount": round(g.float(60e3, 3e6), 0),
+		"ownerOccupied": g.chance(0.7),
+		"history":       []any{map[string]any{"event": "sale", "date": g.date(5000)}},
+	}
+}
+
+func (d *Dataset) branch(g *rng, i int) Record {
+	state, city, zip := g.place()
+	comp := i % max(d.Len("companies"), 1)
+	return Record{
+		"id": d.ID("branches", i), "branchNmlsId": strconv.Itoa(3_000_000 + i), "name": d.companyName(comp) + " - " + city,
+		"companyName": d.companyName(comp), "companyNmlsId": d.ID("companies", comp),
+		"street": fmt.Sprintf("%d %s", 100+g.intn(9800), g.pick(streets)), "city": city, "state": state, "postalCode": zip,
+		"isAuthorized": g.chance(0.9), "licensedStates": uniq(state, g.pick(states)),
+		"location":   map[string]any{"lat": round(g.float(25, 48), 5), "lon": round(g.float(-123, -71), 5)},
+		"tradeNames": []any{d.companyName(comp)},
+		"managers":   []any{map[string]any{"name": g.pick(firstNames) + " " + g.pick(lastNames)}},
+	}
+}
+
+func (d *Dataset) sale(g *rng, i int) Record {
+	state, city, _ := g.place()
+	return Record{
+		"id": d.ID("sales", i), "propertyId": d.ID("properties", i%max(d.Len("properties"), 1)),
+		"saleDate": g.date(1400), "saleAmount": round(g.float(60e3, 3e6), 0), "state": state, "city": city,
+		"buyerName": g.pick(firstNames) + " " + g.pick(lastNames), "sellerName": g.pick(firstNames) + " " + g.pick(lastNames),
+		"agentId": d.ID("agents", g.intn(max(d.Len("agents"), 1))),
+		"parties": map[string]any{"buyerAgent": g.pick(firstNames), "listingAgent": g.pick(firstNames)},
+	}
+}
+
+func (d *Dataset) market(g *rng, i int) Record {
+	state, city, _ := g.place()
+	return Record{
+		"id": d.ID("market", i), "cbsaCode": strconv.Itoa(10000 + i), "name": city + ", " + state, "state": state,
+		"loanCount": g.rangeInt(100, 90000), "volume": round(g.float(1e7, 9e10), 2),
+		"medianLoanAmount": round(g.float(150e3, 900e3), 0), "periodEnd": g.date(400),
+		"monthly": []any{map[string]any{"month": "2026-09", "loans": g.rangeInt(10, 9000)}},
+	}
+}
+
+// dateField is the member that period filters look at, per resource.
+var dateField = map[string]string{
+	"agents": "lastTransactionDate", "originators": "lastLoanDate", "loans": "mortgageDate",
+	"sales": "saleDate", "properties": "lastSaleDate", "market": "periodEnd",
+}

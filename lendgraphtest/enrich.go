@@ -1,0 +1,5 @@
+package lendgraphtest
+
+import "net/http"
+
+func (s *Server) routeEnrich(mux *http.ServeMux) {}

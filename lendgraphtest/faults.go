@@ -1,0 +1,166 @@
+package lendgraphtest
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"time"
+)
+
+// FaultKind is what an injected fault does to a request.
+type FaultKind int
+
+const (
+	// Respond answers with Status, Header and Body instead of the real handler.
+	Respond FaultKind = iota
+	// DropBeforeResponse closes the connection without answering.
+	DropBeforeResponse
+	// DropMidBody sends the real response's headers and half its body, then
+	// closes the connection.
+	DropMidBody
+	// Stall waits Delay (or until the client goes away) before answering
+	// normally: headers that never come, as far as a client with a shorter
+	// timeout can tell.
+	Stall
+	// Trickle sends the real response one byte per Delay.
+	Trickle
+)
+
+// Fault is a failure a test arms for the next requests matching a route.
+type Fault struct {
+	Kind   FaultKind
+	Status int
+	Header map[string]string
+	Body   string
+	// Delay is the stall before answering (Stall) or between bytes (Trickle).
+	Delay time.Duration
+	// Times is how many matching requests get the fault (0 means 1, -1 every one).
+	Times int
+}
+
+type faultRule struct {
+	method, pattern string
+	fault           Fault
+	left            int
+}
+
+// InjectFault arms f for the next requests whose method matches (empty for
+// any) and whose path matches pattern (path.Match syntax, e.g.
+// "/v1/properties/*/enrich"). It applies on every listener: API, storage
+// and search host. Rules are tried in the order they were added.
+func (s *Server) InjectFault(method, pattern string, f Fault) {
+	left := f.Times
+	if left == 0 {
+		left = 1
+	}
+	s.mu.Lock()
+	s.faults = append(s.faults, &faultRule{method: method, pattern: pattern, fault: f, left: left})
+	s.mu.Unlock()
+}
+
+// ClearFaults disarms every injected fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	s.faults = nil
+	s.mu.Unlock()
+}
+
+func (s *Server) takeFaultLocked(method, p string) *Fault {
+	for i, r := range s.faults {
+		if r.method != "" && r.method != method {
+			continue
+		}
+		if ok, _ := path.Match(r.pattern, p); !ok {
+			continue
+		}
+		f := r.fault
+		if r.left > 0 {
+			r.left--
+			if r.left == 0 {
+				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			}
+		}
+		return &f
+	}
+	return nil
+}
+
+func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, f *Fault, h http.Handler) {
+	switch f.Kind {
+	case Respond:
+		for k, v := range f.Header {
+			w.Header().Set(k, v)
+		}
+		status := f.Status
+		if status == 0 {
+			status = http.StatusInternalServerError
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(f.Body))
+	case DropBeforeResponse:
+		hijackClose(w)
+	case Stall:
+		select {
+		case <-time.After(f.Delay):
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		}
+		h.ServeHTTP(w, r)
+	case DropMidBody, Trickle:
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		conn, buf, ok := hijack(w)
+		if !ok {
+			return
+		}
+		defer conn.Close()
+		resp := rec.Result()
+		resp.Header.Set("X-Request-Id", w.Header().Get("X-Request-Id"))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Transfer-Encoding")
+		resp.Body = nil
+		var head bytes.Buffer
+		_ = resp.Write(&head) // status line and headers only (no body)
+		_, _ = buf.Write(head.Bytes())
+		if f.Kind == DropMidBody {
+			_, _ = buf.Write(body[:len(body)/2])
+			_ = buf.Flush()
+			return
+		}
+		for _, b := range body {
+			_ = buf.WriteByte(b)
+			if buf.Flush() != nil {
+				return
+			}
+			select {
+			case <-time.After(f.Delay):
+			case <-s.ctx.Done():
+				return
+			}
+		}
+		_ = buf.Flush()
+	}
+}
+
+func hijack(w http.ResponseWriter) (conn interface{ Close() error }, buf *bufio.ReadWriter, ok bool) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return nil, nil, false
+	}
+	c, rw, err := hj.Hijack()
+	if err != nil {
+		return nil, nil, false
+	}
+	return c, rw, true
+}
+
+func hijackClose(w http.ResponseWriter) {
+	if c, _, ok := hijack(w); ok {
+		_ = c.Close()
+	}
+}

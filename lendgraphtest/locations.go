@@ -1,0 +1,5 @@
+package lendgraphtest
+
+import "net/http"
+
+func (s *Server) routeLocations(mux *http.ServeMux) {}

@@ -1,0 +1,476 @@
+// Package lendgraphtest is an in-process fake of the LendGraph API for tests.
+//
+// It follows the reference's rules, not just its shapes: API keys in
+// organizations, credits and the charge rules, the enrichment cache, jobs
+// and their ownership, entitlements and row ceilings, signed expiring
+// download links, search tokens that expire, 202 computing, and the error
+// bodies. It serves a deterministic synthetic dataset of any size, generated
+// lazily, and lets a test inject faults, move the clock, and read the
+// requests it received.
+//
+//	srv := lendgraphtest.NewServer(t)
+//	c := srv.Client()
+//	page, err := c.Agents.List(ctx, nil)
+package lendgraphtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+// Server is a running fake API. Its methods are safe for concurrent use.
+type Server struct {
+	// URL is the API base address, e.g. http://127.0.0.1:41234.
+	URL string
+
+	cfg     config
+	api     *httptest.Server
+	storage *httptest.Server
+	extra   []*httptest.Server // listeners areas add (the search host)
+	data    *Dataset
+	secret  []byte // signs download links and search tokens
+
+	ctx    context.Context // ends at Close; job workers watch it
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // job workers
+
+	mu       sync.Mutex
+	offset   time.Duration // clock offset added by Advance
+	orgs     map[string]*org
+	callers  map[string]Caller // by key
+	faults   []*faultRule
+	requests []Request
+	nextID   atomic.Int64
+	queries  *queryCache
+	jobs     map[string]*fakeJob
+	objects  map[string]*object
+
+	area areaState // per-area stores, see areas.go
+}
+
+type config struct {
+	seed        int64
+	rows        map[string]int
+	defaultRows int
+	credits     float64
+	linkTTL     time.Duration
+	addr        string
+	jobRate     map[string]float64 // rows per second by job kind
+}
+
+// Option configures a Server.
+type Option func(*config)
+
+// WithSeed sets the seed of the synthetic dataset (default 1).
+func WithSeed(seed int64) Option { return func(c *config) { c.seed = seed } }
+
+// WithRows sets the number of records of one resource (agents, originators,
+// companies, loans, properties, branches, sales, market).
+func WithRows(resource string, n int) Option { return func(c *config) { c.rows[resource] = n } }
+
+// WithDefaultRows sets the number of records of every resource not set by
+// WithRows (default 10,000). Records are generated on demand, so a million
+// rows cost no start-up time.
+func WithDefaultRows(n int) Option { return func(c *config) { c.defaultRows = n } }
+
+// WithCredits sets the starting credit balance of every organization
+// (default 10,000,000).
+func WithCredits(n float64) Option { return func(c *config) { c.credits = n } }
+
+// WithLinkTTL sets how long a signed download link stays valid (default 15 minutes).
+func WithLinkTTL(d time.Duration) Option { return func(c *config) { c.linkTTL = d } }
+
+// WithAddr makes the API listen on addr (default 127.0.0.1:0, a free port).
+func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
+
+// WithJobRate sets how many rows a second the workers of a job kind
+// ("enrichment", "delivery") handle; lower makes jobs last longer.
+func WithJobRate(kind string, rowsPerSecond float64) Option {
+	return func(c *config) { c.jobRate[kind] = rowsPerSecond }
+}
+
+// Caller is one API key and the user and organization it belongs to.
+type Caller struct {
+	Key    string
+	UserID string
+	OrgID  string
+}
+
+// DefaultOrg is the organization of the default caller.
+const DefaultOrg = "org_default"
+
+// NewServer starts a fake API for the test and closes it when the test ends.
+func NewServer(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	s, err := Start(opts...)
+	if err != nil {
+		t.Fatalf("lendgraphtest: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a fake API outside a test (the CLI's "lendgraph fake").
+// Close it when done.
+func Start(opts ...Option) (*Server, error) {
+	cfg := config{seed: 1, rows: map[string]int{}, defaultRows: 10_000, credits: 10_000_000,
+		linkTTL: 15 * time.Minute, addr: "127.0.0.1:0",
+		jobRate: map[string]float64{"enrichment": 20_000, "delivery": 200_000}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	s := &Server{
+		cfg:     cfg,
+		orgs:    map[string]*org{},
+		callers: map[string]Caller{},
+		jobs:    map[string]*fakeJob{},
+		objects: map[string]*object{},
+		secret:  make([]byte, 32),
+		queries: newQueryCache(64),
+	}
+	_, _ = rand.Read(s.secret)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.data = newDataset(cfg.seed, cfg.defaultRows, cfg.rows)
+	s.area.init()
+	s.newCallerLocked(DefaultOrg, "user_default")
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.addr, err)
+	}
+	s.api = &httptest.Server{Listener: ln, Config: &http.Server{Handler: s.wrap("api", s.apiMux())}}
+	s.api.Start()
+	s.URL = s.api.URL
+	s.storage = httptest.NewServer(s.wrap("storage", http.HandlerFunc(s.serveStorage)))
+	s.startAreaListeners()
+	return s, nil
+}
+
+// Close stops the listeners and every job worker, and waits for them.
+func (s *Server) Close() {
+	s.cancel()
+	s.api.Close()
+	s.storage.Close()
+	for _, e := range s.extra {
+		e.Close()
+	}
+	s.wg.Wait()
+}
+
+// Client returns a client pointed at the fake with the default caller's key
+// and no retry delays worth waiting for. opts are applied after, so they can
+// override the key or anything else.
+func (s *Server) Client(opts ...lendgraph.Option) *lendgraph.Client {
+	base := []lendgraph.Option{lendgraph.WithBaseURL(s.URL), lendgraph.WithAPIKey(s.DefaultCaller().Key)}
+	c, err := lendgraph.NewClient(append(base, opts...)...)
+	if err != nil {
+		panic(fmt.Sprintf("lendgraphtest: %v", err))
+	}
+	return c
+}
+
+// DefaultCaller is the caller whose key Client uses.
+func (s *Server) DefaultCaller() Caller {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.callers {
+		if c.UserID == "user_default" {
+			return c
+		}
+	}
+	panic("lendgraphtest: default caller missing")
+}
+
+// NewCaller adds an API key for a new user in organization orgID (created
+// with the default balance when new).
+func (s *Server) NewCaller(orgID string) Caller {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newCallerLocked(orgID, fmt.Sprintf("user_%d", s.nextID.Add(1)))
+}
+
+func (s *Server) newCallerLocked(orgID, userID string) Caller {
+	s.orgLocked(orgID)
+	c := Caller{Key: "lg_test_" + randHex(12), UserID: userID, OrgID: orgID}
+	s.callers[c.Key] = c
+	return c
+}
+
+// Dataset returns the synthetic dataset the server serves.
+func (s *Server) Dataset() *Dataset { return s.data }
+
+// Now is the server's clock: real time plus everything Advance added.
+func (s *Server) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nowLocked()
+}
+
+func (s *Server) nowLocked() time.Time { return time.Now().Add(s.offset) }
+
+// Advance moves the server's clock forward (retention, link and token
+// expiry follow it).
+func (s *Server) Advance(d time.Duration) {
+	s.mu.Lock()
+	s.offset += d
+	s.mu.Unlock()
+}
+
+// StorageURL is the address of the signed-link storage host.
+func (s *Server) StorageURL() string { return s.storage.URL }
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newID returns a unique id with the given prefix.
+func (s *Server) newID(prefix string) string {
+	return fmt.Sprintf("%s_%06d%s", prefix, s.nextID.Add(1), randHex(4))
+}
+
+// --- organizations, credits, entitlements ---
+
+type org struct {
+	id           string
+	credits      float64
+	entitlements map[string]Entitlement
+	ledger       []Debit
+}
+
+// Entitlement is an organization's bulk-delivery entitlement for one
+// resource (key bulk-delivery.<resource>).
+type Entitlement struct {
+	// MaxRows is the row ceiling of one delivery.
+	MaxRows int64
+	// Columns are the allowed columns; empty allows every column.
+	Columns []string
+	// Filters are row filters ANDed into every delivery (field → value).
+	Filters map[string]any
+}
+
+// Debit is one ledger entry: credits taken from an organization.
+type Debit struct {
+	ID     string
+	OrgID  string
+	UserID string
+	// Reason says what was charged: "enrich", "enrich-bulk", "delivery", "crm-push".
+	Reason string
+	Amount float64
+	At     time.Time
+}
+
+func (s *Server) orgLocked(id string) *org {
+	o, ok := s.orgs[id]
+	if !ok {
+		o = &org{id: id, credits: s.cfg.credits, entitlements: map[string]Entitlement{}}
+		s.orgs[id] = o
+	}
+	return o
+}
+
+// SetCredits sets an organization's balance.
+func (s *Server) SetCredits(orgID string, n float64) {
+	s.mu.Lock()
+	s.orgLocked(orgID).credits = n
+	s.mu.Unlock()
+}
+
+// Credits returns an organization's balance.
+func (s *Server) Credits(orgID string) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.orgLocked(orgID).credits
+}
+
+// Debits returns an organization's ledger, oldest first.
+func (s *Server) Debits(orgID string) []Debit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Debit(nil), s.orgLocked(orgID).ledger...)
+}
+
+// SetEntitlement grants an organization the bulk-delivery entitlement of a resource.
+func (s *Server) SetEntitlement(orgID, resource string, e Entitlement) {
+	s.mu.Lock()
+	s.orgLocked(orgID).entitlements[resource] = e
+	s.mu.Unlock()
+}
+
+// entitlementLocked returns the organization's entitlement for a resource.
+func (s *Server) entitlementLocked(orgID, resource string) (Entitlement, bool) {
+	e, ok := s.orgLocked(orgID).entitlements[resource]
+	return e, ok
+}
+
+// debitLocked takes amount credits from the caller's organization and
+// records it. Callers check the balance first where the reference says so.
+func (s *Server) debitLocked(c Caller, reason string, amount float64) Debit {
+	o := s.orgLocked(c.OrgID)
+	o.credits -= amount
+	d := Debit{ID: s.newID("ledger"), OrgID: c.OrgID, UserID: c.UserID, Reason: reason, Amount: amount, At: s.nowLocked()}
+	o.ledger = append(o.ledger, d)
+	return d
+}
+
+// --- HTTP plumbing ---
+
+// Request is one request a listener received.
+type Request struct {
+	// Listener is "api", "storage" or "search".
+	Listener string
+	Method   string
+	Path     string
+	Query    string
+	Header   http.Header
+	Body     []byte
+	At       time.Time
+}
+
+// Requests returns the requests received so far, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// ResetRequests forgets the requests received so far.
+func (s *Server) ResetRequests() {
+	s.mu.Lock()
+	s.requests = nil
+	s.mu.Unlock()
+}
+
+// CountRequests counts received requests whose method matches (empty for
+// any) and whose path matches the path.Match pattern.
+func (s *Server) CountRequests(method, pattern string) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if ok, _ := path.Match(pattern, r.Path); ok && (method == "" || r.Method == method) {
+			n++
+		}
+	}
+	return n
+}
+
+const maxLoggedBody = 1 << 20
+
+// wrap logs the request, applies injected faults and tags the response
+// with a request id.
+func (s *Server) wrap(listener string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, maxLoggedBody+1))
+		logged := body
+		if len(logged) > maxLoggedBody {
+			logged = logged[:maxLoggedBody]
+		}
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		s.mu.Lock()
+		s.requests = append(s.requests, Request{Listener: listener, Method: r.Method, Path: r.URL.Path,
+			Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: logged, At: s.nowLocked()})
+		f := s.takeFaultLocked(r.Method, r.URL.Path)
+		s.mu.Unlock()
+		w.Header().Set("X-Request-Id", fmt.Sprintf("req_%d", s.nextID.Add(1)))
+		if f != nil {
+			s.applyFault(w, r, f, h)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// writeJSON writes v as a JSON response.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":"internal: `+err.Error()+`"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// writeError writes {error: msg} plus any extra fields.
+func writeError(w http.ResponseWriter, status int, msg string, extra map[string]any) {
+	body := map[string]any{"error": msg}
+	for k, v := range extra {
+		body[k] = v
+	}
+	writeJSON(w, status, body)
+}
+
+// readJSON decodes the request body into v, answering 400 on failure.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if r.ContentLength == 0 && r.Body == nil {
+		return true
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "reading body: "+err.Error(), nil)
+		return false
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return true
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error(), nil)
+		return false
+	}
+	return true
+}
+
+// authed wraps an API handler with the key check: x-api-key or
+// Authorization: Bearer, 401 otherwise.
+func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, c Caller)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("x-api-key")
+		if key == "" {
+			if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
+				key = strings.TrimPrefix(a, "Bearer ")
+			}
+		}
+		s.mu.Lock()
+		c, ok := s.callers[key]
+		s.mu.Unlock()
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "unauthorized", nil)
+			return
+		}
+		h(w, r, c)
+	}
+}
+
+func (s *Server) apiMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	s.routeResources(mux)
+	s.routeEnrich(mux)
+	s.routeDelivery(mux)
+	s.routeSearch(mux)
+	s.routeMarket(mux)
+	s.routeAnalytics(mux)
+	s.routeCRM(mux)
+	s.routeSavedFilters(mux)
+	s.routeLocations(mux)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route for "+r.Method+" "+r.URL.Path, nil)
+	})
+	return mux
+}

@@ -1,11 +1,27 @@
 package lendgraphtest
 
-// areaState holds the in-memory stores of the feature areas. Each area
-// adds its fields here and initialises them in init.
-type areaState struct{}
+// areaState holds the in-memory stores of the feature areas, one embedded
+// struct per area, each defined and initialised in the area's own file.
+type areaState struct {
+	enrichState
+	deliveryState
+	searchState
+	marketState
+	crmState
+	savedFiltersState
+}
 
-func (a *areaState) init() {}
+func (a *areaState) init() {
+	a.enrichState.init()
+	a.deliveryState.init()
+	a.searchState.init()
+	a.marketState.init()
+	a.crmState.init()
+	a.savedFiltersState.init()
+}
 
 // startAreaListeners starts the listeners areas need besides the API and
-// storage hosts (the search host).
-func (s *Server) startAreaListeners() {}
+// storage hosts.
+func (s *Server) startAreaListeners() {
+	s.startSearchHost()
+}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -40,15 +41,33 @@ const (
 
 type kindKey struct{}
 
-// WithKind returns a context that tells the policy what kind of call travels in it.
+// call is what the policy knows about one call: its kind and how many of
+// its attempts it has judged so far.
+type call struct {
+	kind     Kind
+	attempts atomic.Int32
+}
+
+// WithKind returns a context that tells the policy what kind of call travels
+// in it. Use a fresh one per call: it also counts the call's attempts.
 func WithKind(ctx context.Context, k Kind) context.Context {
-	return context.WithValue(ctx, kindKey{}, k)
+	return context.WithValue(ctx, kindKey{}, &call{kind: k})
 }
 
 // KindOf reports the call kind in ctx, Idempotent when none was set.
 func KindOf(ctx context.Context) Kind {
-	k, _ := ctx.Value(kindKey{}).(Kind)
-	return k
+	if c, ok := ctx.Value(kindKey{}).(*call); ok {
+		return c.kind
+	}
+	return Idempotent
+}
+
+// lastAttempt counts an attempt of the call in ctx and reports whether no
+// retry may follow it, so that no budget is spent on a retry that will not
+// happen.
+func (p *Policy) lastAttempt(ctx context.Context) bool {
+	c, ok := ctx.Value(kindKey{}).(*call)
+	return ok && int(c.attempts.Add(1)) > p.MaxRetries
 }
 
 // Policy decides retries and waits. The zero value is not usable; use New.
@@ -61,6 +80,9 @@ type Policy struct {
 	// longer is not retried: the caller gets the error with the server's
 	// value and decides, instead of a script hanging for an hour.
 	MaxRetryAfter time.Duration
+	// MaxRetries is the number of retries of one call (the retry client's
+	// RetryMax must be the same).
+	MaxRetries int
 	// Budget is shared by every call of one client; nil means unlimited.
 	Budget *Budget
 }
@@ -71,6 +93,7 @@ func New() *Policy {
 		BaseDelay:     250 * time.Millisecond,
 		MaxDelay:      8 * time.Second,
 		MaxRetryAfter: 60 * time.Second,
+		MaxRetries:    3,
 		Budget:        NewBudget(DefaultBudget),
 	}
 }
@@ -82,6 +105,13 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 	}
 	kind := KindOf(ctx)
 	if kind == Never {
+		return false, nil
+	}
+	if err == nil && resp.StatusCode < 400 {
+		p.Budget.refund()
+		return false, nil
+	}
+	if p.lastAttempt(ctx) {
 		return false, nil
 	}
 	if err != nil {
@@ -110,8 +140,6 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 			return false, nil
 		}
 		return p.Budget.take(costStatus), nil
-	case resp.StatusCode < 400:
-		p.Budget.refund()
 	}
 	return false, nil
 }

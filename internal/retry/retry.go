@@ -9,6 +9,8 @@ package retry
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -118,7 +120,7 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return false, nil
 		}
-		if errors.Is(err, ErrNoRetry) {
+		if errors.Is(err, ErrNoRetry) || permanent(err) {
 			return false, nil
 		}
 		if kind == Unrepeatable && !NotSent(err) {
@@ -170,6 +172,15 @@ func (p *Policy) Jitter(attempt int) time.Duration {
 // ErrNoRetry marks a transport error that must not be retried (a refused
 // redirect, a rate-limit wait that cannot finish before the deadline).
 var ErrNoRetry = errors.New("not retryable")
+
+// permanent reports transport errors that a retry cannot fix: a
+// certificate the client does not trust.
+func permanent(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn)
+}
 
 // NotSent reports whether err shows that the request never reached the
 // server (the connection could not be opened), so repeating it cannot make

@@ -2,6 +2,8 @@ package retry
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/http"
@@ -81,6 +83,7 @@ func TestCheckRetryKinds(t *testing.T) {
 		{Idempotent, 0, context.DeadlineExceeded, false},
 		{Idempotent, 0, ErrNoRetry, false},
 		{Never, 503, nil, false},
+		{Idempotent, 0, &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, false},
 	} {
 		var resp *http.Response
 		if tc.err == nil {

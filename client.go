@@ -383,6 +383,25 @@ const maxResponseBody = 64 << 20
 // send runs r through the pipeline and decodes a 2xx JSON body into out
 // (when out is non-nil). It returns the final status code.
 func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
+	for attempt := 0; ; attempt++ {
+		status, err := c.sendOnce(ctx, r, out)
+		// A body cut mid-way is a transport failure that retryablehttp
+		// never sees (it hands over the response before the body is read):
+		// repeat the calls that may be repeated, within the same limits.
+		var de *DecodeError
+		if err == nil || r.kind != retry.Idempotent || attempt >= c.policy.MaxRetries ||
+			!errors.As(err, &de) || !retry.Interrupted(de.Err) || !c.policy.Spend() {
+			return status, err
+		}
+		if werr := retry.Wait(ctx, c.policy.Jitter(attempt)); werr != nil {
+			return status, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, werr)
+		}
+		reflect.ValueOf(out).Elem().SetZero() // no half-decoded leftovers
+
+	}
+}
+
+func (c *Client) sendOnce(ctx context.Context, r request, out any) (int, error) {
 	resp, err := c.open(ctx, r)
 	if err != nil {
 		return 0, err

@@ -607,13 +607,38 @@ func TestErrorBodyReadUnderCap(t *testing.T) {
 	}
 }
 
-func TestMidBodyDropIsDecodeError(t *testing.T) {
+func TestMidBodyDrop(t *testing.T) {
 	srv := smallServer(t)
+	c := srv.Client(lendgraph.WithMaxRetries(2))
+	ctx := context.Background()
+
+	// A list read cut mid-body is repeated.
 	srv.InjectFault("POST", "/v1/agents", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
-	_, err := srv.Client().Agents.List(context.Background(), nil)
-	// The cut body surfaces as a decode error: the SDK does not hide it.
+	page, err := c.Agents.List(ctx, nil)
+	if err != nil || len(page.Data) != 25 {
+		t.Fatalf("List after a cut body: %v", err)
+	}
+	if n := srv.CountRequests("POST", "/v1/agents"); n != 2 {
+		t.Fatalf("%d attempts, want 2", n)
+	}
+
+	// Until the retries run out: the cut body surfaces as a *DecodeError.
+	srv.InjectFault("GET", "/v1/agents/*", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody, Times: -1})
+	_, err = c.Agents.Get(ctx, "agt_0000001")
 	var de *lendgraph.DecodeError
 	if !errors.As(err, &de) {
 		t.Fatalf("err = %v, want *DecodeError for a body cut mid-way", err)
+	}
+	if n := srv.CountRequests("GET", "/v1/agents/*"); n != 3 {
+		t.Fatalf("%d attempts, want 3", n)
+	}
+
+	// A call that may have acted is not repeated.
+	srv.ResetRequests()
+	srv.InjectFault("POST", "/v1/agents", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
+	var out map[string]any
+	err = c.Do(ctx, "POST", "/v1/agents", map[string]any{}, &out)
+	if !errors.As(err, &de) || srv.CountRequests("POST", "/v1/agents") != 1 {
+		t.Fatalf("unrepeatable call: %v after %d attempts", err, srv.CountRequests("POST", "/v1/agents"))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -217,6 +218,31 @@ func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// Interrupted reports whether err, met while reading a response body, shows
+// the connection was cut (the body ended early or was reset), as opposed
+// to a body that arrived whole but was not what the caller expected.
+func Interrupted(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &ne)
+}
+
+// Spend takes the budget of one retry of a cut response body, reporting
+// false when the client's budget is exhausted.
+func (p *Policy) Spend() bool { return p.Budget.take(costTransport) }
+
+// Wait sleeps the backoff of the given attempt (0 first), returning early
+// with the context's error when it ends.
+func Wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // DefaultBudget is the number of retry tokens a client starts with.

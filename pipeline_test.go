@@ -642,3 +642,31 @@ func TestMidBodyDrop(t *testing.T) {
 		t.Fatalf("unrepeatable call: %v after %d attempts", err, srv.CountRequests("POST", "/v1/agents"))
 	}
 }
+
+func TestQueryStringNotInErrorsOrLogs(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	var buf bytes.Buffer
+	c, err := lendgraph.NewClient(lendgraph.WithAPIKey("k"), lendgraph.WithBaseURL("http://"+addr),
+		lendgraph.WithMaxRetries(1), lendgraph.WithRetryBackoff(time.Millisecond, time.Millisecond),
+		lendgraph.WithLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Do(context.Background(), "GET", "/v1/locations/retrieve?mapId=s3cr3t-signature", nil, nil)
+	if err == nil {
+		t.Fatal("no error from a closed port")
+	}
+	for _, s := range []string{err.Error(), buf.String()} {
+		if strings.Contains(s, "s3cr3t") {
+			t.Fatalf("query string printed: %s", s)
+		}
+	}
+	if !strings.Contains(buf.String(), "request failed") {
+		t.Fatalf("failure not logged: %s", buf.String())
+	}
+}

@@ -292,7 +292,9 @@ func TestResourceAnalytics(t *testing.T) {
 	for _, f := range []func() (*lendgraph.AnalyticsResult, error){
 		func() (*lendgraph.AnalyticsResult, error) { return c.Agents.TimeSeries(ctx, nil) },
 		func() (*lendgraph.AnalyticsResult, error) { return c.Originators.Summary(ctx, nil) },
-		func() (*lendgraph.AnalyticsResult, error) { return c.Sales.Chart(ctx, &lendgraph.ChartRequest{Slice: "city"}) },
+		func() (*lendgraph.AnalyticsResult, error) {
+			return c.Sales.Chart(ctx, &lendgraph.ChartRequest{Slice: "city"})
+		},
 		func() (*lendgraph.AnalyticsResult, error) { return c.Market.Summary(ctx, nil) },
 	} {
 		if r, err := f(); err != nil || len(r.Raw) == 0 {

@@ -2,9 +2,11 @@ package lendgraph_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
@@ -37,7 +39,7 @@ func TestPushCRMCreatesThenUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (r1.Summary.Requested != 3 || r1.Summary.Created != 2 || r1.Summary.Skipped != 1) {
+	if r1.Summary.Requested != 3 || r1.Summary.Created != 2 || r1.Summary.Skipped != 1 {
 		t.Fatalf("%+v", r1.Summary)
 	}
 	if r1.Results[0].Status != lendgraph.PushCreated || r1.Results[2].Reason != lendgraph.PushNotFound || r1.Billing.Charged != 2 || !r1.PortalRecorded {
@@ -159,6 +161,38 @@ func TestPushCRMAllNeverResendsUnknownBatch(t *testing.T) {
 		}
 		if n := srv.CountRequests(http.MethodPost, "/v1/integrations/crm/push"); n != 1 {
 			t.Fatalf("fault %v: %d requests: a batch of unknown outcome was re-sent", f.Kind, n)
+		}
+	}
+}
+
+// A 429 means the server did not act: the push is retried, and charged once.
+func TestPushCRMRetriesOnlyWhenNothingHappened(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
+	c := srv.Client()
+	srv.InjectFault(http.MethodPost, "/v1/integrations/crm/push", lendgraphtest.Fault{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}})
+	before := srv.Credits(lendgraphtest.DefaultOrg)
+	res, err := c.Integrations.PushCRM(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(2)})
+	if err != nil || res.Summary.Created != 2 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if n := srv.CountRequests(http.MethodPost, "/v1/integrations/crm/push"); n != 2 || before-srv.Credits(lendgraphtest.DefaultOrg) != 2 {
+		t.Fatalf("%d requests, charged %v", n, before-srv.Credits(lendgraphtest.DefaultOrg))
+	}
+}
+
+func TestPushResponseKeepsUnknown(t *testing.T) {
+	var r lendgraph.CRMPushResponse
+	in := `{"results":[{"id":"a","status":"merged","reason":"duplicate_email","crmRecordId":"9","attempts":2}],"summary":{"requested":1,"merged":1},"billing":{"charged":1,"note":"n","rate":1},"portalRecorded":true,"region":"eu"}`
+	if err := json.Unmarshal([]byte(in), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Results[0].Status != "merged" || r.Results[0].Reason != "duplicate_email" {
+		t.Fatalf("%+v", r.Results[0])
+	}
+	out, _ := json.Marshal(r)
+	for _, m := range []string{`"attempts":2`, `"merged":1`, `"rate":1`, `"region":"eu"`} {
+		if !strings.Contains(string(out), m) {
+			t.Fatalf("%s lost: %s", m, out)
 		}
 	}
 }

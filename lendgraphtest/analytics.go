@@ -266,10 +266,7 @@ func (s *Server) handleTitleCompanies(w http.ResponseWriter, r *http.Request, _ 
 	slices.SortFunc(rows, func(a, b *titleRow) int {
 		return cmp.Or(cmp.Compare(b.units, a.units), cmp.Compare(b.volume, a.volume), cmp.Compare(a.id, b.id))
 	})
-	size, cursor := 0, ""
-	if q.Pagination != nil {
-		size, cursor = q.Pagination.Size, q.Pagination.Cursor
-	}
+	size, cursor := q.page()
 	start, end, next, ok := pageOf(w, selection{n: len(rows)}, queryKey("title-companies/"+id, listQuery{Period: q.Period}, nil), size, cursor)
 	if !ok {
 		return
@@ -305,10 +302,7 @@ func (s *Server) handleBranches(w http.ResponseWriter, r *http.Request, _ Caller
 		writeError(w, http.StatusBadRequest, err.Error(), nil)
 		return
 	}
-	size, cursor := 0, ""
-	if q.Pagination != nil {
-		size, cursor = q.Pagination.Size, q.Pagination.Cursor
-	}
+	size, cursor := q.page()
 	start, end, next, ok := pageOf(w, sel, queryKey("branches", q, extra), size, cursor)
 	if !ok {
 		return
@@ -322,6 +316,14 @@ func (s *Server) handleBranches(w http.ResponseWriter, r *http.Request, _ Caller
 		body["cursor"] = next
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// page returns the requested page size and cursor.
+func (q listQuery) page() (size int, cursor string) {
+	if q.Pagination != nil {
+		return q.Pagination.Size, q.Pagination.Cursor
+	}
+	return 0, ""
 }
 
 // chartQuery is a chart body: list filters plus slice, measure, segment.
@@ -414,10 +416,7 @@ func (s *Server) serveChart(w http.ResponseWriter, resource string, q chartQuery
 		writeError(w, http.StatusBadRequest, err.Error(), nil)
 		return
 	}
-	size, cursor := 0, ""
-	if q.Pagination != nil {
-		size, cursor = q.Pagination.Size, q.Pagination.Cursor
-	}
+	size, cursor := q.page()
 	start, end, next, ok := pageOf(w, selection{n: len(list)}, queryKey("chart/"+resource, lq, map[string]any{"s": q.Slice, "m": q.Measure, "g": q.Segment}), size, cursor)
 	if !ok {
 		return

@@ -2,6 +2,7 @@ package lendgraphtest
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -119,6 +120,17 @@ func (o *crmOrg) visible(entityID, userID string) bool {
 	return ok && r.visibleTo(userID)
 }
 
+// find returns the item of a store (meetings, calls, notes) whose record the
+// caller can see, or answers 404.
+func (o *crmOrg) find(w http.ResponseWriter, store map[string]Record, id, what, userID string) (Record, bool) {
+	it, ok := store[id]
+	if !ok || !o.visible(it["entityId"].(string), userID) {
+		writeError(w, http.StatusNotFound, what+" not found", nil)
+		return nil, false
+	}
+	return it, true
+}
+
 func (s *Server) handleLenderChannels(w http.ResponseWriter, r *http.Request, _ Caller) {
 	var body struct {
 		LoNmlsIDs []string `json:"loNmlsIds"`
@@ -144,31 +156,44 @@ func (s *Server) handleLenderChannels(w http.ResponseWriter, r *http.Request, _ 
 	writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"byLo": byLo}})
 }
 
-func validTaskStatus(st string) bool {
-	return st == "" || st == "open" || st == "completed" || st == "cancelled"
+// taskStatusParam reads the status query parameter, answering 400 on an
+// unknown value.
+func taskStatusParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	st := r.URL.Query().Get("status")
+	if st != "" && st != "open" && st != "completed" && st != "cancelled" {
+		writeError(w, http.StatusBadRequest, "status must be open, completed or cancelled", nil)
+		return "", false
+	}
+	return st, true
+}
+
+// visibleTasks returns the tasks on records the user sees, with the status
+// (when set), that keep accepts.
+func (o *crmOrg) visibleTasks(userID, status string, keep func(t Record) bool) []Record {
+	out := []Record{}
+	for _, t := range o.tasks {
+		if o.visible(t["entityId"].(string), userID) && (status == "" || t["status"] == status) && keep(t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (s *Server) handleWorkspaceTasks(w http.ResponseWriter, r *http.Request, c Caller) {
-	q := r.URL.Query()
-	status, assignee := q.Get("status"), q.Get("assignee")
-	if !validTaskStatus(status) {
-		writeError(w, http.StatusBadRequest, "status must be open, completed or cancelled", nil)
+	status, ok := taskStatusParam(w, r)
+	if !ok {
 		return
 	}
+	assignee := r.URL.Query().Get("assignee")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.crmLocked(c)
-	out := []Record{}
-	for _, t := range o.tasks {
+	tasks := o.visibleTasks(c.UserID, status, func(t Record) bool { return assignee == "" || t["assigneeUserId"] == assignee })
+	out := make([]Record, 0, len(tasks))
+	for _, t := range tasks {
 		rec := o.records[t["entityId"].(string)]
-		if rec == nil || !rec.visibleTo(c.UserID) || (status != "" && t["status"] != status) || (assignee != "" && t["assigneeUserId"] != assignee) {
-			continue
-		}
 		lo := s.data.Summary("originators", rec.orig)
-		e := Record{}
-		for k, v := range t {
-			e[k] = v
-		}
+		e := maps.Clone(t)
 		e["canDelete"] = t["createdByUserId"] == c.UserID || rec.owner == c.UserID
 		e["entityType"] = "lo"
 		e["recordName"] = lo["fullName"]
@@ -184,31 +209,22 @@ func (s *Server) handleWorkspaceTasks(w http.ResponseWriter, r *http.Request, c 
 }
 
 func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request, c Caller) {
-	q := r.URL.Query()
-	status, owner := q.Get("status"), q.Get("owner")
-	if !validTaskStatus(status) {
-		writeError(w, http.StatusBadRequest, "status must be open, completed or cancelled", nil)
+	status, ok := taskStatusParam(w, r)
+	if !ok {
 		return
 	}
+	q := r.URL.Query()
+	owner, entity, assignee := q.Get("owner"), q.Get("entityId"), q.Get("assigneeUserId")
 	if owner != "" && owner != "me" {
 		writeError(w, http.StatusBadRequest, "owner must be me", nil)
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o := s.crmLocked(c)
-	out := []Record{}
-	for _, t := range o.tasks {
-		switch {
-		case !o.visible(t["entityId"].(string), c.UserID),
-			status != "" && t["status"] != status,
-			q.Get("entityId") != "" && t["entityId"] != q.Get("entityId"),
-			q.Get("assigneeUserId") != "" && t["assigneeUserId"] != q.Get("assigneeUserId"),
-			owner == "me" && t["assigneeUserId"] != c.UserID:
-			continue
-		}
-		out = append(out, t)
-	}
+	out := s.crmLocked(c).visibleTasks(c.UserID, status, func(t Record) bool {
+		return (entity == "" || t["entityId"] == entity) && (assignee == "" || t["assigneeUserId"] == assignee) &&
+			(owner == "" || t["assigneeUserId"] == c.UserID)
+	})
 	writeJSON(w, http.StatusOK, map[string]any{"data": out})
 }
 
@@ -226,9 +242,8 @@ func (s *Server) handleMeeting(w http.ResponseWriter, r *http.Request, c Caller)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.crmLocked(c)
-	m, ok := o.meetings[id]
-	if !ok || !o.visible(m["entityId"].(string), c.UserID) {
-		writeError(w, http.StatusNotFound, "meeting not found", nil)
+	m, ok := o.find(w, o.meetings, id, "meeting", c.UserID)
+	if !ok {
 		return
 	}
 	// No calendar is connected in the fake: changes are kept locally and
@@ -264,9 +279,8 @@ func (s *Server) handleTranscribe(w http.ResponseWriter, r *http.Request, c Call
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.crmLocked(c)
-	call, ok := o.calls[body.ID]
-	if !ok || !o.visible(call["entityId"].(string), c.UserID) {
-		writeError(w, http.StatusNotFound, "call not found", nil)
+	call, ok := o.find(w, o.calls, body.ID, "call", c.UserID)
+	if !ok {
 		return
 	}
 	call["transcriptSid"] = "TR" + randHex(8)
@@ -299,9 +313,8 @@ func (s *Server) handleEditNote(w http.ResponseWriter, r *http.Request, c Caller
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.crmLocked(c)
-	n, ok := o.notes[body.ID]
-	if !ok || !o.visible(n["entityId"].(string), c.UserID) {
-		writeError(w, http.StatusNotFound, "note not found", nil)
+	n, ok := o.find(w, o.notes, body.ID, "note", c.UserID)
+	if !ok {
 		return
 	}
 	prev := n["bodyHtml"]

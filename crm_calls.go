@@ -47,10 +47,10 @@ type Call struct {
 	RecordingSID     string           `json:"recordingSid"`
 	TranscriptSID    string           `json:"transcriptSid"`
 	RecordingEnabled bool             `json:"recordingEnabled"`
-	StartedAt        EpochMillis      `json:"startedAt"`
-	EndedAt          EpochMillis      `json:"endedAt"`
-	CreatedAt        EpochMillis      `json:"createdAt"`
-	AIAnalyzedAt     EpochMillis      `json:"aiAnalyzedAt"`
+	StartedAt        EpochMillis      `json:"startedAt,omitzero"`
+	EndedAt          EpochMillis      `json:"endedAt,omitzero"`
+	CreatedAt        EpochMillis      `json:"createdAt,omitzero"`
+	AIAnalyzedAt     EpochMillis      `json:"aiAnalyzedAt,omitzero"`
 	DurationSeconds  float64          `json:"durationSeconds"`
 	AnsweredBy       AnsweredBy       `json:"answeredBy"`
 	EndedBy          EndedBy          `json:"endedBy"`

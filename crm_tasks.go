@@ -47,10 +47,10 @@ type Task struct {
 	CreatedByUserID  string           `json:"createdByUserId"`
 	CalendarEventID  string           `json:"calendarEventId"`
 	CalendarProvider CalendarProvider `json:"calendarProvider"`
-	DueAt            EpochMillis      `json:"dueAt"`
-	CreatedAt        EpochMillis      `json:"createdAt"`
-	CompletedAt      EpochMillis      `json:"completedAt"`
-	CancelledAt      EpochMillis      `json:"cancelledAt"`
+	DueAt            EpochMillis      `json:"dueAt,omitzero"`
+	CreatedAt        EpochMillis      `json:"createdAt,omitzero"`
+	CompletedAt      EpochMillis      `json:"completedAt,omitzero"`
+	CancelledAt      EpochMillis      `json:"cancelledAt,omitzero"`
 	// Extra holds every other member the server sent.
 	Extra Fields `json:",unknown"`
 }
@@ -76,10 +76,10 @@ type WorkspaceTask struct {
 	CreatedByUserID  string           `json:"createdByUserId"`
 	CalendarEventID  string           `json:"calendarEventId"`
 	CalendarProvider CalendarProvider `json:"calendarProvider"`
-	DueAt            EpochMillis      `json:"dueAt"`
-	CreatedAt        EpochMillis      `json:"createdAt"`
-	CompletedAt      EpochMillis      `json:"completedAt"`
-	CancelledAt      EpochMillis      `json:"cancelledAt"`
+	DueAt            EpochMillis      `json:"dueAt,omitzero"`
+	CreatedAt        EpochMillis      `json:"createdAt,omitzero"`
+	CompletedAt      EpochMillis      `json:"completedAt,omitzero"`
+	CancelledAt      EpochMillis      `json:"cancelledAt,omitzero"`
 
 	CanDelete      bool           `json:"canDelete"`
 	EntityType     EntityType     `json:"entityType"`
@@ -99,7 +99,7 @@ type TaskDisplay struct {
 	City             string      `json:"city"`
 	CompanyName      string      `json:"companyName"`
 	CompanyNMLSID    string      `json:"companyNmlsId"`
-	ContactCheckedAt EpochMillis `json:"contactCheckedAt"`
+	ContactCheckedAt EpochMillis `json:"contactCheckedAt,omitzero"`
 	County           string      `json:"county"`
 	CountyFIPS       string      `json:"countyFips"`
 	// Location is kept as sent: its type is not shown by the reference.

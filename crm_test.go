@@ -254,6 +254,13 @@ func TestEpochMillis(t *testing.T) {
 	if !zero.Time().IsZero() || zero.String() != "" {
 		t.Fatal("zero")
 	}
+	// Absent timestamps stay absent on re-marshal.
+	var tk lendgraph.Task
+	_ = json.Unmarshal([]byte(`{"id":"t","status":"snoozed","dueAt":1700000000000,"priority":"high"}`), &tk)
+	out, _ := json.Marshal(tk)
+	if strings.Contains(string(out), "completedAt") || !strings.Contains(string(out), `"priority":"high"`) || tk.Status != "snoozed" {
+		t.Fatalf("%s", out)
+	}
 }
 
 func TestCallKeepsUnknown(t *testing.T) {

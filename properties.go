@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
@@ -72,11 +74,12 @@ type ChartCompleteness struct {
 
 // ChartRow is one slice of a chart.
 type ChartRow struct {
-	ID       string  `json:"id"`
-	Label    string  `json:"label"`
-	Count    int64   `json:"count"`
-	Excluded int64   `json:"excluded"`
-	Value    float64 `json:"value"`
+	ID    string `json:"id"`
+	Label string `json:"label"`
+	Count int64  `json:"count"`
+	// Excluded is kept as sent: its type is not shown by the reference.
+	Excluded jsontext.Value `json:"excluded,omitempty"`
+	Value    float64        `json:"value"`
 	// Unattributed marks the slice of records without a value for Slice.
 	Unattributed bool           `json:"unattributed"`
 	Segments     []ChartSegment `json:"segments"`

@@ -12,8 +12,10 @@ import (
 
 // startFake starts the in-process fake API for the examples; a test would
 // use lendgraphtest.NewServer(t).
-func startFake() *lendgraphtest.Server {
-	srv, err := lendgraphtest.Start(lendgraphtest.WithRows("agents", 1000))
+// startFake starts the fake API for an example; examples print the fake's
+// deterministic data.
+func startFake(opts ...lendgraphtest.Option) *lendgraphtest.Server {
+	srv, err := lendgraphtest.Start(opts...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -21,7 +23,7 @@ func startFake() *lendgraphtest.Server {
 }
 
 func ExampleNewClient() {
-	srv := startFake()
+	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 
 	// Against the real API: lendgraph.NewClient() reads $LENDGRAPH_API_KEY.
@@ -42,7 +44,7 @@ func ExampleNewClient() {
 }
 
 func ExampleResourceService_List() {
-	srv := startFake()
+	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 	c := srv.Client()
 
@@ -68,7 +70,7 @@ func ExampleResourceService_List() {
 }
 
 func ExampleResourceService_All() {
-	srv := startFake()
+	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 	c := srv.Client()
 
@@ -91,7 +93,7 @@ func ExampleResourceService_All() {
 }
 
 func ExamplePager_Cursor() {
-	srv := startFake()
+	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 	c := srv.Client()
 	ctx := context.Background()
@@ -124,7 +126,7 @@ func ExamplePager_Cursor() {
 }
 
 func ExampleResourceService_Get() {
-	srv := startFake()
+	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 	c := srv.Client()
 
@@ -137,7 +139,7 @@ func ExampleResourceService_Get() {
 }
 
 func ExampleAPIError() {
-	srv := startFake()
+	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 	c := srv.Client()
 	ctx := context.Background()
@@ -160,7 +162,7 @@ func ExampleAPIError() {
 }
 
 func ExampleInsufficientCreditsError() {
-	srv := startFake()
+	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 	srv.InjectFault("POST", "/v1/integrations/crm/push", lendgraphtest.Fault{Status: 402,
 		Body: `{"error":"insufficient credits","balance":2,"cost":10}`})

@@ -107,6 +107,22 @@ func (j job) cancel(ctx context.Context, out any) error {
 // waitJob polls the job until it is terminal. state extracts the status and
 // error text from a record.
 func waitJob[S jobStatus](ctx context.Context, j job, opts []WaitOption, state func(*S) (JobState, string)) (*S, error) {
+	fetch := func(ctx context.Context) (*S, error) {
+		var st S
+		if err := j.status(ctx, &st); err != nil {
+			return nil, err
+		}
+		return &st, nil
+	}
+	return waitFor(ctx, j.kind, j.id, opts, fetch, state)
+}
+
+// waitFor is the polling loop behind every Wait: fetch a status record,
+// show it to the progress callback, stop when state says it is terminal.
+// A throttled fetch (429 that outlasted the pipeline's own retries) is not
+// a failure: the loop waits for the server's Retry-After and polls again.
+// A state the SDK does not know counts as running.
+func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (*S, error) {
 	cfg := waitConfig{poll: poll.Default}
 	for _, o := range opts {
 		o(&cfg)
@@ -116,7 +132,7 @@ func waitJob[S jobStatus](ctx context.Context, j job, opts []WaitOption, state f
 		fn, ok := cfg.progress.(func(*S))
 		if !ok {
 			var zero S
-			return nil, invalidArg("WithProgress", "the callback takes %T, but this %s job reports *%T", cfg.progress, j.kind, zero)
+			return nil, invalidArg("WithProgress", "the callback takes %T, but this %s job reports *%T", cfg.progress, kind, zero)
 		}
 		progress = fn
 	}
@@ -125,31 +141,31 @@ func waitJob[S jobStatus](ctx context.Context, j job, opts []WaitOption, state f
 	}
 	var last *S
 	err := poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, time.Duration, error) {
-		var st S
-		if err := j.status(ctx, &st); err != nil {
+		st, err := fetch(ctx)
+		if err != nil {
 			var rl *RateLimitError
-			if errors.As(err, &rl) {
+			if errors.As(err, &rl) && ctx.Err() == nil {
 				// Throttled polling is not a failed job: wait as asked and poll again.
-				return false, max(rl.RetryAfter, time.Second), nil
+				return false, max(rl.RetryAfter, cfg.poll.Max), nil
 			}
 			return false, 0, err
 		}
-		last = &st
+		last = st
 		if progress != nil {
-			progress(&st)
+			progress(st)
 		}
-		s, _ := state(&st)
+		s, _ := state(st)
 		return s.Terminal(), 0, nil
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", j.kind, j.id, ctx.Err())
+			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", kind, id, ctx.Err())
 		}
 		return last, err
 	}
 	s, msg := state(last)
 	if s == JobFailed || s == JobCancelled {
-		return last, &JobError{Kind: j.kind, JobID: j.id, Status: string(s), Message: msg}
+		return last, &JobError{Kind: kind, JobID: id, Status: string(s), Message: msg}
 	}
 	return last, nil
 }

@@ -178,11 +178,11 @@ type EnrichJob struct {
 // ResultRows. The submit is never repeated after the server may have
 // acted. For more ids use EnrichBulkAll.
 func (s *PropertiesService) EnrichBulk(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichJob, error) {
-	if err := checkEnrichIDs(ids, 0); err != nil {
-		return nil, err
-	}
 	if len(ids) > MaxEnrichBulk {
 		return nil, invalidArg("ids", "%d property ids given; one job takes at most %d: split them (EnrichBulkAll does)", len(ids), MaxEnrichBulk)
+	}
+	if err := checkEnrichIDs(ids); err != nil {
+		return nil, err
 	}
 	body := struct {
 		PropertyIDs []string `json:"propertyIds"`
@@ -205,15 +205,14 @@ func (s *PropertiesService) EnrichBulk(ctx context.Context, ids []string, opts *
 	return j, nil
 }
 
-// checkEnrichIDs rejects an empty set and empty ids; offset numbers the ids
-// in messages when they are part of a larger set.
-func checkEnrichIDs(ids []string, offset int) error {
+// checkEnrichIDs rejects an empty set and empty ids.
+func checkEnrichIDs(ids []string) error {
 	if len(ids) == 0 {
 		return invalidArg("ids", "no property ids given; pass 1 to %d", MaxEnrichBulk)
 	}
 	for i, id := range ids {
 		if id == "" {
-			return invalidArg("ids", "property id at index %d is empty", offset+i)
+			return invalidArg("ids", "property id at index %d is empty", i)
 		}
 	}
 	return nil
@@ -275,8 +274,8 @@ type EnrichmentEntry struct {
 	Extra Fields `json:",unknown"`
 }
 
-// Enrichments yields every property the caller has enriched, following
-// cursors. Breaking out of the loop stops it.
+// Enrichments yields every property the caller has enriched (GET
+// /v1/properties/enrichments), following the ?cursor= of each page. Breaking out of the loop stops it.
 func (s *PropertiesService) Enrichments(ctx context.Context) iter.Seq2[EnrichmentEntry, error] {
 	return s.EnrichmentsPager("").All(ctx)
 }

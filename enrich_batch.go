@@ -28,10 +28,7 @@ type EnrichPlan struct {
 // PlanEnrichBulk checks ids and splits them into jobs of at most
 // MaxEnrichBulk without sending anything.
 func (s *PropertiesService) PlanEnrichBulk(ids []string, opts *EnrichBulkOptions) (*EnrichPlan, error) {
-	if len(ids) == 0 {
-		return nil, invalidArg("ids", "no property ids given")
-	}
-	if err := checkEnrichIDs(ids, 0); err != nil {
+	if err := checkEnrichIDs(ids); err != nil {
 		return nil, err
 	}
 	p := &EnrichPlan{Properties: len(ids), WorstCaseCost: int64(len(ids)), svc: s, opts: opts}

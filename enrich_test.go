@@ -184,6 +184,7 @@ func TestEnrichValidationSendsNothing(t *testing.T) {
 		"empty id2": errOf(c.Properties.EnrichBulk(ctx, []string{"prop_0000001", ""}, nil)),
 		"too many":  errOf(c.Properties.EnrichBulk(ctx, tooMany, nil)),
 		"plan none": errOf(c.Properties.PlanEnrichBulk(nil, nil)),
+		"no job id": errOf(c.Properties.EnrichJob("").Status(ctx)),
 	} {
 		if !errors.As(err, &inv) {
 			t.Errorf("%s: %v, want *InvalidArgumentError", name, err)
@@ -203,6 +204,31 @@ func TestEnrichValidationSendsNothing(t *testing.T) {
 }
 
 func errOf[T any](_ T, err error) error { return err }
+
+func TestEnrichBulkCacheAndRefresh(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
+	c, ctx := srv.Client(), context.Background()
+	id := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
+	if _, err := c.Properties.Enrich(ctx, id, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, refresh := range []bool{false, true} {
+		job, err := c.Properties.EnrichBulk(ctx, []string{id}, &lendgraph.EnrichBulkOptions{Refresh: refresh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 10*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if refresh && (st.ChargedCount != 1 || st.FromCache != 0) || !refresh && (st.ChargedCount != 0 || st.FromCache != 1) {
+			t.Fatalf("refresh=%v: %+v", refresh, st)
+		}
+	}
+	if n, total := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk"); n != 1 || total != 1 {
+		t.Fatalf("bulk debits %d (%v)", n, total)
+	}
+}
 
 func TestEnrichBulkNeedsWorstCaseBalance(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))

@@ -93,6 +93,9 @@ type job struct {
 }
 
 func (j job) status(ctx context.Context, out any) error {
+	if j.id == "" {
+		return invalidArg("id", "the %s job id is empty", j.kind)
+	}
 	_, err := j.client.send(ctx, request{method: http.MethodGet, path: j.path, kind: retry.Idempotent}, out)
 	return err
 }
@@ -100,6 +103,9 @@ func (j job) status(ctx context.Context, out any) error {
 // cancel deletes the job. Repeating a DELETE cannot act twice: a second one
 // answers 409 and changes nothing.
 func (j job) cancel(ctx context.Context, out any) error {
+	if j.id == "" {
+		return invalidArg("id", "the %s job id is empty", j.kind)
+	}
 	_, err := j.client.send(ctx, request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
 	return err
 }

@@ -217,6 +217,9 @@ func (s *Server) handleEnrich(w http.ResponseWriter, r *http.Request, c Caller) 
 	writeJSON(w, status, body)
 }
 
+// enrichOne answers a single enrichment: a cache hit is free and needs no
+// balance; a live lookup needs a balance of at least the one credit it may
+// cost (402 otherwise) and debits it only when it finds somebody.
 func (s *Server) enrichOne(c Caller, i int, refresh bool) (int, map[string]any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

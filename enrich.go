@@ -236,7 +236,8 @@ func (j *EnrichJob) Status(ctx context.Context) (*EnrichJobStatus, error) {
 
 // Wait polls the job until it is completed, failed or cancelled, and
 // returns the last status record. The first poll is immediate; the interval
-// then grows from 200ms to 1s (WithPollInterval changes both), a throttled
+// then grows from 200ms to 1s (WithPollInterval changes both) and is cut
+// short when the rows handled so far say the job ends sooner, a throttled
 // poll waits as long as the server's Retry-After asks, and a status value
 // the SDK does not know counts as still running. WithProgress sees every
 // status record fetched.

@@ -146,22 +146,35 @@ func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOptio
 		return nil, invalidArg("WithPollInterval", "need 0 < initial <= max, got %s and %s", cfg.poll.Initial, cfg.poll.Max)
 	}
 	var last *S
-	err := poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, time.Duration, error) {
+	var eta poll.ETA
+	err := poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, poll.Hint, error) {
 		st, err := fetch(ctx)
 		if err != nil {
 			var rl *RateLimitError
 			if errors.As(err, &rl) && ctx.Err() == nil {
 				// Throttled polling is not a failed job: wait as asked and poll again.
-				return false, max(rl.RetryAfter, cfg.poll.Max), nil
+				return false, poll.Hint{AtLeast: max(rl.RetryAfter, cfg.poll.Max)}, nil
 			}
-			return false, 0, err
+			return false, poll.Hint{}, err
 		}
 		last = st
 		if progress != nil {
 			progress(st)
 		}
 		s, _ := state(st)
-		return s.Terminal(), 0, nil
+		if s.Terminal() {
+			return true, poll.Hint{}, nil
+		}
+		// When the rows done so far say the job ends before the next
+		// scheduled poll, poll shortly after that instead.
+		var h poll.Hint
+		if p, ok := any(st).(interface{ jobProgress() (done, total int64) }); ok {
+			done, total := p.jobProgress()
+			if d := eta.Observe(time.Now(), done, total); d > 0 {
+				h.AtMost = d + d/10 + 20*time.Millisecond
+			}
+		}
+		return false, h, nil
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -175,3 +188,10 @@ func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOptio
 	}
 	return last, nil
 }
+
+// jobProgress reports the rows handled and the rows to handle, for the
+// poller's completion estimate.
+func (s *EnrichJobStatus) jobProgress() (done, total int64) { return s.Succeeded + s.Failed, s.Total }
+
+// jobProgress reports the rows written and the rows expected.
+func (s *DeliveryStatus) jobProgress() (done, total int64) { return s.Processed, s.EstimatedTotal }

@@ -252,11 +252,11 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 	}
 	req := request{method: http.MethodGet, path: "/v1/market/movement/most-gained", query: p, kind: retry.Idempotent}
 	var out *MostGainedResponse
-	err := poll.Until(ctx, poll.Config{Factor: 1}, func(ctx context.Context) (bool, time.Duration, error) {
+	err := poll.Until(ctx, poll.Config{Factor: 1}, func(ctx context.Context) (bool, poll.Hint, error) {
 		var raw jsontext.Value
 		status, err := s.client.send(ctx, req, &raw)
 		if err != nil {
-			return false, 0, err
+			return false, poll.Hint{}, err
 		}
 		var body computingBody
 		_ = unmarshal(raw, &body) // a rows answer has no status: body stays zero
@@ -268,14 +268,14 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 			if cfg.onComputing != nil {
 				cfg.onComputing(wait)
 			}
-			return false, wait, nil
+			return false, poll.Hint{AtLeast: wait}, nil
 		}
 		var rows MostGainedResponse
 		if err := unmarshal(raw, &rows); err != nil {
-			return false, 0, &DecodeError{Method: req.method, Path: req.path, StatusCode: status, Err: err}
+			return false, poll.Hint{}, &DecodeError{Method: req.method, Path: req.path, StatusCode: status, Err: err}
 		}
 		out = &rows
-		return true, 0, nil
+		return true, poll.Hint{}, nil
 	})
 	if err != nil {
 		return nil, err

@@ -43,6 +43,9 @@ var jsonOptions = jsonv2.JoinOptions(
 	jsontext.AllowDuplicateNames(true),
 	jsonv2.FormatNilSliceAsNull(true),
 	jsonv2.FormatNilMapAsNull(true),
+	// Unknown members are written back in sorted order, so the same record
+	// always marshals to the same bytes (diffable CLI output, stable tests).
+	jsonv2.Deterministic(true),
 )
 
 var decodeFieldOptions = jsonv2.JoinOptions(jsonOptions, jsonv2.MatchCaseInsensitiveNames(true))

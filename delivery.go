@@ -315,3 +315,11 @@ func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yi
 		}
 	}
 }
+
+// DeliveryJobAs returns a handle on the same job whose rows decode as U:
+// for a row type of your own that declares every column you deliver (the
+// SDK's record types keep the others in Extra).
+func DeliveryJobAs[U, T any](j *DeliveryJob[T]) *DeliveryJob[U] {
+	return &DeliveryJob[U]{job: j.job, ID: j.ID, State: j.State, EntityType: j.EntityType,
+		Format: j.Format, EstimatedTotal: j.EstimatedTotal, MaxRows: j.MaxRows}
+}

@@ -198,7 +198,7 @@ func converter(t parquet.Type, k Kind) func([]byte, parquet.Value) ([]byte, erro
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return append(dst, "null"...), nil
 			}
-			return strconv.AppendFloat(dst, x, 'g', -1, bits), nil
+			return appendFloat(dst, x, bits), nil
 		}
 	case parquet.ByteArray:
 		if lt == nil && ct == -1 || lt != nil && isStringish(lt) || ct == deprecated.UTF8 || ct == deprecated.Enum {
@@ -298,4 +298,24 @@ func appendScaled(dst, digits []byte, scale int) []byte {
 	}
 	dst = append(dst, digits[:len(digits)-scale]...)
 	return append(append(dst, '.'), digits[len(digits)-scale:]...)
+}
+
+// appendFloat formats x as encoding/json does, so a parquet double reads
+// back as the same JSON number text as in the ndjson and json files.
+func appendFloat(dst []byte, x float64, bits int) []byte {
+	abs := math.Abs(x)
+	f := byte('f')
+	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
+		f = 'e'
+	}
+	dst = strconv.AppendFloat(dst, x, f, -1, bits)
+	if f == 'e' {
+		// clean up e-09 to e-9
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
 }

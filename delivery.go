@@ -240,7 +240,7 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, erro
 	if err != nil {
 		return 0, err
 	}
-	return j.client.download(ctx, st.ResultsURL, j.freshLink, w)
+	return j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, w, expectedSize(st))
 }
 
 // Rows yields the delivered rows as T while the file downloads, whatever
@@ -270,7 +270,7 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 		pr, pw := io.Pipe()
 		done := make(chan error, 1)
 		go func() {
-			_, err := j.client.download(ctx, st.ResultsURL, j.freshLink, pw)
+			_, err := j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, pw, expectedSize(st))
 			pw.CloseWithError(err) // nil: EOF for the decoder
 			done <- err
 		}()
@@ -280,8 +280,9 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 			<-done
 		}()
 		for row, err := range DecodeRows[T](pr, st.Format, opts...) {
-			if err != nil && ctx.Err() != nil {
-				err = fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, context.Cause(ctx))
+			if ctx.Err() != nil {
+				yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, context.Cause(ctx)))
+				return
 			}
 			if !yield(row, err) || err != nil {
 				return
@@ -301,14 +302,15 @@ func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yi
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	n, err := j.client.download(ctx, st.ResultsURL, j.freshLink, f)
+	n, err := j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, f, expectedSize(st))
 	if err != nil {
 		yield(zero, err)
 		return
 	}
 	for row, err := range DecodeParquet[T](f, n) {
-		if err == nil && ctx.Err() != nil {
-			err = ctx.Err()
+		if ctx.Err() != nil {
+			yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, ctx.Err()))
+			return
 		}
 		if !yield(row, err) || err != nil {
 			return
@@ -322,4 +324,13 @@ func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yi
 func DeliveryJobAs[U, T any](j *DeliveryJob[T]) *DeliveryJob[U] {
 	return &DeliveryJob[U]{job: j.job, ID: j.ID, State: j.State, EntityType: j.EntityType,
 		Format: j.Format, EstimatedTotal: j.EstimatedTotal, MaxRows: j.MaxRows}
+}
+
+// expectedSize is the file size a completed status record announces, -1
+// when it does not.
+func expectedSize(st *DeliveryStatus) int64 {
+	if st.Bytes > 0 {
+		return st.Bytes
+	}
+	return -1
 }

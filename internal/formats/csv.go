@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -32,6 +33,7 @@ func CSV(r io.Reader, schema Schema) Producer {
 		if err != nil {
 			return fmt.Errorf("csv: reading the header: %w", err)
 		}
+		header = slices.Clone(header) // ReuseRecord reuses its array
 		names := make([][]byte, len(header))
 		kinds := make([]Kind, len(header))
 		seen := map[string]bool{}

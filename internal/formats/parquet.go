@@ -206,7 +206,7 @@ func converter(t parquet.Type, k Kind) func([]byte, parquet.Value) ([]byte, erro
 				if v.IsNull() {
 					return append(dst, "null"...), nil
 				}
-				if k == Nested || k == Unknown && lt == nil {
+				if k == Nested || k == Unknown {
 					// Nested fields arrive as JSON-encoded strings.
 					if b := v.ByteArray(); isJSONComposite(string(b)) {
 						return append(dst, b...), nil

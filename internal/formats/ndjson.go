@@ -39,7 +39,7 @@ func NDJSON(r io.Reader, maxLine int) Producer {
 
 // splitLines emits each non-blank line of src as one row.
 func splitLines(src io.Reader, maxLine int, e *emitter) error {
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, 256<<10)
 	var carry []byte // a line started in an earlier chunk
 	var offset int64 // decompressed bytes before buf
 	line := int64(1)

@@ -107,7 +107,7 @@ func Stream[T any](format string, produce Producer, decode func([]byte, *T) erro
 		stop := make(chan struct{})
 		order := make(chan work[T], 2*workers) // in file order
 		jobs := make(chan work[T], 2*workers)
-		pool := &sync.Pool{New: func() any { return &Batch{buf: make([]byte, 0, batchBytes+batchBytes/4)} }}
+		pool := &sync.Pool{New: func() any { return new(Batch) }}
 		var wg sync.WaitGroup
 
 		wg.Add(1)

@@ -36,6 +36,7 @@ func CSV(r io.Reader, schema Schema) Producer {
 		header = slices.Clone(header) // ReuseRecord reuses its array
 		names := make([][]byte, len(header))
 		kinds := make([]Kind, len(header))
+		skip := make([]bool, len(header))
 		seen := map[string]bool{}
 		for i, h := range header {
 			if seen[h] {
@@ -44,7 +45,8 @@ func CSV(r io.Reader, schema Schema) Producer {
 			seen[h] = true
 			names[i], _ = jsontext.AppendQuote(nil, h)
 			names[i] = append(names[i], ':')
-			kinds[i] = schema[h]
+			k, known := schema[h]
+			kinds[i], skip[i] = k, !known && !schema.keepsUnknown() || h == ""
 		}
 		for {
 			rec, err := cr.Read()
@@ -62,7 +64,7 @@ func CSV(r io.Reader, schema Schema) Producer {
 			first := true
 			for i, cell := range rec {
 				k := kinds[i]
-				if cell == "" && k != Unknown && k != String {
+				if skip[i] || cell == "" && k != Unknown && k != String {
 					continue
 				}
 				mark := len(buf)

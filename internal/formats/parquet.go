@@ -57,7 +57,7 @@ func readRowGroup(rg parquet.RowGroup, g int, cols []column, buf []parquet.Row, 
 				if c < 0 || c >= len(cols) {
 					return fmt.Errorf("parquet: row %d: value of unknown column %d", e.next, c)
 				}
-				if v.IsNull() && cols[c].kind != Unknown {
+				if cols[c].skip || v.IsNull() && cols[c].kind != Unknown {
 					continue // a typed field keeps its zero value
 				}
 				if !first {
@@ -85,6 +85,7 @@ func readRowGroup(rg parquet.RowGroup, g int, cols []column, buf []parquet.Row, 
 type column struct {
 	name []byte // quoted, with the colon
 	kind Kind   // of the row type's field; Unknown when it has none
+	skip bool   // the row type neither has the field nor keeps unknown ones
 	conv func(dst []byte, v parquet.Value) ([]byte, error)
 }
 
@@ -95,8 +96,9 @@ func parquetColumns(s *parquet.Schema, schema Schema) ([]column, error) {
 			return nil, fmt.Errorf("parquet: column %q is nested or repeated; delivery files hold nested fields as JSON strings", f.Name())
 		}
 		name, _ := jsontext.AppendQuote(nil, f.Name())
-		k := schema[f.Name()]
-		cols = append(cols, column{name: append(name, ':'), kind: k, conv: converter(f.Type(), k)})
+		k, known := schema[f.Name()]
+		cols = append(cols, column{name: append(name, ':'), kind: k, conv: converter(f.Type(), k),
+			skip: !known && !schema.keepsUnknown() || f.Name() == ""})
 	}
 	return cols, nil
 }

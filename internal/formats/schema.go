@@ -21,8 +21,14 @@ const (
 	Nested // a struct, slice, map or anything else: JSON-encoded in csv and parquet
 )
 
-// Schema maps a row type's JSON member names to kinds.
+// Schema maps a row type's JSON member names to kinds. The key "" is
+// Unknown when the type keeps unknown members (a map row type, or a struct
+// with a `json:",unknown"` field) and absent when it drops them: columns
+// it lacks are then not converted at all.
 type Schema map[string]Kind
+
+// keepsUnknown reports whether columns outside the schema are decoded.
+func (s Schema) keepsUnknown() bool { _, ok := s[""]; return ok }
 
 // SchemaOf reads the JSON member names of a struct type t (tags as in
 // encoding/json/v2: the name in the tag, else the Go name; "-" skipped;
@@ -30,6 +36,12 @@ type Schema map[string]Kind
 // map) gives an empty schema: every column is then inferred.
 func SchemaOf(t reflect.Type) Schema {
 	s := Schema{}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		s[""] = Unknown
+	}
 	s.add(t, 0)
 	return s
 }
@@ -49,6 +61,7 @@ func (s Schema) add(t reflect.Type, depth int) {
 			continue
 		}
 		if strings.Contains(","+opts+",", ",unknown,") {
+			s[""] = Unknown
 			continue
 		}
 		if f.Anonymous && name == "" || strings.Contains(","+opts+",", ",inline,") {

@@ -518,7 +518,7 @@ func (c *csvWriter) close() error { c.w.Flush(); return c.w.Error() }
 // parquetWriter writes typed columns: strings, int64, double, boolean, and
 // nested values as JSON-annotated strings, every column optional.
 type parquetWriter struct {
-	w     *parquet.Writer
+	w     *parquet.GenericWriter[any]
 	cols  []string // in the schema's column order
 	kinds []string
 	buf   []parquet.Row
@@ -548,7 +548,7 @@ func (s *Server) newParquetWriter(p *deliveryPlan, w io.Writer) *parquetWriter {
 		group[c] = parquet.Optional(node)
 	}
 	schema := parquet.NewSchema(p.resource, group)
-	pw := &parquetWriter{w: parquet.NewWriter(w, schema, parquet.MaxRowsPerRowGroup(parquetRowGroup))}
+	pw := &parquetWriter{w: parquet.NewGenericWriter[any](w, schema, parquet.MaxRowsPerRowGroup(parquetRowGroup))}
 	for _, f := range schema.Fields() { // sorted: the column order
 		pw.cols = append(pw.cols, f.Name())
 		pw.kinds = append(pw.kinds, kinds[f.Name()])

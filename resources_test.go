@@ -50,18 +50,6 @@ func ids[T any](items []T, id func(T) string) []string {
 
 func agentID(a lendgraph.Agent) string { return a.ID }
 
-func collect(t *testing.T, seq func(func(lendgraph.Agent, error) bool)) []lendgraph.Agent {
-	t.Helper()
-	var out []lendgraph.Agent
-	for a, err := range seq {
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
 func TestAllFollowsCursors(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithRows("agents", 250))
 	c := srv.Client()

@@ -22,6 +22,11 @@ func (a *areaState) init() {
 	a.locationsState.init()
 }
 
+// close releases what areas hold outside memory (delivery files).
+func (a *areaState) close() {
+	a.deliveryState.close()
+}
+
 // startAreaListeners starts the listeners areas need besides the API and
 // storage hosts.
 func (s *Server) startAreaListeners() {

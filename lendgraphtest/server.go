@@ -171,6 +171,7 @@ func (s *Server) Close() {
 		e.Close()
 	}
 	s.wg.Wait()
+	s.area.close()
 }
 
 // Client returns a client pointed at the fake with the default caller's key

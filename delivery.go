@@ -153,7 +153,9 @@ type deliveryHandle struct {
 // the filters), *EntitlementError (more than 1,000 rows need the
 // bulk-delivery.<resource> entitlement), *InsufficientCreditsError (the
 // balance does not cover the estimate). A 502 (the job failed to launch) is
-// retried: the reference calls it safe to repeat.
+// retried: the reference calls it safe to repeat. Other 5xx answers, a
+// connection reset after sending and a cut response are not: a job may
+// have started, and a second submit would deliver and charge twice.
 func (s *ResourceService[T]) Deliver(ctx context.Context, req *DeliveryRequest) (*DeliveryJob[T], error) {
 	if !s.res.delivery {
 		return nil, invalidArg("Deliver", "the API offers no bulk delivery of %s; it does for agents, originators, companies, loans, properties and branches", s.res.name)
@@ -162,7 +164,7 @@ func (s *ResourceService[T]) Deliver(ctx context.Context, req *DeliveryRequest) 
 		return nil, err
 	}
 	var h deliveryHandle
-	_, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.res.name + "/bulk-delivery", body: req, kind: retry.Idempotent}, &h)
+	_, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.res.name + "/bulk-delivery", body: req, kind: retry.Launch}, &h)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,12 @@ const (
 	// Never is for calls whose failures are handled by the caller itself (a
 	// resumable download reports a cut body to its own loop).
 	Never
+	// Launch calls start a job that charges credits when it completes (a
+	// bulk delivery submit). They are retried like Unrepeatable calls, and
+	// also on a 502, which the reference documents as "the job failed to
+	// launch; safe to retry". Any other 5xx, a reset after sending or a
+	// cut response may mean a job started: repeating it could charge twice.
+	Launch
 )
 
 type kindKey struct{}
@@ -124,7 +130,7 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 		if errors.Is(err, ErrNoRetry) || permanent(err) {
 			return false, nil
 		}
-		if kind == Unrepeatable && !NotSent(err) {
+		if kind != Idempotent && !NotSent(err) {
 			return false, nil
 		}
 		return p.Budget.take(costTransport), nil
@@ -136,7 +142,7 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 		}
 		return p.Budget.take(costStatus), nil
 	case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented:
-		if kind != Idempotent {
+		if kind != Idempotent && (kind != Launch || resp.StatusCode != http.StatusBadGateway) {
 			return false, nil
 		}
 		if d, ok := RetryAfter(resp.Header, time.Now()); ok && d > p.MaxRetryAfter {

@@ -83,6 +83,13 @@ func TestCheckRetryKinds(t *testing.T) {
 		{Idempotent, 0, context.DeadlineExceeded, false},
 		{Idempotent, 0, ErrNoRetry, false},
 		{Never, 503, nil, false},
+		{Launch, 502, nil, true},
+		{Launch, 500, nil, false},
+		{Launch, 503, nil, false},
+		{Launch, 504, nil, false},
+		{Launch, 429, nil, true},
+		{Launch, 0, reset, false},
+		{Launch, 0, refused, true},
 		{Idempotent, 0, &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, false},
 	} {
 		var resp *http.Response

@@ -40,6 +40,10 @@ type Fault struct {
 	Delay time.Duration
 	// Times is how many matching requests get the fault (0 means 1, -1 every one).
 	Times int
+	// Stream, for Respond, repeats Body until Stream bytes were written
+	// (-1: until the client goes away or the server closes), streamed
+	// without holding it in memory: a 1 GB or never-ending error body.
+	Stream int64
 }
 
 type faultRule struct {
@@ -100,6 +104,10 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, f *Fault, h 
 			status = http.StatusInternalServerError
 		}
 		w.WriteHeader(status)
+		if f.Stream != 0 {
+			s.streamBody(w, r, f)
+			return
+		}
 		_, _ = w.Write([]byte(f.Body))
 	case DropBeforeResponse:
 		hijackClose(w)
@@ -151,6 +159,31 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, f *Fault, h 
 			}
 		}
 		_ = buf.Flush()
+	}
+}
+
+// streamBody writes f.Body over and over until f.Stream bytes were written,
+// forever when f.Stream is negative, stopping when the client goes away.
+func (s *Server) streamBody(w http.ResponseWriter, r *http.Request, f *Fault) {
+	chunk := []byte(f.Body)
+	if len(chunk) == 0 {
+		chunk = []byte("x")
+	}
+	for len(chunk) < 32<<10 {
+		chunk = append(chunk, chunk...)
+	}
+	left := f.Stream
+	for left != 0 {
+		b := chunk
+		if left > 0 && int64(len(b)) > left {
+			b = b[:left]
+		}
+		if _, err := w.Write(b); err != nil || r.Context().Err() != nil || s.ctx.Err() != nil {
+			return
+		}
+		if left > 0 {
+			left -= int64(len(b))
+		}
 	}
 }
 

@@ -87,6 +87,23 @@ func (s *Server) Job(id string) (Job, bool) {
 	return Job{ID: j.id, Kind: j.spec.kind, State: j.state, Owner: j.owner, Processed: j.processed, Counters: cp}, true
 }
 
+// Jobs returns a snapshot of every job the server holds, in no order.
+func (s *Server) Jobs() []Job {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.jobs))
+	for id := range s.jobs {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	out := make([]Job, 0, len(ids))
+	for _, id := range ids {
+		if j, ok := s.Job(id); ok {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
 // Progress records n more rows handled and counter deltas, paces the work
 // to the kind's configured rate, and reports errJobCancelled once the job
 // was cancelled (the worker stops at its next tick).

@@ -12,6 +12,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-querystring/query"
@@ -318,6 +319,9 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("lendgraph: client rate limit: no request slot before the context deadline: %w", context.DeadlineExceeded)
 		}
 	}
+	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
+		n.Add(1)
+	}
 	r := req.Clone(req.Context())
 	if c.bearer {
 		r.Header.Set("Authorization", "Bearer "+string(*c.key))
@@ -325,6 +329,15 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.Header.Set("x-api-key", string(*c.key))
 	}
 	return t.next.RoundTrip(r)
+}
+
+type attemptsKey struct{}
+
+// countAttempts returns a context in which the pipeline counts the attempts
+// it sends to the API host, retries included.
+func countAttempts(ctx context.Context) (context.Context, *atomic.Int32) {
+	n := new(atomic.Int32)
+	return context.WithValue(ctx, attemptsKey{}, n), n
 }
 
 // logTransport logs each attempt at debug level: method, host, path, status,

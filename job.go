@@ -101,12 +101,20 @@ func (j job) status(ctx context.Context, out any) error {
 }
 
 // cancel deletes the job. Repeating a DELETE cannot act twice: a second one
-// answers 409 and changes nothing.
-func (j job) cancel(ctx context.Context, out any) error {
+// answers 409 and changes nothing. When that 409 answers a retry (an
+// earlier attempt may have cancelled the job before its answer was lost),
+// the job's status decides: cancelled is the success the caller asked for.
+func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) error {
 	if j.id == "" {
 		return invalidArg("id", "the %s job id is empty", j.kind)
 	}
-	_, err := j.client.send(ctx, request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
+	actx, sent := countAttempts(ctx)
+	_, err := j.client.send(actx, request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
+	if errors.Is(err, ErrJobFinished) && sent.Load() > 1 {
+		if serr := j.status(ctx, out); serr == nil && out.jobState() == JobCancelled {
+			return nil
+		}
+	}
 	return err
 }
 
@@ -188,6 +196,9 @@ func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOptio
 	}
 	return last, nil
 }
+
+func (s *EnrichJobStatus) jobState() JobState { return s.Status }
+func (s *DeliveryStatus) jobState() JobState  { return s.Status }
 
 // jobProgress reports the rows handled and the rows to handle, for the
 // poller's completion estimate.

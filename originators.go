@@ -242,7 +242,6 @@ func (s *OriginatorsService) AllTitleCompanies(ctx context.Context, nmlsID strin
 	return pagedAll(ctx, p, err)
 }
 
-
 // BranchPage is one page of a company's branches.
 type BranchPage struct {
 	// Cursor fetches the next page; empty on the last page.

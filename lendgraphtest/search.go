@@ -429,6 +429,7 @@ type hostDoc struct {
 	words          map[string][]string // searchable attribute → lower-case words
 	states, cities []string
 	city, state    string
+	multi          bool // states and cities are the record's own lists (originators)
 }
 
 // hostIndex returns the named index, built on first use.
@@ -462,7 +463,7 @@ func (ix *hostIndex) build(d *Dataset) {
 			doc["name"], doc["companyName"] = rec["name"], rec["companyName"]
 		}
 		hd := hostDoc{doc: doc, words: map[string][]string{}, states: doc["states"].([]string),
-			cities: doc["cities"].([]string), city: city, state: state}
+			cities: doc["cities"].([]string), city: city, state: state, multi: ix.resource == "originators"}
 		for _, a := range ix.searchable {
 			v, _ := doc[a].(string)
 			hd.words[a] = strings.Fields(strings.ToLower(v))
@@ -481,13 +482,13 @@ func anyStrings(v any) []string {
 	return out
 }
 
-// instant is the doc as the instant-search route returns it: one location.
+// instant is the doc as the instant-search route returns it: its main
+// location in city and state (originators keep every state and city too).
 func (d *hostDoc) instant() map[string]any {
-	out := make(map[string]any, len(d.doc))
-	for k, v := range d.doc {
-		if k != "states" && k != "cities" {
-			out[k] = v
-		}
+	out := maps.Clone(d.doc)
+	if !d.multi {
+		delete(out, "states")
+		delete(out, "cities")
 	}
 	out["city"], out["state"] = d.city, d.state
 	return out

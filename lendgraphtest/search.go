@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -422,11 +421,11 @@ type hostIndex struct {
 	resource   string
 	searchable []string
 	docs       []hostDoc
+	vocab      map[string]map[string][]int32 // searchable attribute → lower-case word → documents
 }
 
 type hostDoc struct {
-	doc            map[string]any      // as the host serves it
-	words          map[string][]string // searchable attribute → lower-case words
+	doc            map[string]any // as the host serves it
 	states, cities []string
 	city, state    string
 	multi          bool // states and cities are the record's own lists (originators)
@@ -442,6 +441,10 @@ func (s *Server) hostIndex(name string) *hostIndex {
 func (ix *hostIndex) build(d *Dataset) {
 	n := d.Len(ix.resource)
 	ix.docs = make([]hostDoc, n)
+	ix.vocab = map[string]map[string][]int32{}
+	for _, a := range ix.searchable {
+		ix.vocab[a] = map[string][]int32{}
+	}
 	for i := range n {
 		rec := d.Record(ix.resource, i)
 		state, _ := rec["state"].(string)
@@ -462,11 +465,15 @@ func (ix *hostIndex) build(d *Dataset) {
 		case "branches":
 			doc["name"], doc["companyName"] = rec["name"], rec["companyName"]
 		}
-		hd := hostDoc{doc: doc, words: map[string][]string{}, states: doc["states"].([]string),
+		hd := hostDoc{doc: doc, states: doc["states"].([]string),
 			cities: doc["cities"].([]string), city: city, state: state, multi: ix.resource == "originators"}
 		for _, a := range ix.searchable {
 			v, _ := doc[a].(string)
-			hd.words[a] = strings.Fields(strings.ToLower(v))
+			for _, w := range strings.Fields(strings.ToLower(v)) {
+				if p := ix.vocab[a][w]; len(p) == 0 || p[len(p)-1] != int32(i) {
+					ix.vocab[a][w] = append(p, int32(i))
+				}
+			}
 		}
 		ix.docs[i] = hd
 	}
@@ -535,39 +542,46 @@ func highlight(s string, terms []string) string {
 type hostMatch struct{ i, typos int }
 
 // search returns the matches of q on attrs that pass filter, best first;
-// limit < 0 returns them all.
+// limit < 0 returns them all. Names come from short lists, so each query
+// word is matched against the vocabulary of an attribute, and the postings
+// of the words it matches mark the documents.
 func (ix *hostIndex) search(q string, attrs []string, filter []filterClause, limit int) []hostMatch {
 	terms := strings.Fields(strings.ToLower(q))
-	var out []hostMatch
-	for i := range ix.docs {
-		d := &ix.docs[i]
-		if !d.passes(filter) {
-			continue
+	n := len(ix.docs)
+	matched := make([]uint16, n) // query words a document matched
+	typos := make([]uint16, n)
+	cur := make([]int8, n) // this word's fewest typos per document, -1: none
+	for _, t := range terms {
+		for i := range cur {
+			cur[i] = -1
 		}
-		typos, ok := 0, true
-		for _, t := range terms {
-			best := -1
-			for _, a := range attrs {
-				for _, w := range d.words[a] {
-					if m := matchWord(t, w); m >= 0 && (best < 0 || m < best) {
-						best = m
+		for _, a := range attrs {
+			for w, post := range ix.vocab[a] {
+				m := int8(matchWord(t, w))
+				if m < 0 {
+					continue
+				}
+				for _, i := range post {
+					if cur[i] < 0 || m < cur[i] {
+						cur[i] = m
 					}
 				}
 			}
-			if best < 0 {
-				ok = false
-				break
-			}
-			typos += best
 		}
-		if ok {
-			out = append(out, hostMatch{i, typos})
-			if limit > 0 && typos == 0 && len(terms) == 0 && len(out) == limit {
-				break
+		for i, c := range cur {
+			if c >= 0 {
+				matched[i]++
+				typos[i] += uint16(c)
 			}
 		}
 	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].typos < out[b].typos })
+	var out []hostMatch
+	for i := range n {
+		if int(matched[i]) == len(terms) && ix.docs[i].passes(filter) {
+			out = append(out, hostMatch{i, int(typos[i])})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b hostMatch) int { return a.typos - b.typos })
 	if limit >= 0 && len(out) > limit {
 		out = out[:limit]
 	}

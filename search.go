@@ -118,16 +118,16 @@ func (r *InstantSearchRequest) prepared() (*InstantSearchRequest, error) {
 // InstantSearchResult holds the matches per entity type. An entity type with
 // no match (or not searched) is an empty slice, never nil.
 type InstantSearchResult struct {
-	Originators []OriginatorMatch `json:"originators"`
-	Companies   []CompanyMatch    `json:"companies"`
-	Agents      []AgentMatch      `json:"agents"`
-	Offices     []OfficeMatch     `json:"offices"`
+	Originators []PersonMatch       `json:"originators"`
+	Companies   []OrganizationMatch `json:"companies"`
+	Agents      []PersonMatch       `json:"agents"`
+	Offices     []OrganizationMatch `json:"offices"`
 	// Extra holds entity types and members the SDK has no field for.
 	Extra Fields `json:",unknown"`
 }
 
-// OriginatorMatch is a loan originator found by instant search.
-type OriginatorMatch struct {
+// PersonMatch is an originator or an agent found by instant search.
+type PersonMatch struct {
 	ID        string `json:"id"`
 	FirstName string `json:"firstName"`
 	LastName  string `json:"lastName"`
@@ -137,29 +137,8 @@ type OriginatorMatch struct {
 	Extra Fields `json:",unknown"`
 }
 
-// CompanyMatch is a lender company found by instant search.
-type CompanyMatch struct {
-	ID    string `json:"id"`
-	Name  string `json:"name"`
-	City  string `json:"city,omitempty"`
-	State string `json:"state,omitempty"`
-	// Extra holds every other member the server sent.
-	Extra Fields `json:",unknown"`
-}
-
-// AgentMatch is a real-estate agent found by instant search.
-type AgentMatch struct {
-	ID        string `json:"id"`
-	FirstName string `json:"firstName"`
-	LastName  string `json:"lastName"`
-	City      string `json:"city,omitempty"`
-	State     string `json:"state,omitempty"`
-	// Extra holds every other member the server sent.
-	Extra Fields `json:",unknown"`
-}
-
-// OfficeMatch is a company office (branch) found by instant search.
-type OfficeMatch struct {
+// OrganizationMatch is a company or an office (branch) found by instant search.
+type OrganizationMatch struct {
 	ID    string `json:"id"`
 	Name  string `json:"name"`
 	City  string `json:"city,omitempty"`

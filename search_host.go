@@ -235,9 +235,9 @@ func hostError(ctx context.Context, index SearchIndex, err error) error {
 }
 
 // SearchHostError is a non-2xx answer of the search host, with the fields of
-// its error body. It matches ErrUnauthorized (401), ErrForbidden (403),
-// ErrNotFound (404), ErrRateLimited (429) and ErrUnavailable (503) with
-// errors.Is, and unwraps to the *meilisearch.Error underneath.
+// its error body. It matches the sentinel of its status with errors.Is
+// (ErrUnauthorized for 401, ErrForbidden for 403, ErrUnavailable for 503,
+// ...), and unwraps to the *meilisearch.Error underneath.
 type SearchHostError struct {
 	StatusCode int
 	Index      SearchIndex
@@ -261,19 +261,7 @@ func (e *SearchHostError) Error() string {
 
 func (e *SearchHostError) Unwrap() error { return e.Err }
 
-// Is matches the sentinel of the status.
+// Is matches the sentinel of the status, as *APIError does.
 func (e *SearchHostError) Is(target error) bool {
-	switch target {
-	case ErrUnauthorized:
-		return e.StatusCode == http.StatusUnauthorized
-	case ErrForbidden:
-		return e.StatusCode == http.StatusForbidden
-	case ErrNotFound:
-		return e.StatusCode == http.StatusNotFound
-	case ErrRateLimited:
-		return e.StatusCode == http.StatusTooManyRequests
-	case ErrUnavailable:
-		return e.StatusCode == http.StatusServiceUnavailable
-	}
-	return false
+	return (&APIError{StatusCode: e.StatusCode}).Is(target)
 }

@@ -8,10 +8,8 @@ import "github.com/go-json-experiment/json/jsontext"
 
 type (
 	instantSearchResultJSON InstantSearchResult
-	originatorMatchJSON     OriginatorMatch
-	companyMatchJSON        CompanyMatch
-	agentMatchJSON          AgentMatch
-	officeMatchJSON         OfficeMatch
+	personMatchJSON         PersonMatch
+	organizationMatchJSON   OrganizationMatch
 	searchTokenJSON         SearchToken
 	hostSearchResultJSON    HostSearchResult
 	originatorHitJSON       OriginatorHit
@@ -38,65 +36,39 @@ func (r *InstantSearchResult) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 }
 
 // MarshalJSON implements json.Marshaler.
-func (r OriginatorMatch) MarshalJSON() ([]byte, error) { return marshal(originatorMatchJSON(r)) }
+func (r PersonMatch) MarshalJSON() ([]byte, error) { return marshal(personMatchJSON(r)) }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (r *OriginatorMatch) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*originatorMatchJSON)(r))
+func (r *PersonMatch) UnmarshalJSON(b []byte) error {
+	return unmarshal(b, (*personMatchJSON)(r))
 }
 
 // MarshalJSONTo implements the encoding/json/v2 MarshalerTo.
-func (r OriginatorMatch) MarshalJSONTo(e *jsontext.Encoder) error {
-	return encodeTo(e, originatorMatchJSON(r))
+func (r PersonMatch) MarshalJSONTo(e *jsontext.Encoder) error {
+	return encodeTo(e, personMatchJSON(r))
 }
 
 // UnmarshalJSONFrom implements the encoding/json/v2 UnmarshalerFrom.
-func (r *OriginatorMatch) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return decodeFrom(d, (*originatorMatchJSON)(r))
+func (r *PersonMatch) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return decodeFrom(d, (*personMatchJSON)(r))
 }
 
 // MarshalJSON implements json.Marshaler.
-func (r CompanyMatch) MarshalJSON() ([]byte, error) { return marshal(companyMatchJSON(r)) }
+func (r OrganizationMatch) MarshalJSON() ([]byte, error) { return marshal(organizationMatchJSON(r)) }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (r *CompanyMatch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*companyMatchJSON)(r)) }
+func (r *OrganizationMatch) UnmarshalJSON(b []byte) error {
+	return unmarshal(b, (*organizationMatchJSON)(r))
+}
 
 // MarshalJSONTo implements the encoding/json/v2 MarshalerTo.
-func (r CompanyMatch) MarshalJSONTo(e *jsontext.Encoder) error {
-	return encodeTo(e, companyMatchJSON(r))
+func (r OrganizationMatch) MarshalJSONTo(e *jsontext.Encoder) error {
+	return encodeTo(e, organizationMatchJSON(r))
 }
 
 // UnmarshalJSONFrom implements the encoding/json/v2 UnmarshalerFrom.
-func (r *CompanyMatch) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return decodeFrom(d, (*companyMatchJSON)(r))
-}
-
-// MarshalJSON implements json.Marshaler.
-func (r AgentMatch) MarshalJSON() ([]byte, error) { return marshal(agentMatchJSON(r)) }
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *AgentMatch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*agentMatchJSON)(r)) }
-
-// MarshalJSONTo implements the encoding/json/v2 MarshalerTo.
-func (r AgentMatch) MarshalJSONTo(e *jsontext.Encoder) error { return encodeTo(e, agentMatchJSON(r)) }
-
-// UnmarshalJSONFrom implements the encoding/json/v2 UnmarshalerFrom.
-func (r *AgentMatch) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return decodeFrom(d, (*agentMatchJSON)(r))
-}
-
-// MarshalJSON implements json.Marshaler.
-func (r OfficeMatch) MarshalJSON() ([]byte, error) { return marshal(officeMatchJSON(r)) }
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *OfficeMatch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*officeMatchJSON)(r)) }
-
-// MarshalJSONTo implements the encoding/json/v2 MarshalerTo.
-func (r OfficeMatch) MarshalJSONTo(e *jsontext.Encoder) error { return encodeTo(e, officeMatchJSON(r)) }
-
-// UnmarshalJSONFrom implements the encoding/json/v2 UnmarshalerFrom.
-func (r *OfficeMatch) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return decodeFrom(d, (*officeMatchJSON)(r))
+func (r *OrganizationMatch) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return decodeFrom(d, (*organizationMatchJSON)(r))
 }
 
 // MarshalJSON implements json.Marshaler.

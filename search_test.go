@@ -643,3 +643,80 @@ func TestSearchNoGoroutineLeft(t *testing.T) {
 	hc.CloseIdleConnections()
 	goleak.VerifyNone(t, opt)
 }
+
+func TestSearchHostRetriesTransientFailures(t *testing.T) {
+	srv := searchServer(t)
+	c := srv.Client()
+	ctx := context.Background()
+	h := c.Search.Host()
+	if _, err := h.Search(ctx, lendgraph.IndexCompanies, &lendgraph.HostSearchRequest{Q: "sum"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	// A 503 and a dropped connection: each retried by the SDK with the whole body.
+	srv.InjectFault(http.MethodPost, "/indexes/*/search", lendgraphtest.Fault{Status: 503, Header: map[string]string{"Retry-After": "0"},
+		Body: `{"message":"busy","code":"internal","type":"internal","link":""}`})
+	srv.InjectFault(http.MethodPost, "/indexes/*/search", lendgraphtest.Fault{Kind: lendgraphtest.DropBeforeResponse})
+	res, err := h.Search(ctx, lendgraph.IndexCompanies, &lendgraph.HostSearchRequest{Q: "sum", Limit: 4})
+	if err != nil || len(res.Hits) != 4 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	for _, r := range reqs {
+		if !bytes.Equal(r.Body, reqs[0].Body) || !bytes.Contains(r.Body, []byte(`"q":"sum"`)) {
+			t.Fatalf("attempt sent %q, first sent %q", r.Body, reqs[0].Body)
+		}
+	}
+	// A host that stays down: the error says so.
+	srv.InjectFault(http.MethodPost, "/indexes/*/search", lendgraphtest.Fault{Status: 503, Times: -1, Header: map[string]string{"Retry-After": "0"}})
+	_, err = srv.Client(lendgraph.WithMaxRetries(1)).Search.Host().Search(ctx, lendgraph.IndexCompanies, nil)
+	if !errors.Is(err, lendgraph.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+}
+
+func TestFakeInstantSearchRules(t *testing.T) {
+	srv := searchServer(t)
+	c := srv.Client(lendgraph.WithMaxRetries(0))
+	ctx := context.Background()
+	for _, body := range []map[string]any{
+		{"query": ""},
+		{},
+		{"query": "jo", "limit": 0},
+		{"query": "jo", "limit": 51},
+		{"query": "jo", "entities": []string{"loans"}},
+		{"query": "jo", "entities": []string{"agents"}, "filters": map[string]string{"companies": "state = TX"}},
+		{"query": "jo", "filters": map[string]string{"agents": "state != TX"}},
+	} {
+		err := c.Do(ctx, http.MethodPost, "/v1/instant-search", body, nil)
+		var ae *lendgraph.APIError
+		if !errors.As(err, &ae) || ae.StatusCode != 400 || ae.Message == "" {
+			t.Fatalf("%v: err = %v, want 400", body, err)
+		}
+	}
+	var out struct {
+		Results map[string][]map[string]any `json:"results"`
+	}
+	if err := c.Do(ctx, http.MethodPost, "/v1/instant-search", map[string]any{"query": "Jo", "limit": 50,
+		"filters": map[string]string{"offices": `city = "Austin"`}}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results) != 4 || len(out.Results["agents"]) != 50 || len(out.Results["offices"]) != 0 {
+		t.Fatalf("%d agents, %d offices", len(out.Results["agents"]), len(out.Results["offices"]))
+	}
+	if err := c.Do(ctx, http.MethodPost, "/v1/instant-search", map[string]any{"query": "Summ",
+		"filters": map[string]string{"offices": `city = "Austin"`}}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range out.Results["offices"] {
+		if o["city"] != "Austin" || !hasPrefixFold(fmt.Sprint(o["name"]), "summ") {
+			t.Fatalf("office %v", o)
+		}
+	}
+	if len(out.Results["offices"]) == 0 {
+		t.Fatal("no Summit office in Austin")
+	}
+}

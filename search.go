@@ -12,13 +12,12 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
-// SearchAPI is instant search as a test harness stubs it.
+// SearchAPI is instant search as a test harness stubs it. The search host
+// and the token source have their own interfaces, SearchHostAPI and
+// SearchTokenProvider.
 type SearchAPI interface {
 	Instant(ctx context.Context, req *InstantSearchRequest) (*InstantSearchResult, error)
 	Token(ctx context.Context) (*SearchToken, error)
-	TokenSource() *SearchTokenSource
-	TokenHandler() http.Handler
-	Host() *SearchHost
 }
 
 var _ SearchAPI = (*SearchService)(nil)
@@ -47,8 +46,8 @@ const (
 	EntityOffices     SearchEntity = "offices"
 )
 
-// SearchEntities lists every entity type, the default of InstantSearchRequest.Entities.
-var SearchEntities = []SearchEntity{EntityOriginators, EntityCompanies, EntityAgents, EntityOffices}
+// allEntities lists every entity type, the default of InstantSearchRequest.Entities.
+var allEntities = []SearchEntity{EntityOriginators, EntityCompanies, EntityAgents, EntityOffices}
 
 // Instant search limits per entity type.
 const (
@@ -88,10 +87,10 @@ func (r *InstantSearchRequest) prepared() (*InstantSearchRequest, error) {
 	}
 	searched := r.Entities
 	if len(searched) == 0 {
-		searched = SearchEntities
+		searched = allEntities
 	}
 	for i, e := range r.Entities {
-		if !slices.Contains(SearchEntities, e) {
+		if !slices.Contains(allEntities, e) {
 			return nil, invalidArg("Entities", "%q is not an entity type; use EntityOriginators, EntityCompanies, EntityAgents or EntityOffices", e)
 		}
 		if slices.Contains(r.Entities[:i], e) {

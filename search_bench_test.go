@@ -157,3 +157,42 @@ func BenchmarkSearchHostOverhead(b *testing.B) {
 		b.Errorf("%d mints", srv.SearchTokenMints())
 	}
 }
+
+// BenchmarkSearchHostQuery is one query at a time, SDK against bare
+// meilisearch-go on the same host: time and allocations per query (the
+// fake host's own work included, the same on both sides).
+func BenchmarkSearchHostQuery(b *testing.B) {
+	srv := lendgraphtest.NewServer(b)
+	c := srv.Client()
+	h := c.Search.Host()
+	ctx := context.Background()
+	bare := meilisearch.New(srv.SearchHostURL(), meilisearch.WithAPIKey(srv.NewSearchToken(time.Hour)),
+		meilisearch.DisableRetries(), meilisearch.WithCustomClient(&http.Client{}))
+	if _, err := h.Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("bare-meilisearch-go", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := bare.Index("agents").SearchWithContext(ctx, "jo", &meilisearch.SearchRequest{Limit: 10}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("bare-meilisearch-go-raw", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := bare.Index("agents").SearchRawWithContext(ctx, "jo", &meilisearch.SearchRequest{Limit: 10}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := h.Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo", Limit: 10}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -239,13 +239,14 @@ func hostError(ctx context.Context, index SearchIndex, err error) error {
 // (ErrUnauthorized for 401, ErrForbidden for 403, ErrUnavailable for 503,
 // ...), and unwraps to the *meilisearch.Error underneath.
 type SearchHostError struct {
+	// StatusCode is the HTTP status.
 	StatusCode int
-	Index      SearchIndex
-	Message    string
-	Code       string
-	Type       string
-	Link       string
-	Err        error
+	// Index is the index queried.
+	Index SearchIndex
+	// Message, Code, Type and Link are the members of the host's error body.
+	Message, Code, Type, Link string
+	// Err is meilisearch-go's error.
+	Err error
 }
 
 func (e *SearchHostError) Error() string {

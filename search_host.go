@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -76,7 +77,48 @@ func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	r.Header.Del("x-api-key")
 	r.Header.Set("Authorization", "Bearer "+tok.Token)
-	return t.next.RoundTrip(r)
+	resp, err := t.next.RoundTrip(r)
+	if err == nil {
+		// meilisearch-go reads whole bodies into memory: cap them.
+		resp.Body = capBody(resp.Body, resp.StatusCode)
+	}
+	return resp, err
+}
+
+// capBody bounds a response body read whole: an error body is cut at
+// maxErrorBody (its start says enough), a success body longer than
+// maxResponseBody fails instead of filling the memory.
+func capBody(body io.ReadCloser, status int) io.ReadCloser {
+	if status >= 300 {
+		return &cappedBody{ReadCloser: body, left: maxErrorBody}
+	}
+	return &cappedBody{ReadCloser: body, left: maxResponseBody, fail: true}
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+	fail bool
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		if !b.fail {
+			return 0, io.EOF
+		}
+		// At the cap: one more byte means the body is too large.
+		var one [1]byte
+		if n, _ := io.ReadFull(b.ReadCloser, one[:]); n == 0 {
+			return 0, io.EOF
+		}
+		return 0, fmt.Errorf("response body larger than %d bytes", maxResponseBody)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // HostSearchRequest is one query on one index of the search host.
@@ -221,6 +263,11 @@ func hostError(ctx context.Context, index SearchIndex, err error) error {
 	var me *meilisearch.Error
 	if !errors.As(err, &me) {
 		return &TransportError{Method: http.MethodPost, Path: path, Err: redactError(err)}
+	}
+	if me.StatusCode >= 200 && me.StatusCode < 300 {
+		// The host answered 2xx with a body that is not a search result
+		// (an HTML page from a proxy, a cut or oversized body).
+		return &DecodeError{Method: http.MethodPost, Path: path, StatusCode: me.StatusCode, Err: me}
 	}
 	if me.StatusCode == 0 {
 		inner := me.OriginError

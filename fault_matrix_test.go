@@ -51,8 +51,9 @@ type env struct {
 type route struct {
 	name    string
 	method  string
-	pattern string // path.Match pattern of the route's requests (faults and counting)
-	reason  string // ledger reason of the route's charge, "" when free
+	pattern string                             // path.Match pattern of the route's requests (faults and counting)
+	reason  string                             // ledger reason of the route's charge, "" when free
+	host    func(*lendgraphtest.Server) string // the route's host; nil: the API
 	opts    []lendgraphtest.Option
 	setup   func(t *testing.T, e *env)
 	do      func(ctx context.Context, e *env) error
@@ -104,7 +105,7 @@ var (
 		},
 		do: func(ctx context.Context, e *env) error { _, err := e.running.Cancel(ctx); return err }}
 	routeDownload = route{name: "signed download", method: "GET", pattern: "/objects/*",
-		setup: completedDelivery,
+		host: (*lendgraphtest.Server).StorageURL, setup: completedDelivery,
 		do: func(ctx context.Context, e *env) error {
 			n, err := e.done.Download(ctx, io.Discard)
 			if err == nil && n == 0 {
@@ -113,6 +114,21 @@ var (
 			return err
 		}}
 )
+
+var routeSearchHost = route{name: "search host", method: "POST", pattern: "/indexes/*/search",
+	host: (*lendgraphtest.Server).SearchHostURL,
+	do: func(ctx context.Context, e *env) error {
+		_, err := e.c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"})
+		return err
+	}}
+
+// hostOf is the base URL of the host r sends to.
+func hostOf(e *env, r route) string {
+	if r.host != nil {
+		return r.host(e.srv)
+	}
+	return e.srv.URL
+}
 
 func matchingProperty(t *testing.T, srv *lendgraphtest.Server) string {
 	for i := range srv.Dataset().Len("properties") {
@@ -174,14 +190,16 @@ func (a *attemptCounter) reset() {
 type outcome string
 
 const (
-	wantOK        outcome = "success"
-	wantAPI       outcome = "*APIError"       // with the status and the request id
-	wantRateLimit outcome = "*RateLimitError" // with RetryAfter and the request id
-	wantTransport outcome = "*TransportError"
-	wantDecode    outcome = "*DecodeError" // with the request id
-	wantDeadline  outcome = "context.DeadlineExceeded"
-	wantDownload  outcome = "*DownloadError"
-	wantAnyError  outcome = "an error"
+	wantOK         outcome = "success"
+	wantAPI        outcome = "*APIError"       // with the status and the request id
+	wantRateLimit  outcome = "*RateLimitError" // with RetryAfter and the request id
+	wantTransport  outcome = "*TransportError"
+	wantDecode     outcome = "*DecodeError" // with the request id
+	wantDeadline   outcome = "context.DeadlineExceeded"
+	wantDownload   outcome = "*DownloadError"
+	wantSearch     outcome = "*SearchHostError"
+	wantDecodeNoID outcome = "*DecodeError (no request id)"
+	wantAnyError   outcome = "an error"
 )
 
 // faultCase is one row of the matrix.
@@ -387,7 +405,10 @@ func describeErr(err error) string {
 		dl *lendgraph.DownloadError
 	)
 	var s string
+	var se *lendgraph.SearchHostError
 	switch {
+	case errors.As(err, &se):
+		s = fmt.Sprintf("*SearchHostError %d", se.StatusCode)
 	case errors.As(err, &rl):
 		s = fmt.Sprintf("*RateLimitError (RetryAfter %s)", rl.RetryAfter)
 	case errors.As(err, &ae):
@@ -444,6 +465,10 @@ func checkOutcome(t *testing.T, fc faultCase, err error) {
 		} else if ae.RequestID == "" || !strings.Contains(err.Error(), ae.RequestID) {
 			t.Errorf("no request id in %v", err)
 		}
+	case wantDecodeNoID:
+		if !errors.As(err, &de) {
+			t.Errorf("err = %v, want *DecodeError", err)
+		}
 	case wantDecode:
 		if !errors.As(err, &de) {
 			t.Errorf("err = %v, want *DecodeError", err)
@@ -461,6 +486,11 @@ func checkOutcome(t *testing.T, fc faultCase, err error) {
 	case wantDownload:
 		if !errors.As(err, &dl) {
 			t.Errorf("err = %v, want *DownloadError", err)
+		}
+	case wantSearch:
+		var se *lendgraph.SearchHostError
+		if !errors.As(err, &se) || se.StatusCode != fc.status {
+			t.Errorf("err = %v, want *SearchHostError %d", err, fc.status)
 		}
 	}
 }
@@ -525,11 +555,7 @@ func retryAfter(v string) map[string]string {
 
 // refused makes every connection to the route's host fail: nothing listens.
 func refused(t *testing.T, e *env, r route) {
-	host := e.srv.URL
-	if r.pattern == routeDownload.pattern {
-		host = e.srv.StorageURL()
-	}
-	e.divert(host, closedAddr(t))
+	e.divert(hostOf(e, r), closedAddr(t))
 	e.tr.CloseIdleConnections()
 }
 
@@ -629,6 +655,24 @@ func matrixCases() []faultCase {
 	add(routeDownload, "headers never come", stall, faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
 	add(routeDownload, "body trickles 1 byte/s", trickle, faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
 	add(routeDownload, "connection refused", refused, faultCase{attempts: stalls, want: wantDownload})
+
+	// The search host: reads, retried like any read; a refused token is
+	// renewed once.
+	sh := routeSearchHost
+	add(sh, "503 twice then success", status(503, 2, nil, ""), faultCase{attempts: 3, want: wantOK})
+	add(sh, "500 always", status(500, every, nil, `{"message":"boom","code":"internal"}`), faultCase{attempts: n, want: wantSearch, status: 500})
+	add(sh, "429 no Retry-After", status(429, every, nil, ""), faultCase{attempts: n, want: wantSearch, status: 429})
+	add(sh, "401 once (token renewed)", status(401, 1, nil, `{"message":"expired","code":"invalid_api_key"}`), faultCase{attempts: 2, want: wantOK})
+	add(sh, "reset before the response", dropBefore, faultCase{attempts: n, want: wantTransport})
+	add(sh, "reset mid-body once", dropMid, faultCase{attempts: 1, want: wantAnyError})
+	add(sh, "connection refused", refused, faultCase{attempts: n, want: wantTransport})
+	add(sh, "headers never come", stall, faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
+	add(sh, "body trickles 1 byte/s", trickle, faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
+	add(sh, "HTML page with 200", status(200, every, map[string]string{"Content-Type": "text/html"}, htmlPage), faultCase{attempts: 1, want: wantDecodeNoID})
+	add(sh, "HTML page with 502", status(502, every, map[string]string{"Content-Type": "text/html"}, htmlPage), faultCase{attempts: n, want: wantSearch, status: 502})
+	add(sh, "1 GB error body", inject(lendgraphtest.Fault{Status: 500, Body: `{"message":"pad`, Stream: 1 << 30, Times: every}), faultCase{attempts: n, want: wantSearch, status: 500})
+	add(sh, "never-ending 200 body", inject(lendgraphtest.Fault{Status: 200, Body: `{"hits":[`, Stream: -1, Times: every}), faultCase{attempts: 1, want: wantTransport})
+
 	add(routeDownload, "429 Retry-After 1s", status(429, 1, retryAfter("1"), ""), faultCase{attempts: 2, want: wantOK, minElapsed: 900 * time.Millisecond})
 	return cs
 }
@@ -639,10 +683,7 @@ func matrixCases() []faultCase {
 // between the client and the route's host (the API or the storage host).
 func toxic(kind, stream string, attrs map[string]any) func(*testing.T, *env, route) {
 	return func(t *testing.T, e *env, r route) {
-		upstream := e.srv.URL
-		if r.pattern == routeDownload.pattern {
-			upstream = e.srv.StorageURL()
-		}
+		upstream := hostOf(e, r)
 		host := strings.TrimPrefix(upstream, "http://")
 		p := toxiproxy.NewProxy(toxiServer, t.Name(), "127.0.0.1:0", host)
 		if err := p.Start(); err != nil {
@@ -691,6 +732,10 @@ func toxiCases() []faultCase {
 	add(routeGet, "timeout 50ms (closed without data)", toxic("timeout", down, map[string]any{"timeout": 50}), faultCase{attempts: n, want: wantTransport})
 	add(routeEnrichBulk, "timeout 50ms (closed without data)", toxic("timeout", down, map[string]any{"timeout": 50}), faultCase{attempts: 1, want: wantTransport, debits: -1})
 	add(routeDownload, "bandwidth 16 KB/s, deadline 300ms", toxic("bandwidth", down, map[string]any{"rate": 16}), faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
+	add(routeSearchHost, "latency 20ms", toxic("latency", down, map[string]any{"latency": 20}), faultCase{attempts: 1, want: wantOK})
+	add(routeSearchHost, "slicer 7-byte writes", slicer, faultCase{attempts: 1, want: wantOK})
+	add(routeSearchHost, "reset_peer", resetPeer, faultCase{attempts: n, want: wantTransport})
+	add(routeSearchHost, "timeout 0 (data never comes)", toxic("timeout", down, map[string]any{"timeout": 0}), faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
 	add(routeList, "bandwidth 1 MB/s", toxic("bandwidth", down, map[string]any{"rate": 1024}), faultCase{attempts: 1, want: wantOK})
 	return cs
 }

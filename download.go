@@ -173,6 +173,11 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64,
 	default:
 		return 0, -1, false, false, fmt.Errorf("storage host answered %d", resp.StatusCode)
 	}
+	if want >= 0 && total >= 0 && total != want {
+		// Not the file the job wrote: a proxy's or portal's page, most likely.
+		return 0, -1, false, false, &permanentError{fmt.Errorf("storage host announced %d bytes (%s) for a file of %d bytes",
+			total, resp.Header.Get("Content-Type"), want)}
+	}
 	if skip > 0 {
 		if _, err := io.CopyN(io.Discard, resp.Body, skip); err != nil {
 			return 0, total, false, false, fmt.Errorf("re-reading the first %d bytes: %w", skip, redactError(err))

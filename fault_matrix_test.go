@@ -673,6 +673,7 @@ func matrixCases() []faultCase {
 	add(sh, "1 GB error body", inject(lendgraphtest.Fault{Status: 500, Body: `{"message":"pad`, Stream: 1 << 30, Times: every}), faultCase{attempts: n, want: wantSearch, status: 500})
 	add(sh, "never-ending 200 body", inject(lendgraphtest.Fault{Status: 200, Body: `{"hits":[`, Stream: -1, Times: every}), faultCase{attempts: 1, want: wantTransport})
 
+	add(routeDownload, "HTML page with 200 (captive portal)", status(200, every, map[string]string{"Content-Type": "text/html"}, htmlPage), faultCase{attempts: 1, want: wantDownload})
 	add(routeDownload, "429 Retry-After 1s", status(429, 1, retryAfter("1"), ""), faultCase{attempts: 2, want: wantOK, minElapsed: 900 * time.Millisecond})
 	return cs
 }

@@ -166,8 +166,8 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64,
 		return 0, -1, false, true, fmt.Errorf("storage host refused range from byte %d", offset)
 	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized:
 		// Expired or refused signature: ask for a freshly signed link.
-		b, _ := readCapped(resp.Body, 512)
-		return 0, -1, false, true, fmt.Errorf("storage host answered %d (link expired or refused): %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		b, _ := readCapped(resp.Body, 4<<10)
+		return 0, -1, false, true, fmt.Errorf("storage host answered %d (link expired or refused)%s", resp.StatusCode, storageCode(b))
 	case resp.StatusCode == http.StatusNotFound:
 		return 0, -1, false, false, &permanentError{fmt.Errorf("storage host answered 404: the file is gone (past the 30-day retention?): %w", ErrNotFound)}
 	default:
@@ -220,6 +220,18 @@ func copyTo(dst io.Writer, src io.Reader) (int64, error) {
 			return n, redactError(rerr)
 		}
 	}
+}
+
+// storageCode names the error code of an S3-style XML error body. Only the
+// code: such bodies can echo the request's signature (SignatureProvided,
+// StringToSign), which must not reach an error text.
+func storageCode(body []byte) string {
+	_, rest, ok := strings.Cut(string(body), "<Code>")
+	code, _, ok2 := strings.Cut(rest, "</Code>")
+	if !ok || !ok2 || len(code) > 64 || strings.ContainsAny(code, "<>") {
+		return ""
+	}
+	return ": " + code
 }
 
 // parseContentRange reads "bytes start-end/total".

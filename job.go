@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -55,6 +56,10 @@ func (u SignedURL) String() string {
 
 // GoString is String.
 func (u SignedURL) GoString() string { return u.String() }
+
+// LogValue keeps the signature out of slog output (a JSON handler would
+// otherwise print the string as it is).
+func (u SignedURL) LogValue() slog.Value { return slog.StringValue(u.String()) }
 
 // WaitOption configures Wait on either job kind.
 type WaitOption func(*waitConfig)
@@ -199,6 +204,21 @@ func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOptio
 
 func (s *EnrichJobStatus) jobState() JobState { return s.Status }
 func (s *DeliveryStatus) jobState() JobState  { return s.Status }
+
+// LogValue keeps the results link's signature out of slog output (a JSON
+// handler would marshal the record with the whole link).
+func (s DeliveryStatus) LogValue() slog.Value {
+	type record DeliveryStatus // without methods: no recursion
+	s.ResultsURL = SignedURL(s.ResultsURL.String())
+	return slog.AnyValue(record(s))
+}
+
+// LogValue keeps the results link's signature out of slog output.
+func (s EnrichJobStatus) LogValue() slog.Value {
+	type record EnrichJobStatus
+	s.ResultsURL = SignedURL(s.ResultsURL.String())
+	return slog.AnyValue(record(s))
+}
 
 // jobProgress reports the rows handled and the rows to handle, for the
 // poller's completion estimate.

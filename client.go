@@ -1,6 +1,7 @@
 package lendgraph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -271,6 +272,13 @@ func (c *Client) sameOrigin(u *url.URL) bool {
 func (c *Client) checkRedirect(user func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		first := via[0]
+		if !sameOriginURL(req.URL, first.URL) {
+			// Go's client keeps Authorization for the same host name on
+			// another port or scheme, and for subdomains: a search token
+			// (or a key) must not follow a redirect off its origin.
+			req.Header.Del("Authorization")
+			req.Header.Del("x-api-key")
+		}
 		if !c.sameOrigin(req.URL) || !sameOriginURL(req.URL, first.URL) {
 			if req.Method != http.MethodGet && req.Method != http.MethodHead {
 				return fmt.Errorf("lendgraph: refusing to follow a %s redirect to another host (%s): %w",
@@ -471,6 +479,9 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		b, truncated := readCapped(resp.Body, maxErrorBody)
+		// A server echoing the key back ("invalid key lg_...") must not
+		// put it in an error text.
+		b = bytes.ReplaceAll(b, []byte(*c.key), []byte("[redacted]"))
 		return nil, parseError(r.method, r.path, resp.StatusCode, resp.Header, b, truncated, c.now())
 	}
 	return resp, nil

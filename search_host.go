@@ -226,10 +226,14 @@ func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSea
 	if errors.As(err, &he) && (he.StatusCode == http.StatusUnauthorized || he.StatusCode == http.StatusForbidden) {
 		// Expired or revoked: mint a new token (unless another query
 		// already did) and try once more.
+		old := tok
 		if tok, err = h.tokens.renew(ctx, tok); err != nil {
 			return nil, err
 		}
 		res, err = h.query(ctx, tok, index, req)
+		if errors.As(err, &he) {
+			he.Message = strings.ReplaceAll(he.Message, old.Token, "[redacted]")
+		}
 	}
 	return res, err
 }
@@ -242,7 +246,13 @@ func (h *SearchHost) query(ctx context.Context, tok *SearchToken, index SearchIn
 	qctx := context.WithValue(retry.WithKind(ctx, retry.Idempotent), searchTokenKey{}, tok)
 	raw, err := h.meili(tok.Host).Index(string(index)).SearchRawWithContext(qctx, sr.Query, sr)
 	if err != nil {
-		return nil, hostError(ctx, index, err)
+		err = hostError(ctx, index, err)
+		var he *SearchHostError
+		if errors.As(err, &he) {
+			// A host echoing the token back must not put it in an error text.
+			he.Message = strings.ReplaceAll(he.Message, tok.Token, "[redacted]")
+		}
+		return nil, err
 	}
 	var res HostSearchResult
 	if err := unmarshal(*raw, &res); err != nil {

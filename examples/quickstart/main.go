@@ -25,6 +25,13 @@ type tour struct {
 	srv *lendgraphtest.Server
 }
 
+// testHooks let a test capture the tour's debug log and inspect the fake
+// it runs against; the program leaves them empty.
+var testHooks struct {
+	options []lendgraph.Option
+	fake    func(*lendgraphtest.Server)
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -43,7 +50,10 @@ func run(ctx context.Context, out io.Writer) error {
 		}
 		defer srv.Close()
 		t.srv = srv
-		t.c = srv.Client()
+		t.c = srv.Client(testHooks.options...)
+		if testHooks.fake != nil {
+			testHooks.fake(srv)
+		}
 		fmt.Fprintf(out, "No %s set: touring the in-process fake API at %s\n", lendgraph.EnvAPIKey, srv.URL)
 	} else {
 		c, err := lendgraph.NewClient()

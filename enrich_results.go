@@ -136,7 +136,8 @@ func DecodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error
 				return
 			}
 			defer zr.Close()
-			br = bufio.NewReaderSize(zr, 64<<10)
+			// A decompression cap: a small gzip bomb must not decode for hours.
+			br = bufio.NewReaderSize(&budgetReader{r: zr, left: maxResultsSize, what: "the results file (decompressed)"}, 64<<10)
 		}
 		first, err := skipSpace(br)
 		switch {
@@ -153,6 +154,31 @@ func DecodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error
 			fail("expected newline-delimited JSON objects or a JSON array (gzipped or not), but the data starts with %q", head)
 		}
 	}
+}
+
+// Bounds of a results file: one entry (a line or an array element), and
+// the whole file once decompressed (a variable for tests).
+const maxResultEntry = 16 << 20
+
+var maxResultsSize int64 = 2 << 30
+
+// budgetReader fails once it has read more than its budget.
+type budgetReader struct {
+	r    io.Reader
+	left int64
+	what string
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("%s is larger than the limit", b.what)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // skipSpace skips whitespace and a byte order mark and peeks the next byte.
@@ -178,9 +204,17 @@ func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 	for line := 1; ; line++ {
 		b, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: collect it whole.
-			rest, rerr := br.ReadBytes('\n')
-			b, err = append(bytes.Clone(b), rest...), rerr
+			// A line longer than the buffer: collect it whole, up to the cap.
+			long := bytes.Clone(b)
+			for errors.Is(err, bufio.ErrBufferFull) && len(long) <= maxResultEntry {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			if len(long) > maxResultEntry {
+				fail("line %d: longer than %d bytes", line, maxResultEntry)
+				return
+			}
+			b = long
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			fail("line %d: %v", line, err)
@@ -207,12 +241,16 @@ func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 }
 
 func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error) bool, fail func(string, ...any)) {
-	dec := jsontext.NewDecoder(br)
+	budget := &budgetReader{r: br, left: maxResultEntry, what: "one array element"}
+	dec := jsontext.NewDecoder(budget)
 	if _, err := dec.ReadToken(); err != nil {
 		fail("reading the array: %v", err)
 		return
 	}
 	for i := 0; ; i++ {
+		// Each element may read up to the cap, plus what the decoder
+		// buffered ahead for the next ones.
+		budget.left = 2 * maxResultEntry
 		switch k := dec.PeekKind(); k {
 		case ']':
 			_, _ = dec.ReadToken()

@@ -430,3 +430,75 @@ func TestConcurrentUseOfOneClient(t *testing.T) {
 }
 
 var _ = httptest.NewServer
+
+// --- decoders under bad input (the cases delivery_decode_test.go does
+// not already hold; see RELIABILITY.md for the full list) ---
+
+func TestDeliveryDecodersEdgeCases(t *testing.T) {
+	// Concatenated gzip members (a file written in parts) are all read.
+	two := append(gzipBytes(`{"id":"a"}`+"\n"+`{"id":"b"}`+"\n"), gzipBytes(`{"id":"c"}`+"\n")...)
+	rows, err := decodeAll[lendgraph.Agent](t, two, lendgraph.FormatNDJSON)
+	if err != nil || len(rows) != 3 || rows[2].ID != "c" {
+		t.Errorf("concatenated gzip members: %d rows, %v", len(rows), err)
+	}
+	// A UTF-8 BOM before the csv header is dropped, not part of "id".
+	rows, err = decodeAll[lendgraph.Agent](t, []byte("\xef\xbb\xbfid,transactionCount\na,1\n"), lendgraph.FormatCSV)
+	if err != nil || len(rows) != 1 || rows[0].ID != "a" || rows[0].TransactionCount != 1 {
+		t.Errorf("csv with BOM: %+v, %v", rows, err)
+	}
+	// Trailing garbage after a JSON array file is an error after the rows.
+	rows, err = decodeAll[lendgraph.Agent](t, []byte(`[{"id":"a"}] {"id":"b"}`), lendgraph.FormatJSON)
+	if err == nil || len(rows) != 1 || !strings.Contains(err.Error(), "after the array") {
+		t.Errorf("json trailing garbage: %d rows, %v", len(rows), err)
+	}
+}
+
+func resultIDs(b []byte) ([]string, error) {
+	var ids []string
+	for e, err := range lendgraph.DecodeEnrichmentResults(bytes.NewReader(b)) {
+		if err != nil {
+			return ids, err
+		}
+		ids = append(ids, e.PropertyID)
+	}
+	return ids, nil
+}
+
+func TestEnrichmentResultsDecoderBounds(t *testing.T) {
+	// Concatenated gzip members and a BOM.
+	two := append(gzipBytes("\xef\xbb\xbf"+`{"propertyId":"a"}`+"\n"), gzipBytes(`{"propertyId":"b"}`+"\n")...)
+	if ids, err := resultIDs(two); err != nil || strings.Join(ids, ",") != "a,b" {
+		t.Errorf("gzip members: %v, %v", ids, err)
+	}
+	// A 10 MB line decodes; one past the 16 MiB cap is an error naming the
+	// line, after the lines before it.
+	long := `{"propertyId":"b","source":"` + strings.Repeat("x", 10<<20) + `"}`
+	if ids, err := resultIDs([]byte(`{"propertyId":"a"}` + "\n" + long + "\n")); err != nil || len(ids) != 2 {
+		t.Errorf("10 MB line: %v, %v", len(ids), err)
+	}
+	tooLong := `{"propertyId":"b","source":"` + strings.Repeat("x", 17<<20) + `"}`
+	if ids, err := resultIDs([]byte(`{"propertyId":"a"}` + "\n" + tooLong + "\n")); err == nil || len(ids) != 1 || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("17 MiB line: %v, %v", ids, err)
+	}
+	// An array element past the cap fails too, naming the element.
+	if ids, err := resultIDs([]byte(`[{"propertyId":"a"},{"propertyId":"b","source":"` + strings.Repeat("x", 40<<20) + `"}]`)); err == nil || len(ids) != 1 || !strings.Contains(err.Error(), "element 1") {
+		t.Errorf("40 MiB element: %v, %v", ids, err)
+	}
+	// Trailing garbage after the array is an error after the entries.
+	if ids, err := resultIDs([]byte(`[{"propertyId":"a"}] x`)); err == nil || len(ids) != 1 {
+		t.Errorf("trailing garbage: %v, %v", ids, err)
+	}
+	// A bad gzip checksum is an error after the entries read.
+	z := gzipBytes(`{"propertyId":"a"}` + "\n" + `{"propertyId":"b"}` + "\n")
+	z[len(z)-6] ^= 0xff
+	if ids, err := resultIDs(z); err == nil || len(ids) != 2 {
+		t.Errorf("bad checksum: %v, %v", ids, err)
+	}
+	// The decompression cap: a small file that inflates past it fails.
+	restore := lendgraph.SetMaxResultsSize(1 << 20)
+	defer restore()
+	bomb := gzipBytes(strings.Repeat(`{"propertyId":"a"}`+"\n", 200_000)) // 3.8 MB inflated, ~20 KB deflated
+	if ids, err := resultIDs(bomb); err == nil || !strings.Contains(err.Error(), "larger than the limit") || len(ids) > 60_000 {
+		t.Errorf("decompression cap: %d entries, %v", len(ids), err)
+	}
+}

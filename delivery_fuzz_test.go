@@ -39,15 +39,17 @@ func fuzzDecode(f *testing.F, format lendgraph.Format, seeds ...[]byte) {
 }
 
 func FuzzDecodeNDJSON(f *testing.F) {
-	fuzzDecode(f, lendgraph.FormatNDJSON, readTestFile(f, "agents.ndjson.gz"), []byte("{\"id\":\"a\"}\r\n{}"), gzipBytes("{\"id\":1}\n"))
+	fuzzDecode(f, lendgraph.FormatNDJSON, readTestFile(f, "agents.ndjson.gz"), []byte("{\"id\":\"a\"}\r\n{}"), gzipBytes("{\"id\":1}\n"),
+		append(gzipBytes("{\"id\":\"a\"}\n"), gzipBytes("{\"id\":\"b\"}\n")...), gzipBytes("{\"bigId\":9007199254740993}\n"))
 }
 
 func FuzzDecodeJSON(f *testing.F) {
-	fuzzDecode(f, lendgraph.FormatJSON, readTestFile(f, "agents.json"), []byte("[]"), []byte(`[{"id":"a"},1,null]`))
+	fuzzDecode(f, lendgraph.FormatJSON, readTestFile(f, "agents.json"), []byte("[]"), []byte(`[{"id":"a"},1,null]`), []byte(`[{"id":"a"}] {"id":"b"}`), []byte("\xef\xbb\xbf[{}]"))
 }
 
 func FuzzDecodeCSV(f *testing.F) {
-	fuzzDecode(f, lendgraph.FormatCSV, readTestFile(f, "agents.csv"), []byte("id\n\"a\"\"b\"\n"), []byte("id,transactionCount\na,1\n"))
+	fuzzDecode(f, lendgraph.FormatCSV, readTestFile(f, "agents.csv"), []byte("id\n\"a\"\"b\"\n"), []byte("id,transactionCount\na,1\n"),
+		[]byte("\xef\xbb\xbfid\na\n"), []byte("id,x\na,1,2\n"), []byte("id\n\"a\n"), []byte("id\na\"b\n"))
 }
 
 func FuzzDecodeParquet(f *testing.F) {

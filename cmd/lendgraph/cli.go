@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitCredits     = 3
+	exitInterrupted = 130
+)
+
+// env is the outside world a command sees; tests substitute it.
+type env struct {
+	stdin       io.Reader
+	stdout      io.Writer
+	stderr      io.Writer
+	getenv      func(string) string
+	interactive bool // stdin and stderr are terminals: prompts and progress bars
+}
+
+// app holds the global flags and the lazily built client.
+type app struct {
+	env
+	apiKeyFile string
+	baseURL    string
+	jsonOut    bool
+	client     *lendgraph.Client
+}
+
+// usageError marks a mistake in how the command was called.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// run executes the command line and returns the exit code.
+func run(ctx context.Context, args []string, e env) int {
+	a := &app{env: e}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	return a.report(ctx, err)
+}
+
+// report prints err for a person (or as JSON with --json) and picks the exit code.
+func (a *app) report(ctx context.Context, err error) int {
+	code := exitFailure
+	msg := err.Error()
+	var ue *usageError
+	var credits *lendgraph.InsufficientCreditsError
+	switch {
+	case errors.As(err, &ue) || isCobraUsage(err):
+		code = exitUsage
+		msg += "\nRun 'lendgraph --help' for usage."
+	case errors.As(err, &credits):
+		code = exitCredits
+		msg = fmt.Sprintf("insufficient credits: balance %g, this needs %g. Top up your balance, then run the command again.", credits.Balance, credits.Cost)
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		code = exitInterrupted
+		msg = "interrupted: " + msg
+	}
+	if a.jsonOut {
+		_ = json.NewEncoder(a.stderr).Encode(map[string]any{"error": msg, "exitCode": code})
+	} else {
+		fmt.Fprintln(a.stderr, "lendgraph:", msg)
+	}
+	return code
+}
+
+// isCobraUsage recognises cobra's own argument and flag errors.
+func isCobraUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "required flag"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lendgraph",
+		Short: "The LendGraph command line tool",
+		Long: `lendgraph pulls bulk deliveries, converts delivery files, enriches properties,
+searches, lists and fetches records, and runs the fake API as a standalone server.
+
+The API key is read from $LENDGRAPH_API_KEY or from the file named by --api-key-file.
+Data goes to stdout, messages to stderr.
+
+Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 interrupted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.apiKeyFile, "api-key-file", "", "read the API key from this file (default: $LENDGRAPH_API_KEY)")
+	pf.StringVar(&a.baseURL, "base-url", "", "API base URL (default: $LENDGRAPH_BASE_URL, else "+lendgraph.DefaultBaseURL+")")
+	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.AddCommand(a.fakeCommand(), a.listCommand(), a.getCommand())
+	return root
+}
+
+// clientFor builds the API client from the global flags and the environment.
+func (a *app) clientFor() (*lendgraph.Client, error) {
+	if a.client != nil {
+		return a.client, nil
+	}
+	key := a.getenv(lendgraph.EnvAPIKey)
+	if a.apiKeyFile != "" {
+		b, err := os.ReadFile(a.apiKeyFile)
+		if err != nil {
+			return nil, usagef("--api-key-file: %v", err)
+		}
+		key = strings.TrimSpace(string(b))
+	}
+	if key == "" {
+		return nil, usagef("no API key: set %s or pass --api-key-file", lendgraph.EnvAPIKey)
+	}
+	base := a.baseURL
+	if base == "" {
+		base = a.getenv(lendgraph.EnvBaseURL)
+	}
+	opts := []lendgraph.Option{lendgraph.WithAPIKey(key), lendgraph.WithUserAgent("lendgraph-cli")}
+	if base != "" {
+		opts = append(opts, lendgraph.WithBaseURL(base))
+	}
+	c, err := lendgraph.NewClient(opts...)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	a.client = c
+	return c, nil
+}
+
+// writeJSONLine writes v as one line of JSON to stdout.
+func (a *app) writeJSONLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = a.stdout.Write(b)
+	return err
+}

@@ -58,7 +58,7 @@ type Client struct {
 	// Integrations pushes records to a connected external CRM.
 	Integrations *IntegrationsService
 
-	key       string
+	key       *secret // a pointer: printing a Client copied by value shows an address
 	bearer    bool
 	base      *url.URL
 	userAgent string
@@ -78,6 +78,8 @@ type settings struct {
 	logger     *slog.Logger
 	userAgent  string
 	bearer     bool
+	retryBase  time.Duration
+	retryMax   time.Duration
 }
 
 // Option configures a Client.
@@ -100,6 +102,14 @@ func WithHTTPClient(hc *http.Client) Option { return func(s *settings) { s.httpC
 // WithMaxRetries sets how many times one call is retried at most (default 3;
 // 0 disables retries).
 func WithMaxRetries(n int) Option { return func(s *settings) { s.maxRetries = n } }
+
+// WithRetryBackoff sets the first step and the bound of the exponential
+// backoff between retries (defaults 250ms and 8s). A server's Retry-After is
+// honoured regardless (up to a minute). Tests against lendgraphtest use a few
+// milliseconds.
+func WithRetryBackoff(base, max time.Duration) Option {
+	return func(s *settings) { s.retryBase, s.retryMax = base, max }
+}
 
 // WithRateLimit limits the requests this client sends to the API host to r
 // per second with bursts of burst. Every attempt, retries included, takes a
@@ -148,17 +158,25 @@ func NewClient(opts ...Option) (*Client, error) {
 	if s.maxRetries < 0 {
 		return nil, fmt.Errorf("lendgraph: WithMaxRetries(%d): use 0 to disable retries", s.maxRetries)
 	}
+	policy := retry.New()
+	policy.MaxRetries = s.maxRetries
+	if s.retryBase > 0 {
+		policy.BaseDelay = s.retryBase
+	}
+	if s.retryMax > 0 {
+		policy.MaxDelay = max(s.retryMax, policy.BaseDelay)
+	}
 	ua := "lendgraph-go/" + Version
 	if s.userAgent != "" {
 		ua = s.userAgent + " " + ua
 	}
 	c := &Client{
-		key:       key,
+		key:       (*secret)(&key),
 		bearer:    s.bearer,
 		base:      base,
 		userAgent: ua,
 		logger:    s.logger,
-		policy:    retry.New(),
+		policy:    policy,
 		now:       time.Now,
 	}
 	hc := s.httpClient
@@ -214,7 +232,7 @@ func (c *Client) BaseURL() string { return c.base.String() }
 
 // String describes the client without its credentials.
 func (c *Client) String() string {
-	return fmt.Sprintf("lendgraph.Client{BaseURL: %s, APIKey: %s}", c.base, redactedKey(c.key))
+	return fmt.Sprintf("lendgraph.Client{BaseURL: %s, APIKey: %s}", c.base, *c.key)
 }
 
 // GoString is String: %#v must not print the key either.
@@ -223,12 +241,22 @@ func (c *Client) GoString() string { return c.String() }
 // Format makes every verb (%v, %+v, %#v, %s) print String.
 func (c *Client) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
 
-func redactedKey(k string) string {
-	if k == "" {
+// secret is a credential that prints as [redacted] with every verb, so even
+// a Client copied by value and printed with %v does not show it.
+type secret string
+
+func (s secret) String() string {
+	if s == "" {
 		return "(none)"
 	}
 	return "[redacted]"
 }
+
+// GoString makes %#v print the redacted form too.
+func (s secret) GoString() string { return s.String() }
+
+// Format makes every verb print the redacted form.
+func (s secret) Format(f fmt.State, _ rune) { io.WriteString(f, s.String()) }
 
 // sameOrigin reports whether u is the configured API host (scheme, host and port).
 func (c *Client) sameOrigin(u *url.URL) bool {
@@ -292,9 +320,9 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r := req.Clone(req.Context())
 	if c.bearer {
-		r.Header.Set("Authorization", "Bearer "+c.key)
+		r.Header.Set("Authorization", "Bearer "+string(*c.key))
 	} else {
-		r.Header.Set("x-api-key", c.key)
+		r.Header.Set("x-api-key", string(*c.key))
 	}
 	return t.next.RoundTrip(r)
 }
@@ -355,6 +383,25 @@ const maxResponseBody = 64 << 20
 // send runs r through the pipeline and decodes a 2xx JSON body into out
 // (when out is non-nil). It returns the final status code.
 func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
+	for attempt := 0; ; attempt++ {
+		status, err := c.sendOnce(ctx, r, out)
+		// A body cut mid-way is a transport failure that retryablehttp
+		// never sees (it hands over the response before the body is read):
+		// repeat the calls that may be repeated, within the same limits.
+		var de *DecodeError
+		if err == nil || r.kind != retry.Idempotent || attempt >= c.policy.MaxRetries ||
+			!errors.As(err, &de) || !retry.Interrupted(de.Err) || !c.policy.Spend() {
+			return status, err
+		}
+		if werr := retry.Wait(ctx, c.policy.Jitter(attempt)); werr != nil {
+			return status, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, werr)
+		}
+		reflect.ValueOf(out).Elem().SetZero() // no half-decoded leftovers
+
+	}
+}
+
+func (c *Client) sendOnce(ctx context.Context, r request, out any) (int, error) {
 	resp, err := c.open(ctx, r)
 	if err != nil {
 		return 0, err
@@ -374,7 +421,7 @@ func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
 // open runs r through the pipeline and returns a 2xx response whose body
 // the caller reads and closes. Non-2xx responses become typed errors.
 func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
-	if c.key == "" {
+	if *c.key == "" {
 		return nil, ErrMissingAPIKey
 	}
 	u, err := c.url(r.path, r.query)
@@ -400,6 +447,9 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	}
 	resp, err := c.api.Do(req)
 	if err != nil {
+		if resp != nil {
+			resp.Body.Close()
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, ctx.Err())
 		}

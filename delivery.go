@@ -2,8 +2,18 @@ package lendgraph
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
 	"net/url"
+	"os"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
 // Format is a bulk delivery file format.
@@ -53,6 +63,115 @@ type DeliveryJob[T any] struct {
 	job
 	// ID is the job's id.
 	ID string
+	// State, EntityType, Format, EstimatedTotal and MaxRows are the submit
+	// response (HTTP 202); a job re-attached by id leaves them zero (the
+	// Status method fetches them).
+	State          JobState
+	EntityType     string
+	Format         Format
+	EstimatedTotal int64
+	// MaxRows is the row ceiling of one delivery for this organization.
+	MaxRows int64
+}
+
+// DelivererAPI is the bulk delivery part of a resource service: the
+// interface a test harness stubs.
+type DelivererAPI[T any] interface {
+	Deliver(ctx context.Context, req *DeliveryRequest) (*DeliveryJob[T], error)
+	DeliveryJob(id string) *DeliveryJob[T]
+}
+
+var (
+	_ DelivererAPI[Agent]      = (*ResourceService[Agent])(nil)
+	_ DelivererAPI[Originator] = (*OriginatorsService)(nil)
+	_ DelivererAPI[Company]    = (*CompaniesService)(nil)
+	_ DelivererAPI[Loan]       = (*ResourceService[Loan])(nil)
+	_ DelivererAPI[Property]   = (*PropertiesService)(nil)
+	_ DelivererAPI[Branch]     = (*ResourceService[Branch])(nil)
+)
+
+// DeliveryRequest asks for every row matching a list query in one file.
+// There is no pagination: the whole matching set is delivered.
+type DeliveryRequest struct {
+	// FlatFilters, AdvancedFilters, Period and Sort are the list filters,
+	// as in ListRequest. Sort decides which rows a Limit keeps.
+	FlatFilters     map[string]any `json:"flatFilters,omitempty"`
+	AdvancedFilters *Filter        `json:"advancedFilters,omitempty"`
+	Period          Period         `json:"period,omitempty"`
+	Sort            []Sort         `json:"sort,omitempty"`
+	// Format is required: FormatNDJSON, FormatJSON, FormatCSV or FormatParquet.
+	Format Format `json:"format"`
+	// Fields narrows the columns (camelCase response field names). The
+	// server intersects them with the entitlement's allowed columns and the
+	// schema; when nothing is left it delivers every allowed column.
+	Fields []string `json:"fields,omitempty"`
+	// Limit caps the rows delivered and billed (the first Limit rows in sort
+	// order); 0 means no cap. It must not exceed the row ceiling (1,000
+	// without the entitlement, the entitlement's maxRows with it).
+	Limit int64 `json:"limit,omitempty"`
+}
+
+func (r *DeliveryRequest) validate() error {
+	if r == nil {
+		return invalidArg("DeliveryRequest", "is nil; set at least Format")
+	}
+	lr := ListRequest{FlatFilters: r.FlatFilters, AdvancedFilters: r.AdvancedFilters, Period: r.Period, Sort: r.Sort}
+	if err := lr.validate(); err != nil {
+		return err
+	}
+	if r.Format == "" {
+		return invalidArg("Format", "is required: set FormatNDJSON, FormatJSON, FormatCSV or FormatParquet")
+	}
+	if !slices.Contains(deliveryFormats, r.Format) {
+		return invalidArg("Format", "%q is not a delivery format; use ndjson, json, csv or parquet", r.Format)
+	}
+	for i, f := range r.Fields {
+		if strings.TrimSpace(f) == "" {
+			return invalidArg(fmt.Sprintf("Fields[%d]", i), "is empty; name a camelCase response field such as \"fullName\"")
+		}
+	}
+	if r.Limit < 0 {
+		return invalidArg("Limit", "is %d; use 0 for no cap or a positive row count", r.Limit)
+	}
+	return nil
+}
+
+var deliveryFormats = []Format{FormatNDJSON, FormatJSON, FormatCSV, FormatParquet}
+
+type deliveryHandle struct {
+	JobID          string   `json:"jobId"`
+	Status         JobState `json:"status"`
+	EntityType     string   `json:"entityType"`
+	Format         Format   `json:"format"`
+	EstimatedTotal int64    `json:"estimatedTotal"`
+	MaxRows        int64    `json:"maxRows"`
+}
+
+// Deliver submits a bulk delivery job writing every row matching req to one
+// file. The request is checked before anything is sent. Errors a caller may
+// branch on: *MaxRowsError (the estimate is above the row ceiling: narrow
+// the filters), *EntitlementError (more than 1,000 rows need the
+// bulk-delivery.<resource> entitlement), *InsufficientCreditsError (the
+// balance does not cover the estimate). A 502 (the job failed to launch) is
+// retried: the reference calls it safe to repeat.
+func (s *ResourceService[T]) Deliver(ctx context.Context, req *DeliveryRequest) (*DeliveryJob[T], error) {
+	if !s.res.delivery {
+		return nil, invalidArg("Deliver", "the API offers no bulk delivery of %s; it does for agents, originators, companies, loans, properties and branches", s.res.name)
+	}
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	var h deliveryHandle
+	_, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.res.name + "/bulk-delivery", body: req, kind: retry.Idempotent}, &h)
+	if err != nil {
+		return nil, err
+	}
+	if h.JobID == "" {
+		return nil, fmt.Errorf("lendgraph: bulk delivery of %s: the server answered without a jobId", s.res.name)
+	}
+	j := s.DeliveryJob(h.JobID)
+	j.State, j.EntityType, j.Format, j.EstimatedTotal, j.MaxRows = h.Status, h.EntityType, h.Format, h.EstimatedTotal, h.MaxRows
+	return j, nil
 }
 
 // DeliveryJob re-attaches to a bulk delivery job of this resource by id.
@@ -83,4 +202,135 @@ func (j *DeliveryJob[T]) Cancel(ctx context.Context) (*DeliveryStatus, error) {
 		return nil, err
 	}
 	return &st, nil
+}
+
+// completed waits for the job to finish (one status fetch when it already
+// has) and returns its status; a failed or cancelled job is an error.
+func (j *DeliveryJob[T]) completed(ctx context.Context) (*DeliveryStatus, error) {
+	st, err := j.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.ResultsURL == "" {
+		return nil, fmt.Errorf("lendgraph: delivery job %s completed without a resultsUrl", j.ID)
+	}
+	return st, nil
+}
+
+// freshLink fetches the status again: the reference re-signs resultsUrl on
+// every fetch.
+func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
+	st, err := j.Status(ctx)
+	if err != nil {
+		return "", err
+	}
+	return st.ResultsURL, nil
+}
+
+// Download writes the delivered file to w exactly as stored (an ndjson
+// delivery stays gzipped) and returns the bytes written. A job still queued
+// or running is waited for first. The signed link's host never receives
+// the API key or any Authorization header. When the connection drops or the
+// link expires, Download fetches the status again for a freshly signed link
+// and resumes with a Range request from the bytes already written
+// (restarting cleanly when the host ignores Range); the final length is
+// checked against the size the host announced.
+func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, error) {
+	st, err := j.completed(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, w, expectedSize(st))
+}
+
+// Rows yields the delivered rows as T while the file downloads, whatever
+// its format: ndjson, json and csv are decoded straight from the network
+// (nothing touches the disk); parquet, which needs random access, is
+// downloaded to a temporary file first (removed when the loop ends) and
+// read one row group at a time. A job still queued or running is waited
+// for first. Breaking out of the loop or cancelling ctx stops the download;
+// no goroutine is left behind. Errors end the sequence.
+func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		st, err := j.completed(ctx)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		if st.Format == FormatParquet {
+			j.parquetRows(ctx, st, yield)
+			return
+		}
+		if !slices.Contains(deliveryFormats, st.Format) {
+			yield(zero, fmt.Errorf("lendgraph: delivery job %s has format %q, which this SDK cannot decode; use Download", j.ID, st.Format))
+			return
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			_, err := j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, pw, expectedSize(st))
+			pw.CloseWithError(err) // nil: EOF for the decoder
+			done <- err
+		}()
+		defer func() {
+			cancel()
+			pr.CloseWithError(errRowsStopped)
+			<-done
+		}()
+		for row, err := range DecodeRows[T](pr, st.Format, opts...) {
+			if ctx.Err() != nil {
+				yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, context.Cause(ctx)))
+				return
+			}
+			if !yield(row, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+var errRowsStopped = errors.New("lendgraph: rows loop ended")
+
+func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yield func(T, error) bool) {
+	var zero T
+	f, err := os.CreateTemp("", "lendgraph-delivery-*.parquet")
+	if err != nil {
+		yield(zero, fmt.Errorf("lendgraph: a temporary file for the parquet delivery: %w", err))
+		return
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	n, err := j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, f, expectedSize(st))
+	if err != nil {
+		yield(zero, err)
+		return
+	}
+	for row, err := range DecodeParquet[T](f, n) {
+		if ctx.Err() != nil {
+			yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, ctx.Err()))
+			return
+		}
+		if !yield(row, err) || err != nil {
+			return
+		}
+	}
+}
+
+// DeliveryJobAs returns a handle on the same job whose rows decode as U:
+// for a row type of your own that declares every column you deliver (the
+// SDK's record types keep the others in Extra).
+func DeliveryJobAs[U, T any](j *DeliveryJob[T]) *DeliveryJob[U] {
+	return &DeliveryJob[U]{job: j.job, ID: j.ID, State: j.State, EntityType: j.EntityType,
+		Format: j.Format, EstimatedTotal: j.EstimatedTotal, MaxRows: j.MaxRows}
+}
+
+// expectedSize is the file size a completed status record announces, -1
+// when it does not.
+func expectedSize(st *DeliveryStatus) int64 {
+	if st.Bytes > 0 {
+		return st.Bytes
+	}
+	return -1
 }

@@ -51,8 +51,15 @@ func (e *DownloadError) Unwrap() error { return e.Err }
 // with the bytes already written skipped. The final length is checked
 // against the size the server announced.
 func (c *Client) download(ctx context.Context, first SignedURL, link linkFunc, w io.Writer) (int64, error) {
+	return c.downloadSized(ctx, first, link, w, -1)
+}
+
+// downloadSized is download for a file whose size the caller knows (a
+// delivery's status record says it): when the host announces no length (a
+// close-delimited body), a connection cut short is still told from the end
+// of the file. size is -1 when unknown.
+func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFunc, w io.Writer, size int64) (int64, error) {
 	var written int64
-	size := int64(-1)
 	cur := first
 	stalls := 0
 	var lastErr error
@@ -79,7 +86,7 @@ func (c *Client) download(ctx context.Context, first SignedURL, link linkFunc, w
 			}
 			cur = l
 		}
-		n, total, done, refresh, err := c.downloadOnce(ctx, cur, written, w)
+		n, total, done, refresh, err := c.downloadOnce(ctx, cur, written, w, size)
 		if total >= 0 {
 			size = total
 		}
@@ -121,7 +128,7 @@ func (e *permanentError) Error() string { return e.err.Error() }
 // downloadOnce makes one ranged GET from offset. It reports the bytes
 // written, the object's total size (-1 unknown), whether the object is
 // complete, and whether the link needs re-signing before the next attempt.
-func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64, w io.Writer) (n, total int64, done, refresh bool, err error) {
+func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64, w io.Writer, want int64) (n, total int64, done, refresh bool, err error) {
 	total = -1
 	req, err := retryablehttp.NewRequestWithContext(retry.WithKind(ctx, retry.Idempotent), http.MethodGet, link.Reveal(), nil)
 	if err != nil {
@@ -170,6 +177,9 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64,
 		if _, err := io.CopyN(io.Discard, resp.Body, skip); err != nil {
 			return 0, total, false, false, fmt.Errorf("re-reading the first %d bytes: %w", skip, redactError(err))
 		}
+	}
+	if total < 0 {
+		total = want
 	}
 	n, err = copyTo(w, resp.Body)
 	if err != nil {

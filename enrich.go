@@ -2,24 +2,152 @@ package lendgraph
 
 import (
 	"context"
+	"fmt"
+	"iter"
+	"net/http"
 	"net/url"
+	"strconv"
 	"time"
+
+	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
+
+// EnrichmentAPI is the owner-enrichment part of the properties service:
+// single and bulk skip-trace, the bulk job, and the list of enrichments.
+// Stub it in tests that should not start a server.
+type EnrichmentAPI interface {
+	Enrich(ctx context.Context, id string, opts *EnrichOptions) (*EnrichResult, error)
+	EnrichBulk(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichJob, error)
+	EnrichJob(id string) *EnrichJob
+	Enrichments(ctx context.Context) iter.Seq2[EnrichmentEntry, error]
+}
+
+var _ EnrichmentAPI = (*PropertiesService)(nil)
+
+// MaxEnrichBulk is the most property ids one bulk enrichment job takes.
+// PlanEnrichBulk and EnrichBulkAll split larger sets into several jobs.
+const MaxEnrichBulk = 50_000
+
+// EnrichOptions are the options of a single enrichment.
+type EnrichOptions struct {
+	// Refresh bypasses the cache and forces a live lookup; a match is then
+	// charged again even if the property was enriched before.
+	Refresh bool
+}
+
+// EnrichReason is the pipeline path that produced an enrichment. Values the
+// SDK does not know are kept as sent; the reference says every one of them
+// is a cache hit and never charged.
+type EnrichReason string
+
+// Enrichment reasons shown by the reference.
+const (
+	// ReasonFreshSkipTrace: a live lookup returned at least one person; the
+	// only reason that debits a credit.
+	ReasonFreshSkipTrace EnrichReason = "fresh_skip_trace"
+	// ReasonFreshSkipTraceEmpty: a live lookup found no contacts; free.
+	ReasonFreshSkipTraceEmpty EnrichReason = "fresh_skip_trace_empty"
+	// ReasonMemberCacheHit: the caller had already enriched the property; free.
+	ReasonMemberCacheHit EnrichReason = "member_cache_hit"
+)
+
+// IsCacheHit reports whether the result was served from a cache: every
+// reason except the two fresh lookups (an empty reason, which the server
+// should not send, is not a cache hit).
+func (r EnrichReason) IsCacheHit() bool {
+	return r != "" && r != ReasonFreshSkipTrace && r != ReasonFreshSkipTraceEmpty
+}
+
+// EnrichResult is the response of a single enrichment.
+type EnrichResult struct {
+	Data EnrichData `json:"data"`
+	// Cached is true when the result was served from the cache.
+	Cached bool `json:"cached"`
+	// Charged is true only when this call debited a credit (reason
+	// fresh_skip_trace).
+	Charged bool `json:"charged"`
+	// Reason is the pipeline path; see the Reason constants.
+	Reason EnrichReason `json:"reason"`
+	// Result holds the per-call counts.
+	Result EnrichCounts `json:"result"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// EnrichData is the data member of a single enrichment.
+type EnrichData struct {
+	// Persons is empty on a no-match.
+	Persons []Person `json:"persons"`
+	// EnrichedAt is when the data was produced (for a cache hit: the
+	// original lookup).
+	EnrichedAt time.Time `json:"enrichedAt,omitzero"`
+	// Source identifies the data source.
+	Source string `json:"source,omitempty"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// EnrichCounts are the per-call counts of an enrichment.
+type EnrichCounts struct {
+	Requested int64 `json:"requested"`
+	Matched   int64 `json:"matched"`
+	NoMatch   int64 `json:"noMatch"`
+	Error     int64 `json:"error"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// Enrich skip-traces the owner of one property. Without Refresh an already
+// enriched property is served from the cache, free; a live lookup debits
+// one credit only when it finds a person (Reason fresh_skip_trace).
+//
+// The call may debit a credit, so it is never repeated after the server may
+// have acted: only a 429 or a connection that never opened is retried.
+// Errors: 400 (no usable address on the parcel or any associated record),
+// *InsufficientCreditsError (402, with Balance and Cost), ErrNotFound (404),
+// and a 502 *APIError when the enrichment provider failed.
+func (s *PropertiesService) Enrich(ctx context.Context, id string, opts *EnrichOptions) (*EnrichResult, error) {
+	if id == "" {
+		return nil, invalidArg("id", "must not be empty: pass the property's id")
+	}
+	refresh := opts != nil && opts.Refresh
+	var out EnrichResult
+	_, err := s.client.send(ctx, request{
+		method: http.MethodPost,
+		path:   "/v1/properties/" + url.PathEscape(id) + "/enrich",
+		query:  url.Values{"refresh": {strconv.FormatBool(refresh)}},
+		kind:   retry.Unrepeatable,
+	}, &out)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// EnrichBulkOptions are the options of a bulk enrichment job.
+type EnrichBulkOptions struct {
+	// Refresh bypasses the cache for every property; every match is charged.
+	Refresh bool
+}
 
 // EnrichJobStatus is the status record of a bulk enrichment job.
 type EnrichJobStatus struct {
-	JobID        string   `json:"jobId"`
-	Status       JobState `json:"status"`
-	Total        int64    `json:"total"`
-	Succeeded    int64    `json:"succeeded"`
-	Failed       int64    `json:"failed"`
-	FromCache    int64    `json:"fromCache"`
-	ChargedCount int64    `json:"chargedCount"`
+	JobID  string   `json:"jobId"`
+	Status JobState `json:"status"`
+	// Total, Succeeded and Failed are row counts.
+	Total     int64 `json:"total"`
+	Succeeded int64 `json:"succeeded"`
+	Failed    int64 `json:"failed"`
+	// FromCache is the rows served from the cache, not charged.
+	FromCache int64 `json:"fromCache"`
+	// ChargedCount is the rows that debited a credit: the exact total billed
+	// once, at completion.
+	ChargedCount int64 `json:"chargedCount"`
 	// StartedAt and CompletedAt are zero until the job starts and ends.
 	StartedAt   time.Time `json:"startedAt,omitzero"`
 	CompletedAt time.Time `json:"completedAt,omitzero"`
 	// ResultsURL is present once completed; it is re-signed on every status
-	// fetch, so always use the newest one.
+	// fetch, so always use the newest one (Download and ResultRows do).
 	ResultsURL SignedURL `json:"resultsUrl,omitempty"`
 	// Error is the failure message of a failed job, when the server sends one.
 	Error string `json:"error,omitempty"`
@@ -27,20 +155,77 @@ type EnrichJobStatus struct {
 	Extra Fields `json:",unknown"`
 }
 
-// EnrichJob is a handle on a bulk enrichment job.
+// EnrichJob is a handle on a bulk enrichment job. The submit fields are set
+// by EnrichBulk; a handle from PropertiesService.EnrichJob has only ID.
 type EnrichJob struct {
 	job
 	// ID is the job's id.
 	ID string
+	// State is the submit response's status (queued). The method Status
+	// fetches the current one.
+	State JobState
+	// PropertyCount is the number of property ids the server accepted.
+	PropertyCount int64
+	// EstimatedCost is the worst-case credits, as if every property matched.
+	// The balance had to cover it; billing is per match, at completion.
+	EstimatedCost int64
 }
 
-// EnrichJob re-attaches to a bulk enrichment job by id, for instance after
-// a restart.
+// EnrichBulk submits a bulk enrichment job for 1 to MaxEnrichBulk property
+// ids (checked before sending). The balance must cover the worst case, one
+// credit a property (*InsufficientCreditsError otherwise); the job bills
+// once, at completion, for the matches only. Use Wait, then Download or
+// ResultRows. The submit is never repeated after the server may have
+// acted. For more ids use EnrichBulkAll.
+func (s *PropertiesService) EnrichBulk(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichJob, error) {
+	if len(ids) > MaxEnrichBulk {
+		return nil, invalidArg("ids", "%d property ids given; one job takes at most %d: split them (EnrichBulkAll does)", len(ids), MaxEnrichBulk)
+	}
+	if err := checkEnrichIDs(ids); err != nil {
+		return nil, err
+	}
+	body := struct {
+		PropertyIDs []string `json:"propertyIds"`
+		Refresh     bool     `json:"refresh"`
+	}{ids, opts != nil && opts.Refresh}
+	var out struct {
+		JobID         string   `json:"jobId"`
+		Status        JobState `json:"status"`
+		PropertyCount int64    `json:"propertyCount"`
+		EstimatedCost int64    `json:"estimatedCost"`
+	}
+	if _, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/properties/enrich-bulk", body: body, kind: retry.Unrepeatable}, &out); err != nil {
+		return nil, err
+	}
+	if out.JobID == "" {
+		return nil, fmt.Errorf("lendgraph: POST /v1/properties/enrich-bulk: the response has no jobId")
+	}
+	j := s.EnrichJob(out.JobID)
+	j.State, j.PropertyCount, j.EstimatedCost = out.Status, out.PropertyCount, out.EstimatedCost
+	return j, nil
+}
+
+// checkEnrichIDs rejects an empty set and empty ids.
+func checkEnrichIDs(ids []string) error {
+	if len(ids) == 0 {
+		return invalidArg("ids", "no property ids given; pass 1 to %d", MaxEnrichBulk)
+	}
+	for i, id := range ids {
+		if id == "" {
+			return invalidArg("ids", "property id at index %d is empty", i)
+		}
+	}
+	return nil
+}
+
+// EnrichJob re-attaches to a bulk enrichment job by id, for instance in a
+// process restarted mid-job. No request is made until a method is called.
 func (s *PropertiesService) EnrichJob(id string) *EnrichJob {
 	return &EnrichJob{ID: id, job: job{client: s.client, kind: "enrichment", path: "/v1/properties/enrich-bulk/" + url.PathEscape(id), id: id}}
 }
 
-// Status fetches the job's status record.
+// Status fetches the job's status record. Errors: ErrForbidden (another
+// caller's job), ErrNotFound (unknown, or past the 30-day retention).
 func (j *EnrichJob) Status(ctx context.Context) (*EnrichJobStatus, error) {
 	var st EnrichJobStatus
 	if err := j.status(ctx, &st); err != nil {
@@ -49,20 +234,68 @@ func (j *EnrichJob) Status(ctx context.Context) (*EnrichJobStatus, error) {
 	return &st, nil
 }
 
-// Wait polls the job until it is completed, failed or cancelled. A failed
-// job returns an error matching ErrJobFailed (carrying the job's error
-// text), a cancelled one ErrJobCancelled. Cancelling ctx stops waiting at
-// once; it does not cancel the job on the server (use Cancel).
+// Wait polls the job until it is completed, failed or cancelled, and
+// returns the last status record. The first poll is immediate; the interval
+// then grows from 200ms to 1s (WithPollInterval changes both) and is cut
+// short when the rows handled so far say the job ends sooner, a throttled
+// poll waits as long as the server's Retry-After asks, and a status value
+// the SDK does not know counts as still running. WithProgress sees every
+// status record fetched.
+//
+// A failed job returns an error matching ErrJobFailed (a *JobError carrying
+// the job's error text), a cancelled one ErrJobCancelled. Cancelling ctx
+// stops waiting at once and returns ctx's error; it does not cancel the job
+// on the server, which keeps running (use Cancel to stop it, or EnrichJob
+// to wait for it again later).
 func (j *EnrichJob) Wait(ctx context.Context, opts ...WaitOption) (*EnrichJobStatus, error) {
 	return waitJob(ctx, j.job, opts, func(s *EnrichJobStatus) (JobState, string) { return s.Status, s.Error })
 }
 
 // Cancel cancels a queued or running job and returns its settled status.
-// A job that already finished gives an error matching ErrJobFinished.
+// The job is marked cancelled at once and its worker stops at its next
+// progress tick; a cancelled job is never charged, and properties it already
+// enriched stay cached. Errors: ErrJobFinished (409: it already completed,
+// failed or was cancelled; nothing changed), ErrForbidden (another
+// caller's job), ErrNotFound (unknown or past retention).
 func (j *EnrichJob) Cancel(ctx context.Context) (*EnrichJobStatus, error) {
 	var st EnrichJobStatus
 	if err := j.cancel(ctx, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil
+}
+
+// EnrichmentEntry is one property the caller has enriched.
+type EnrichmentEntry struct {
+	PropertyID  string    `json:"propertyId"`
+	EnrichedAt  time.Time `json:"enrichedAt,omitzero"`
+	Source      string    `json:"source,omitempty"`
+	PersonCount int64     `json:"personCount"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// Enrichments yields every property the caller has enriched (GET
+// /v1/properties/enrichments), following the ?cursor= of each page. Breaking out of the loop stops it.
+func (s *PropertiesService) Enrichments(ctx context.Context) iter.Seq2[EnrichmentEntry, error] {
+	return s.EnrichmentsPager("").All(ctx)
+}
+
+// EnrichmentsPager returns a pager over the caller's enrichments starting
+// at cursor (empty for the first page), for listings resumed elsewhere.
+func (s *PropertiesService) EnrichmentsPager(cursor string) *Pager[EnrichmentEntry] {
+	return newPager(cursor, func(ctx context.Context, cursor string) ([]EnrichmentEntry, string, error) {
+		var q url.Values
+		if cursor != "" {
+			q = url.Values{"cursor": {cursor}}
+		}
+		var page struct {
+			Data   []EnrichmentEntry `json:"data"`
+			Cursor string            `json:"cursor"`
+		}
+		if _, err := s.client.send(ctx, request{method: http.MethodGet, path: "/v1/properties/enrichments", query: q, kind: retry.Idempotent}, &page); err != nil {
+			return nil, "", err
+		}
+		return page.Data, page.Cursor, nil
+	})
 }

@@ -93,6 +93,9 @@ type job struct {
 }
 
 func (j job) status(ctx context.Context, out any) error {
+	if j.id == "" {
+		return invalidArg("id", "the %s job id is empty", j.kind)
+	}
 	_, err := j.client.send(ctx, request{method: http.MethodGet, path: j.path, kind: retry.Idempotent}, out)
 	return err
 }
@@ -100,6 +103,9 @@ func (j job) status(ctx context.Context, out any) error {
 // cancel deletes the job. Repeating a DELETE cannot act twice: a second one
 // answers 409 and changes nothing.
 func (j job) cancel(ctx context.Context, out any) error {
+	if j.id == "" {
+		return invalidArg("id", "the %s job id is empty", j.kind)
+	}
 	_, err := j.client.send(ctx, request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
 	return err
 }
@@ -107,6 +113,22 @@ func (j job) cancel(ctx context.Context, out any) error {
 // waitJob polls the job until it is terminal. state extracts the status and
 // error text from a record.
 func waitJob[S jobStatus](ctx context.Context, j job, opts []WaitOption, state func(*S) (JobState, string)) (*S, error) {
+	fetch := func(ctx context.Context) (*S, error) {
+		var st S
+		if err := j.status(ctx, &st); err != nil {
+			return nil, err
+		}
+		return &st, nil
+	}
+	return waitFor(ctx, j.kind, j.id, opts, fetch, state)
+}
+
+// waitFor is the polling loop behind every Wait: fetch a status record,
+// show it to the progress callback, stop when state says it is terminal.
+// A throttled fetch (429 that outlasted the pipeline's own retries) is not
+// a failure: the loop waits for the server's Retry-After and polls again.
+// A state the SDK does not know counts as running.
+func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (*S, error) {
 	cfg := waitConfig{poll: poll.Default}
 	for _, o := range opts {
 		o(&cfg)
@@ -116,7 +138,7 @@ func waitJob[S jobStatus](ctx context.Context, j job, opts []WaitOption, state f
 		fn, ok := cfg.progress.(func(*S))
 		if !ok {
 			var zero S
-			return nil, invalidArg("WithProgress", "the callback takes %T, but this %s job reports *%T", cfg.progress, j.kind, zero)
+			return nil, invalidArg("WithProgress", "the callback takes %T, but this %s job reports *%T", cfg.progress, kind, zero)
 		}
 		progress = fn
 	}
@@ -124,32 +146,52 @@ func waitJob[S jobStatus](ctx context.Context, j job, opts []WaitOption, state f
 		return nil, invalidArg("WithPollInterval", "need 0 < initial <= max, got %s and %s", cfg.poll.Initial, cfg.poll.Max)
 	}
 	var last *S
-	err := poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, time.Duration, error) {
-		var st S
-		if err := j.status(ctx, &st); err != nil {
+	var eta poll.ETA
+	err := poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, poll.Hint, error) {
+		st, err := fetch(ctx)
+		if err != nil {
 			var rl *RateLimitError
-			if errors.As(err, &rl) {
+			if errors.As(err, &rl) && ctx.Err() == nil {
 				// Throttled polling is not a failed job: wait as asked and poll again.
-				return false, max(rl.RetryAfter, time.Second), nil
+				return false, poll.Hint{AtLeast: max(rl.RetryAfter, cfg.poll.Max)}, nil
 			}
-			return false, 0, err
+			return false, poll.Hint{}, err
 		}
-		last = &st
+		last = st
 		if progress != nil {
-			progress(&st)
+			progress(st)
 		}
-		s, _ := state(&st)
-		return s.Terminal(), 0, nil
+		s, _ := state(st)
+		if s.Terminal() {
+			return true, poll.Hint{}, nil
+		}
+		// When the rows done so far say the job ends before the next
+		// scheduled poll, poll shortly after that instead.
+		var h poll.Hint
+		if p, ok := any(st).(interface{ jobProgress() (done, total int64) }); ok {
+			done, total := p.jobProgress()
+			if d := eta.Observe(time.Now(), done, total); d > 0 {
+				h.AtMost = d + d/10 + 20*time.Millisecond
+			}
+		}
+		return false, h, nil
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", j.kind, j.id, ctx.Err())
+			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", kind, id, ctx.Err())
 		}
 		return last, err
 	}
 	s, msg := state(last)
 	if s == JobFailed || s == JobCancelled {
-		return last, &JobError{Kind: j.kind, JobID: j.id, Status: string(s), Message: msg}
+		return last, &JobError{Kind: kind, JobID: id, Status: string(s), Message: msg}
 	}
 	return last, nil
 }
+
+// jobProgress reports the rows handled and the rows to handle, for the
+// poller's completion estimate.
+func (s *EnrichJobStatus) jobProgress() (done, total int64) { return s.Succeeded + s.Failed, s.Total }
+
+// jobProgress reports the rows written and the rows expected.
+func (s *DeliveryStatus) jobProgress() (done, total int64) { return s.Processed, s.EstimatedTotal }

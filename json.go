@@ -20,13 +20,14 @@ type Fields map[string]jsontext.Value
 func (f Fields) Has(name string) bool { _, ok := f[name]; return ok }
 
 // Decode decodes the member called name into v. A missing member leaves v
-// untouched and returns nil; use Has to tell the two apart.
+// untouched and returns nil; use Has to tell the two apart. Like
+// encoding/json, names match struct fields without regard to case.
 func (f Fields) Decode(name string, v any) error {
 	raw, ok := f[name]
 	if !ok {
 		return nil
 	}
-	if err := jsonv2.Unmarshal(raw, v, jsonOptions); err != nil {
+	if err := jsonv2.Unmarshal(raw, v, decodeFieldOptions); err != nil {
 		return fmt.Errorf("lendgraph: field %q: %w", name, err)
 	}
 	return nil
@@ -42,7 +43,12 @@ var jsonOptions = jsonv2.JoinOptions(
 	jsontext.AllowDuplicateNames(true),
 	jsonv2.FormatNilSliceAsNull(true),
 	jsonv2.FormatNilMapAsNull(true),
+	// Unknown members are written back in sorted order, so the same record
+	// always marshals to the same bytes (diffable CLI output, stable tests).
+	jsonv2.Deterministic(true),
 )
+
+var decodeFieldOptions = jsonv2.JoinOptions(jsonOptions, jsonv2.MatchCaseInsensitiveNames(true))
 
 // unmarshalRead decodes exactly one JSON value from r into out; anything but
 // whitespace after it is an error.

@@ -1,11 +1,324 @@
 package lendgraph
 
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/lendgraph/lendgraph-go/internal/retry"
+)
+
+// OriginatorsAPI is what c.Originators offers.
+type OriginatorsAPI interface {
+	ResourceAPI[Originator]
+	AnalyticsAPI
+	Count(ctx context.Context, req *ListRequest) (*OriginatorCount, error)
+	TitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) (*TitleCompanyPage, error)
+	TitleCompaniesPager(nmlsID string, req *ListRequest) (*Pager[TitleCompanyRow], error)
+	AllTitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[TitleCompanyRow, error]
+}
+
+// CompaniesAPI is what c.Companies offers.
+type CompaniesAPI interface {
+	ResourceAPI[Company]
+	Branches(ctx context.Context, nmlsID string, req *ListRequest) (*BranchPage, error)
+	BranchesPager(nmlsID string, req *ListRequest) (*Pager[Branch], error)
+	AllBranches(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[Branch, error]
+	LenderCount(ctx context.Context, req *ListRequest) (*Count, error)
+}
+
+var (
+	_ OriginatorsAPI = (*OriginatorsService)(nil)
+	_ CompaniesAPI   = (*CompaniesService)(nil)
+)
+
 // OriginatorsService serves originators and their counts and breakdowns.
 type OriginatorsService struct {
 	*ResourceService[Originator]
 }
 
-// CompaniesService serves companies and their branches.
+// CompaniesService serves companies, their branches and the lender count.
 type CompaniesService struct {
 	*ResourceService[Company]
+}
+
+// MatchedVia says how a lender filter value was matched. Observed: "id";
+// other values are kept as sent.
+type MatchedVia string
+
+// MatchedViaID is a lender matched by its id.
+const MatchedViaID MatchedVia = "id"
+
+// Confidence is how sure a location normalization is. Observed:
+// "normalized"; other values are kept as sent.
+type Confidence string
+
+// ConfidenceNormalized is a location matched after normalizing its spelling.
+const ConfidenceNormalized Confidence = "normalized"
+
+// LocationField is the filter field a location normalization applies to.
+// Observed: "city"; other values are kept as sent.
+type LocationField string
+
+// LocationFieldCity is the city filter.
+const LocationFieldCity LocationField = "city"
+
+// OriginatorCount is the answer of the originator count. The reference does
+// not explain PreviousTotal and TotalIsLowerBound; they are kept as sent.
+type OriginatorCount struct {
+	Total                  int64                   `json:"total"`
+	PreviousTotal          int64                   `json:"previousTotal"`
+	TotalIsLowerBound      bool                    `json:"totalIsLowerBound"`
+	LenderNormalizations   []LenderNormalization   `json:"lenderNormalizations"`
+	LocationNormalizations []LocationNormalization `json:"locationNormalizations"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// LenderNormalization tells how a lender filter value was understood.
+type LenderNormalization struct {
+	AliasCount     int64      `json:"aliasCount"`
+	DisplayName    string     `json:"displayName"`
+	ID             string     `json:"id"`
+	MatchedVia     MatchedVia `json:"matchedVia"`
+	Original       string     `json:"original"`
+	TotalDocuments int64      `json:"totalDocuments"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// LocationNormalization tells how a location filter value was understood.
+// City and county ids have the form city_<state>_<slug>.
+type LocationNormalization struct {
+	Candidates  []string      `json:"candidates"`
+	Confidence  Confidence    `json:"confidence"`
+	DisplayName string        `json:"displayName"`
+	Field       LocationField `json:"field"`
+	ID          string        `json:"id"`
+	Normalized  string        `json:"normalized"`
+	Original    string        `json:"original"`
+	Variants    []string      `json:"variants"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// Count is an exact count. The reference does not show the body of the
+// property and lender counts; the SDK reads total, and keeps the rest.
+type Count struct {
+	Total int64 `json:"total"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// countBody is a list request without pagination and sort, which counts ignore.
+func countBody(req *ListRequest) (*ListRequest, error) {
+	body, err := req.prepared()
+	if err != nil {
+		return nil, err
+	}
+	body.Pagination, body.Sort = nil, nil
+	return body, nil
+}
+
+// Count counts the originators matching req (POST /v1/originators/count).
+// Pagination and sort are not sent: the API ignores them.
+func (s *OriginatorsService) Count(ctx context.Context, req *ListRequest) (*OriginatorCount, error) {
+	body, err := countBody(req)
+	if err != nil {
+		return nil, err
+	}
+	return sendAs[OriginatorCount](ctx, s.client, request{method: http.MethodPost, path: "/v1/originators/count", body: body, kind: retry.Idempotent})
+}
+
+// TitleCompanyPage is one page of an originator's title-company breakdown.
+type TitleCompanyPage struct {
+	// Cursor fetches the next page; empty on the last page.
+	Cursor string            `json:"cursor"`
+	Data   []TitleCompanyRow `json:"data"`
+	// Total is the number of ranked title companies.
+	Total  int64              `json:"total"`
+	Totals TitleCompanyTotals `json:"totals"`
+	// Truncated reports that the server cut the breakdown short.
+	Truncated bool `json:"truncated"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// TitleCompanyTotals sums the breakdown. Excluded counts the loans whose
+// title company is a placeholder (none available, unknown, n/a) or a name
+// shorter than 3 characters: those are not ranked.
+type TitleCompanyTotals struct {
+	Excluded        int64   `json:"excluded"`
+	Units           int64   `json:"units"`
+	Volume          float64 `json:"volume"`
+	VolumePlausible bool    `json:"volumePlausible"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// TitleCompanyRow is one title company of a breakdown. ID is the
+// normalized name every spelling was grouped under (legal-form and filler
+// words removed, natl read as national); Label is the most-used spelling.
+// PctUnits and PctVolume are shares of the whole loan population of the
+// window, loans without a title company included, so a page does not sum
+// to 100.
+type TitleCompanyRow struct {
+	ID        string  `json:"id"`
+	Label     string  `json:"label"`
+	Name      string  `json:"name,omitempty"`
+	Units     int64   `json:"units"`
+	Volume    float64 `json:"volume"`
+	PctUnits  float64 `json:"pctUnits"`
+	PctVolume float64 `json:"pctVolume"`
+	// Excluded is kept as sent: its type is not shown by the reference.
+	Excluded jsontext.Value `json:"excluded,omitempty"`
+	Company  *CompanyRef    `json:"company,omitempty"`
+	Office   *OfficeRef     `json:"office,omitempty"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// CompanyRef names a company.
+type CompanyRef struct {
+	Name   string `json:"name"`
+	NMLSID string `json:"nmlsId"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// OfficeRef names an office.
+type OfficeRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// nmlsPath checks an NMLS id and returns the path under the resource.
+func nmlsPath(resource, nmlsID, rest string) (string, error) {
+	if nmlsID == "" {
+		return "", invalidArg("nmlsID", "must not be empty")
+	}
+	return "/v1/" + resource + "/" + url.PathEscape(nmlsID) + rest, nil
+}
+
+// TitleCompanies returns one page of the originator's title-company
+// breakdown: the title companies on the originator's loans in the
+// recording-date window (req.Period), merged across spellings, ranked.
+// Pages hold at most 100 rows (req.Pagination). The request body is not
+// shown by the reference; the SDK sends the common list request.
+func (s *OriginatorsService) TitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) (*TitleCompanyPage, error) {
+	path, err := nmlsPath("originators", nmlsID, "/breakdowns/title-companies")
+	if err != nil {
+		return nil, err
+	}
+	body, err := req.prepared()
+	if err != nil {
+		return nil, err
+	}
+	return sendAs[TitleCompanyPage](ctx, s.client, request{method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
+}
+
+// TitleCompaniesPager returns a pager over every row of the breakdown.
+func (s *OriginatorsService) TitleCompaniesPager(nmlsID string, req *ListRequest) (*Pager[TitleCompanyRow], error) {
+	return listPager(req, func(ctx context.Context, body *ListRequest) ([]TitleCompanyRow, string, error) {
+		p, err := s.TitleCompanies(ctx, nmlsID, body)
+		if err != nil {
+			return nil, "", err
+		}
+		return p.Data, p.Cursor, nil
+	})
+}
+
+// AllTitleCompanies yields every row of the breakdown, following cursors.
+func (s *OriginatorsService) AllTitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[TitleCompanyRow, error] {
+	if _, err := nmlsPath("originators", nmlsID, ""); err != nil {
+		return errSeq[TitleCompanyRow](err)
+	}
+	p, err := s.TitleCompaniesPager(nmlsID, req)
+	return pagedAll(ctx, p, err)
+}
+
+// listPager builds a pager over a POST list whose cursor travels in
+// pagination.cursor.
+func listPager[T any](req *ListRequest, page func(ctx context.Context, body *ListRequest) ([]T, string, error)) (*Pager[T], error) {
+	body, err := req.prepared()
+	if err != nil {
+		return nil, err
+	}
+	start := ""
+	if body.Pagination != nil {
+		start = body.Pagination.Cursor
+	}
+	return newPager(start, func(ctx context.Context, cursor string) ([]T, string, error) {
+		b := *body
+		p := Pagination{Cursor: cursor}
+		if body.Pagination != nil {
+			p.Size = body.Pagination.Size
+		}
+		b.Pagination = &p
+		return page(ctx, &b)
+	}), nil
+}
+
+// BranchPage is one page of a company's branches.
+type BranchPage struct {
+	// Cursor fetches the next page; empty on the last page.
+	Cursor string   `json:"cursor"`
+	Data   []Branch `json:"data"`
+	// LocationNormalizations tells how location filters were understood.
+	LocationNormalizations []LocationNormalization `json:"locationNormalizations"`
+	Total                  int64                   `json:"total"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// Branches returns one page of the company's branches
+// (POST /v1/companies/{nmlsId}/branches). The request body is not shown by
+// the reference; the SDK sends the common list request.
+func (s *CompaniesService) Branches(ctx context.Context, nmlsID string, req *ListRequest) (*BranchPage, error) {
+	path, err := nmlsPath("companies", nmlsID, "/branches")
+	if err != nil {
+		return nil, err
+	}
+	body, err := req.prepared()
+	if err != nil {
+		return nil, err
+	}
+	return sendAs[BranchPage](ctx, s.client, request{method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
+}
+
+// BranchesPager returns a pager over every branch of the company.
+func (s *CompaniesService) BranchesPager(nmlsID string, req *ListRequest) (*Pager[Branch], error) {
+	return listPager(req, func(ctx context.Context, body *ListRequest) ([]Branch, string, error) {
+		p, err := s.Branches(ctx, nmlsID, body)
+		if err != nil {
+			return nil, "", err
+		}
+		return p.Data, p.Cursor, nil
+	})
+}
+
+// AllBranches yields every branch of the company, following cursors.
+func (s *CompaniesService) AllBranches(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[Branch, error] {
+	if _, err := nmlsPath("companies", nmlsID, ""); err != nil {
+		return errSeq[Branch](err)
+	}
+	p, err := s.BranchesPager(nmlsID, req)
+	return pagedAll(ctx, p, err)
+}
+
+// LenderCount returns the exact number of lenders matching req. The path is
+// not shown by the reference; the SDK follows the API's pattern:
+// POST /v1/lenders/count, with the lenders list body (pagination and sort
+// are not sent).
+func (s *CompaniesService) LenderCount(ctx context.Context, req *ListRequest) (*Count, error) {
+	body, err := countBody(req)
+	if err != nil {
+		return nil, err
+	}
+	return sendAs[Count](ctx, s.client, request{method: http.MethodPost, path: "/v1/lenders/count", body: body, kind: retry.Idempotent})
 }

@@ -9,6 +9,7 @@ type areaState struct {
 	marketState
 	crmState
 	savedFiltersState
+	locationsState
 }
 
 func (a *areaState) init() {
@@ -18,6 +19,12 @@ func (a *areaState) init() {
 	a.marketState.init()
 	a.crmState.init()
 	a.savedFiltersState.init()
+	a.locationsState.init()
+}
+
+// close releases what areas hold outside memory (delivery files).
+func (a *areaState) close() {
+	a.deliveryState.close()
 }
 
 // startAreaListeners starts the listeners areas need besides the API and

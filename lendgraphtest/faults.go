@@ -3,9 +3,11 @@ package lendgraphtest
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path"
+	"strconv"
 	"time"
 )
 
@@ -119,13 +121,18 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, f *Fault, h 
 			return
 		}
 		defer conn.Close()
-		resp := rec.Result()
-		resp.Header.Set("X-Request-Id", w.Header().Get("X-Request-Id"))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Del("Transfer-Encoding")
-		resp.Body = nil
+		// Frame the response by hand: an explicit Content-Length makes a
+		// cut body an unexpected EOF for the client (not a clean end), and
+		// Connection: close stops it reusing the connection we close.
+		h := rec.Result().Header.Clone()
+		h.Set("X-Request-Id", w.Header().Get("X-Request-Id"))
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		h.Set("Connection", "close")
+		h.Del("Transfer-Encoding")
 		var head bytes.Buffer
-		_ = resp.Write(&head) // status line and headers only (no body)
+		fmt.Fprintf(&head, "HTTP/1.1 %d %s\r\n", rec.Code, http.StatusText(rec.Code))
+		_ = h.Write(&head)
+		head.WriteString("\r\n")
 		_, _ = buf.Write(head.Bytes())
 		if f.Kind == DropMidBody {
 			_, _ = buf.Write(body[:len(body)/2])

@@ -59,6 +59,9 @@ type fakeJob struct {
 type jobCtx struct {
 	s   *Server
 	job *fakeJob
+	// paceStart and paced pace Progress to the kind's rate.
+	paceStart time.Time
+	paced     int64
 }
 
 // Job is the view of a job a test can inspect.
@@ -102,8 +105,17 @@ func (jc *jobCtx) Progress(ctx context.Context, n int64, deltas map[string]int64
 	rate := s.cfg.jobRate[j.spec.kind]
 	s.mu.Unlock()
 	if rate > 0 && n > 0 {
+		// Pace against the worker's start, so the time spent producing
+		// rows counts towards the rate instead of adding to it.
+		if jc.paceStart.IsZero() {
+			jc.paceStart = time.Now()
+		}
+		jc.paced += n
+		due := jc.paceStart.Add(time.Duration(float64(jc.paced) / rate * float64(time.Second)))
+		t := time.NewTimer(time.Until(due))
+		defer t.Stop()
 		select {
-		case <-time.After(time.Duration(float64(n) / rate * float64(time.Second))):
+		case <-t.C:
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -171,13 +171,15 @@ func (s *Server) Close() {
 		e.Close()
 	}
 	s.wg.Wait()
+	s.area.close()
 }
 
 // Client returns a client pointed at the fake with the default caller's key
 // and no retry delays worth waiting for. opts are applied after, so they can
 // override the key or anything else.
 func (s *Server) Client(opts ...lendgraph.Option) *lendgraph.Client {
-	base := []lendgraph.Option{lendgraph.WithBaseURL(s.URL), lendgraph.WithAPIKey(s.DefaultCaller().Key)}
+	base := []lendgraph.Option{lendgraph.WithBaseURL(s.URL), lendgraph.WithAPIKey(s.DefaultCaller().Key),
+		lendgraph.WithRetryBackoff(time.Millisecond, 10*time.Millisecond)}
 	c, err := lendgraph.NewClient(append(base, opts...)...)
 	if err != nil {
 		panic(fmt.Sprintf("lendgraphtest: %v", err))

@@ -32,11 +32,9 @@ func (s *Server) putObject(key, name, contentType string, data []byte) {
 	s.mu.Unlock()
 }
 
-// putFile stores the file at path under key; the server deletes nothing.
-func (s *Server) putFile(key, name, contentType, path string) {
-	s.mu.Lock()
+// putFileLocked stores the file at path under key (s.mu held).
+func (s *Server) putFileLocked(key, name, contentType, path string) {
 	s.objects[key] = &object{path: path, contentType: contentType, name: name, modTime: s.nowLocked()}
-	s.mu.Unlock()
 }
 
 // signedURLLocked returns a link to the object under key, valid for the

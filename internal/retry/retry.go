@@ -9,7 +9,10 @@ package retry
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -17,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -40,15 +44,33 @@ const (
 
 type kindKey struct{}
 
-// WithKind returns a context that tells the policy what kind of call travels in it.
+// call is what the policy knows about one call: its kind and how many of
+// its attempts it has judged so far.
+type call struct {
+	kind     Kind
+	attempts atomic.Int32
+}
+
+// WithKind returns a context that tells the policy what kind of call travels
+// in it. Use a fresh one per call: it also counts the call's attempts.
 func WithKind(ctx context.Context, k Kind) context.Context {
-	return context.WithValue(ctx, kindKey{}, k)
+	return context.WithValue(ctx, kindKey{}, &call{kind: k})
 }
 
 // KindOf reports the call kind in ctx, Idempotent when none was set.
 func KindOf(ctx context.Context) Kind {
-	k, _ := ctx.Value(kindKey{}).(Kind)
-	return k
+	if c, ok := ctx.Value(kindKey{}).(*call); ok {
+		return c.kind
+	}
+	return Idempotent
+}
+
+// lastAttempt counts an attempt of the call in ctx and reports whether no
+// retry may follow it, so that no budget is spent on a retry that will not
+// happen.
+func (p *Policy) lastAttempt(ctx context.Context) bool {
+	c, ok := ctx.Value(kindKey{}).(*call)
+	return ok && int(c.attempts.Add(1)) > p.MaxRetries
 }
 
 // Policy decides retries and waits. The zero value is not usable; use New.
@@ -61,6 +83,9 @@ type Policy struct {
 	// longer is not retried: the caller gets the error with the server's
 	// value and decides, instead of a script hanging for an hour.
 	MaxRetryAfter time.Duration
+	// MaxRetries is the number of retries of one call (the retry client's
+	// RetryMax must be the same).
+	MaxRetries int
 	// Budget is shared by every call of one client; nil means unlimited.
 	Budget *Budget
 }
@@ -71,6 +96,7 @@ func New() *Policy {
 		BaseDelay:     250 * time.Millisecond,
 		MaxDelay:      8 * time.Second,
 		MaxRetryAfter: 60 * time.Second,
+		MaxRetries:    3,
 		Budget:        NewBudget(DefaultBudget),
 	}
 }
@@ -84,11 +110,18 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 	if kind == Never {
 		return false, nil
 	}
+	if err == nil && resp.StatusCode < 400 {
+		p.Budget.refund()
+		return false, nil
+	}
+	if p.lastAttempt(ctx) {
+		return false, nil
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return false, nil
 		}
-		if errors.Is(err, ErrNoRetry) {
+		if errors.Is(err, ErrNoRetry) || permanent(err) {
 			return false, nil
 		}
 		if kind == Unrepeatable && !NotSent(err) {
@@ -110,8 +143,6 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 			return false, nil
 		}
 		return p.Budget.take(costStatus), nil
-	case resp.StatusCode < 400:
-		p.Budget.refund()
 	}
 	return false, nil
 }
@@ -142,6 +173,15 @@ func (p *Policy) Jitter(attempt int) time.Duration {
 // ErrNoRetry marks a transport error that must not be retried (a refused
 // redirect, a rate-limit wait that cannot finish before the deadline).
 var ErrNoRetry = errors.New("not retryable")
+
+// permanent reports transport errors that a retry cannot fix: a
+// certificate the client does not trust.
+func permanent(err error) bool {
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &hn)
+}
 
 // NotSent reports whether err shows that the request never reached the
 // server (the connection could not be opened), so repeating it cannot make
@@ -178,6 +218,31 @@ func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// Interrupted reports whether err, met while reading a response body, shows
+// the connection was cut (the body ended early or was reset), as opposed
+// to a body that arrived whole but was not what the caller expected.
+func Interrupted(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &ne)
+}
+
+// Spend takes the budget of one retry of a cut response body, reporting
+// false when the client's budget is exhausted.
+func (p *Policy) Spend() bool { return p.Budget.take(costTransport) }
+
+// Wait sleeps the backoff of the given attempt (0 first), returning early
+// with the context's error when it ends.
+func Wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // DefaultBudget is the number of retry tokens a client starts with.

@@ -1,0 +1,315 @@
+package lendgraph_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/parquet-go/parquet-go"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+// Benchmarks of the delivery decoders over agent files written by the fake
+// (realistic rows), generated once per size into a temp dir. Sizes: 100k
+// rows by default; LENDGRAPH_BENCH_ROWS=1000000 for the 1M figures.
+//
+//	go test -run '^$' -bench 'Delivery' -benchmem -benchtime 3x .
+
+type benchFiles struct {
+	srv   *lendgraphtest.Server
+	c     *lendgraph.Client
+	rows  int
+	paths map[lendgraph.Format]string
+	jobs  map[lendgraph.Format]*lendgraph.DeliveryJob[lendgraph.Agent]
+}
+
+var (
+	benchOnce sync.Once
+	bench     *benchFiles
+	benchErr  error
+)
+
+func deliveryBenchRows() int {
+	if n, err := strconv.Atoi(os.Getenv("LENDGRAPH_BENCH_ROWS")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
+}
+
+func setupBench(b *testing.B) *benchFiles {
+	benchOnce.Do(func() {
+		n := deliveryBenchRows()
+		srv, err := lendgraphtest.Start(lendgraphtest.WithRows("agents", n), lendgraphtest.WithJobRate("delivery", 1e12))
+		if err != nil {
+			benchErr = err
+			return
+		}
+		srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: int64(n)})
+		dir, err := os.MkdirTemp("", "lendgraph-bench-*")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		bf := &benchFiles{srv: srv, c: srv.Client(), rows: n, paths: map[lendgraph.Format]string{}, jobs: map[lendgraph.Format]*lendgraph.DeliveryJob[lendgraph.Agent]{}}
+		ctx := context.Background()
+		for _, f := range allFormats {
+			job, err := bf.c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: f})
+			if err == nil {
+				_, err = job.Wait(ctx, lendgraph.WithPollInterval(50*time.Millisecond, 200*time.Millisecond))
+			}
+			if err != nil {
+				benchErr = err
+				return
+			}
+			p := filepath.Join(dir, "agents."+string(f))
+			out, err := os.Create(p)
+			if err != nil {
+				benchErr = err
+				return
+			}
+			if _, err := job.Download(ctx, out); err != nil {
+				benchErr = err
+				return
+			}
+			out.Close()
+			bf.paths[f], bf.jobs[f] = p, job
+		}
+		bench = bf
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return bench
+}
+
+// peakHeap samples the live heap while fn runs and reports the peak.
+func peakHeap(b *testing.B, fn func()) {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-done
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+}
+
+func reportRows(b *testing.B, rows int) {
+	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func openBench(b *testing.B, f lendgraph.Format) (*os.File, int64) {
+	fh, err := os.Open(setupBench(b).paths[f])
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, _ := fh.Stat()
+	b.SetBytes(st.Size())
+	return fh, st.Size()
+}
+
+func BenchmarkDeliveryDecode(b *testing.B) {
+	for _, f := range allFormats {
+		b.Run(fmt.Sprintf("%s/Agent/rows=%d", f, deliveryBenchRows()), func(b *testing.B) { benchDecode[lendgraph.Agent](b, f) })
+		b.Run(fmt.Sprintf("%s/plain/rows=%d", f, deliveryBenchRows()), func(b *testing.B) { benchDecode[plainAgent](b, f) })
+	}
+}
+
+// benchDecode decodes the file into T: lendgraph.Agent (typed fields plus
+// every other member kept in Extra) or plainAgent (the baselines' row).
+func benchDecode[T any](b *testing.B, f lendgraph.Format) {
+	bf := setupBench(b)
+	peakHeap(b, func() {
+		for b.Loop() {
+			fh, size := openBench(b, f)
+			n := 0
+			seq := lendgraph.DecodeRows[T](bufio.NewReaderSize(fh, 1<<20), f)
+			if f == lendgraph.FormatParquet {
+				seq = lendgraph.DecodeParquet[T](fh, size)
+			}
+			for _, err := range seq {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			fh.Close()
+			if n != bf.rows {
+				b.Fatalf("%d rows", n)
+			}
+		}
+	})
+	reportRows(b, bf.rows)
+}
+
+// plainAgent is the baseline's row: the typed fields, no unknown members.
+type plainAgent struct {
+	ID               string `json:"id" parquet:"id,optional"`
+	FullName         string `json:"fullName" parquet:"fullName,optional"`
+	City             string `json:"city" parquet:"city,optional"`
+	State            string `json:"state" parquet:"state,optional"`
+	TransactionCount int64  `json:"transactionCount" parquet:"transactionCount,optional"`
+}
+
+// Baselines: hand-written loops over the same files, in the same run.
+func BenchmarkDeliveryBaseline(b *testing.B) {
+	rows := deliveryBenchRows()
+	run := func(name string, f lendgraph.Format, body func(fh *os.File, size int64) int) {
+		b.Run(fmt.Sprintf("%s/rows=%d", name, rows), func(b *testing.B) {
+			peakHeap(b, func() {
+				for b.Loop() {
+					fh, size := openBench(b, f)
+					if n := body(fh, size); n != rows && name != "ndjson-gunzip-discard" {
+						b.Fatalf("%d rows", n)
+					}
+					fh.Close()
+				}
+			})
+			reportRows(b, rows)
+		})
+	}
+	run("ndjson-gunzip-discard", lendgraph.FormatNDJSON, func(fh *os.File, _ int64) int {
+		zr, _ := gzip.NewReader(bufio.NewReaderSize(fh, 1<<20))
+		_, _ = io.Copy(io.Discard, zr)
+		return 0
+	})
+	run("ndjson-gzip+json.Unmarshal", lendgraph.FormatNDJSON, func(fh *os.File, _ int64) int {
+		zr, _ := gzip.NewReader(bufio.NewReaderSize(fh, 1<<20))
+		br := bufio.NewReaderSize(zr, 1<<20)
+		n := 0
+		for {
+			line, err := br.ReadSlice('\n')
+			if len(line) > 1 {
+				var a plainAgent
+				if json.Unmarshal(line, &a) != nil {
+					b.Fatal("bad line")
+				}
+				n++
+			}
+			if err != nil {
+				return n
+			}
+		}
+	})
+	run("json-Decoder-loop", lendgraph.FormatJSON, func(fh *os.File, _ int64) int {
+		dec := json.NewDecoder(bufio.NewReaderSize(fh, 1<<20))
+		_, _ = dec.Token()
+		n := 0
+		for dec.More() {
+			var a plainAgent
+			if err := dec.Decode(&a); err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		return n
+	})
+	run("csv+strconv", lendgraph.FormatCSV, func(fh *os.File, _ int64) int {
+		cr := csv.NewReader(bufio.NewReaderSize(fh, 1<<20))
+		cr.ReuseRecord = true
+		head, _ := cr.Read()
+		col := map[string]int{}
+		for i, h := range head {
+			col[h] = i
+		}
+		n := 0
+		for {
+			rec, err := cr.Read()
+			if err == io.EOF {
+				return n
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			a := plainAgent{ID: rec[col["id"]], FullName: rec[col["fullName"]], City: rec[col["city"]], State: rec[col["state"]]}
+			a.TransactionCount, _ = strconv.ParseInt(rec[col["transactionCount"]], 10, 64)
+			n++
+		}
+	})
+	run("parquet-GenericReader", lendgraph.FormatParquet, func(fh *os.File, size int64) int {
+		pf, err := parquet.OpenFile(fh, size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := parquet.NewGenericReader[plainAgent](pf)
+		defer r.Close()
+		buf := make([]plainAgent, 512)
+		n := 0
+		for {
+			k, err := r.Read(buf)
+			n += k
+			if err == io.EOF {
+				return n
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkDeliveryRows is job.Rows over loopback from the fake, against
+// the download alone (to io.Discard) in the same run.
+func BenchmarkDeliveryRows(b *testing.B) {
+	for _, f := range allFormats {
+		b.Run(fmt.Sprintf("%s/rows=%d", f, deliveryBenchRows()), func(b *testing.B) {
+			bf := setupBench(b)
+			job := bf.jobs[f]
+			peakHeap(b, func() {
+				for b.Loop() {
+					n := 0
+					for _, err := range job.Rows(context.Background()) {
+						if err != nil {
+							b.Fatal(err)
+						}
+						n++
+					}
+					if n != bf.rows {
+						b.Fatalf("%d rows", n)
+					}
+				}
+			})
+			reportRows(b, bf.rows)
+		})
+		b.Run(fmt.Sprintf("%s-download-only/rows=%d", f, deliveryBenchRows()), func(b *testing.B) {
+			job := setupBench(b).jobs[f]
+			for b.Loop() {
+				if _, err := job.Download(context.Background(), io.Discard); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,97 @@
+package lendgraph
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"iter"
+	"reflect"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/lendgraph/lendgraph-go/internal/formats"
+)
+
+// Row is an untyped delivery row, for files whose schema is not known at
+// compile time: every column as the raw JSON the SDK built for it. Numbers
+// keep their exact text (integers above 2^53 included); decode a column
+// with Row.Decode or read the raw value.
+type Row = Fields
+
+// DecodeOption tunes DecodeRows and DecodeParquet.
+type DecodeOption func(*decodeConfig)
+
+type decodeConfig struct {
+	maxLine int
+}
+
+// WithMaxLineSize sets the longest ndjson line (one row) accepted; longer
+// lines are an error naming the line. The default is 64 MiB.
+func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxLine = n } }
+
+// DecodeRows decodes a delivery file in format f from r into rows of T,
+// yielded in file order; for FormatNDJSON r is the .ndjson.gz file as
+// delivered. Every format gives the same rows:
+//
+//   - ndjson: gzip (concatenated members too), lines of any length up to
+//     the WithMaxLineSize limit, CRLF and a missing last newline tolerated.
+//   - json: one array, decoded element by element, never read whole.
+//   - csv: RFC 4180 with a header of the rows' JSON field names (a UTF-8
+//     BOM is dropped); cells convert to the field types (empty cells leave
+//     the zero value) and JSON-encoded nested fields decode into the nested
+//     field. Columns the row type lacks land in its Extra fields: true,
+//     false, numbers in canonical form and JSON objects or arrays as those
+//     values, anything else as a string. Quotes are strict and a row with
+//     a different number of fields is an error.
+//   - parquet: use DecodeParquet, which needs random access (r is read into
+//     memory here).
+//
+// A truncated or corrupt file yields every whole row before the damage and
+// then an error naming the format and where (row, line or byte offset).
+// Rows are decoded in parallel batches on GOMAXPROCS goroutines; breaking
+// out of the loop stops them before the iterator returns.
+func DecodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T, error] {
+	var cfg decodeConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch f {
+	case FormatNDJSON:
+		return formats.Stream(string(f), formats.NDJSON(r, cfg.maxLine), decodeRow[T])
+	case FormatJSON:
+		return formats.Stream(string(f), formats.JSONArray(r, jsonTextOptions...), decodeRow[T])
+	case FormatCSV:
+		return formats.Stream(string(f), formats.CSV(r, schemaOf[T]()), decodeRow[T])
+	case FormatParquet:
+		return func(yield func(T, error) bool) {
+			b, err := io.ReadAll(r)
+			if err != nil {
+				var zero T
+				yield(zero, fmt.Errorf("parquet: reading the file: %w", err))
+				return
+			}
+			for row, err := range DecodeParquet[T](bytes.NewReader(b), int64(len(b))) {
+				if !yield(row, err) {
+					return
+				}
+			}
+		}
+	}
+	return errSeq[T](invalidArg("Format", "%q is not a delivery format; use ndjson, json, csv or parquet", f))
+}
+
+// DecodeParquet decodes a parquet delivery file of size bytes into rows of
+// T, one row group at a time. Scalar columns keep their types (DECIMAL
+// scaled exactly, DATE and TIMESTAMP as strings); JSON-encoded nested
+// fields decode into the row's nested fields; fields missing from a file
+// narrowed by `fields` stay zero; columns the row type lacks land in its
+// Extra fields. A corrupt file is an error, never a panic.
+func DecodeParquet[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
+	return formats.Stream("parquet", formats.Parquet(r, size, schemaOf[T]()), decodeRow[T])
+}
+
+func decodeRow[T any](b []byte, v *T) error { return unmarshal(b, v) }
+
+func schemaOf[T any]() formats.Schema { return formats.SchemaOf(reflect.TypeFor[T]()) }
+
+var jsonTextOptions = []jsontext.Options{jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)}

@@ -1,0 +1,279 @@
+package lendgraph_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+// fileRow is the rows of testdata/delivery, written by Python (ndjson.gz,
+// json, csv) and DuckDB (parquet).
+type fileRow struct {
+	ID               string  `json:"id"`
+	FullName         string  `json:"fullName"`
+	City             string  `json:"city"`
+	State            string  `json:"state"`
+	TransactionCount int64   `json:"transactionCount"`
+	Volume           float64 `json:"volume"`
+	IsTeamLead       bool    `json:"isTeamLead"`
+	Office           struct {
+		Name  string `json:"name"`
+		City  string `json:"city"`
+		State string `json:"state"`
+	} `json:"office"`
+	Tags  []string `json:"tags"`
+	BigID int64    `json:"bigId"`
+	Note  string   `json:"note"`
+	// Extra holds the columns this type does not declare.
+	Extra lendgraph.Fields `json:",unknown"`
+}
+
+func wantFileRows() []fileRow {
+	rows := []fileRow{
+		{ID: "agt_0000001", FullName: "Ana Lima", City: "Austin", State: "TX", TransactionCount: 42, Volume: 12345678.5, IsTeamLead: true,
+			Tags: []string{"luxury", "investors"}, BigID: 9007199254740993, Note: "line one\nline two, with comma"},
+		{ID: "agt_0000002", FullName: "Bo Chen", City: "Fresno", State: "CA", Volume: 0.25, Tags: []string{}, BigID: 1, Note: "café ☃"},
+		{ID: "agt_0000003", FullName: "Cy D'Souza", State: "NY", TransactionCount: 7, Volume: 1e-7, Tags: []string{"relocation"}, BigID: -12},
+	}
+	rows[0].Office.Name, rows[0].Office.City, rows[0].Office.State = `Lima "Best" Homes`, "Austin", "TX"
+	rows[1].Office.Name, rows[1].Office.City, rows[1].Office.State = "Chen Realty", "Fresno", "CA"
+	return rows
+}
+
+func readTestFile(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/delivery/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func decodeAll[T any](t *testing.T, b []byte, f lendgraph.Format) ([]T, error) {
+	t.Helper()
+	var out []T
+	var err error
+	seq := lendgraph.DecodeRows[T](bytes.NewReader(b), f)
+	if f == lendgraph.FormatParquet {
+		seq = lendgraph.DecodeParquet[T](bytes.NewReader(b), int64(len(b)))
+	}
+	for r, e := range seq {
+		if e != nil {
+			err = e
+			break
+		}
+		out = append(out, r)
+	}
+	return out, err
+}
+
+var testFiles = map[lendgraph.Format]string{
+	lendgraph.FormatNDJSON: "agents.ndjson.gz", lendgraph.FormatJSON: "agents.json",
+	lendgraph.FormatCSV: "agents.csv", lendgraph.FormatParquet: "agents.parquet",
+}
+
+func TestDecodeFilesFromOtherImplementations(t *testing.T) {
+	want := wantFileRows()
+	for f, name := range testFiles {
+		rows, err := decodeAll[fileRow](t, readTestFile(t, name), f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for i := range rows {
+			extra := rows[i].Extra
+			rows[i].Extra = nil
+			if f == lendgraph.FormatParquet && i == 0 {
+				// DuckDB's extra columns: DECIMAL scaled exactly, DATE and UUID as text.
+				wantExtra := lendgraph.Fields{"price": []byte("0.02"), "wide": []byte("123456789012345678901234.5678"),
+					"listedOn": []byte(`"2024-02-29"`), "uid": []byte(`"6ba7b810-9dad-11d1-80b4-00c04fd430c8"`)}
+				if d := cmp.Diff(wantExtra, extra); d != "" {
+					t.Errorf("parquet extra columns: %s", d)
+				}
+			}
+			if f == lendgraph.FormatParquet && i == 1 {
+				if string(extra["price"]) != "-1.50" || string(extra["wide"]) != "-0.0001" || string(extra["listedOn"]) != `"1969-12-31"` || string(extra["uid"]) != "null" {
+					t.Errorf("parquet row 2 extra: %s %s %s %s", extra["price"], extra["wide"], extra["listedOn"], extra["uid"])
+				}
+			}
+		}
+		if d := cmp.Diff(want, rows); d != "" {
+			t.Errorf("%s rows: %s", f, d)
+		}
+	}
+}
+
+func TestDecodeUntypedRowsKeepLargeIntegers(t *testing.T) {
+	for f, name := range testFiles {
+		rows, err := decodeAll[lendgraph.Row](t, readTestFile(t, name), f)
+		if err != nil || len(rows) != 3 {
+			t.Fatalf("%s: %d rows, %v", f, len(rows), err)
+		}
+		var big int64
+		if err := rows[0].Decode("bigId", &big); err != nil || big != 9007199254740993 || string(rows[0]["bigId"]) != "9007199254740993" {
+			t.Errorf("%s: bigId %s", f, rows[0]["bigId"])
+		}
+		var office struct {
+			City string `json:"city"`
+		}
+		if err := rows[0].Decode("office", &office); err != nil || office.City != "Austin" {
+			t.Errorf("%s: office %s (%v)", f, rows[0]["office"], err)
+		}
+	}
+}
+
+// cut returns the rows decoded before the error and the error.
+func cut[T any](t *testing.T, b []byte, f lendgraph.Format) (int, error) {
+	rows, err := decodeAll[T](t, b, f)
+	return len(rows), err
+}
+
+func TestDecodeTruncatedAndCorruptFiles(t *testing.T) {
+	// Truncated: every whole row before the cut, then an error naming the
+	// format and where.
+	nd := gzipBytes(strings.Repeat(`{"id":"a","transactionCount":1}`+"\n", 1000))
+	js := []byte("[" + strings.Repeat(`{"id":"a","transactionCount":1},`, 999) + `{"id":"a","transactionCount":1}]`)
+	cs := []byte("id,transactionCount\n" + strings.Repeat("a,1\n", 1000))
+	pq := readTestFile(t, "agents.parquet")
+	for _, c := range []struct {
+		f       lendgraph.Format
+		b       []byte
+		atLeast int
+		where   string
+	}{
+		{lendgraph.FormatNDJSON, nd[:len(nd)*2/3], 1, "line"},
+		{lendgraph.FormatNDJSON, nd[:len(nd)-4], 1000, "truncated"},
+		{lendgraph.FormatJSON, js[:len(js)/2], 400, "byte offset"},
+		{lendgraph.FormatCSV, cs[:len(cs)/2-1], 400, ""}, // a cut csv is a short last row
+		{lendgraph.FormatParquet, pq[:len(pq)/2], 0, "parquet"},
+		{lendgraph.FormatParquet, pq[:len(pq)-3], 0, "parquet"},
+	} {
+		n, err := cut[lendgraph.Agent](t, c.b, c.f)
+		if err == nil || !strings.Contains(err.Error(), string(c.f)) || !strings.Contains(err.Error(), c.where) || n < c.atLeast {
+			t.Errorf("%s truncated to %d bytes: %d rows, %v", c.f, len(c.b), n, err)
+		}
+	}
+	// Corrupt.
+	bad := bytes.Clone(nd)
+	bad[len(bad)-6] ^= 0xff // the CRC32 of the gzip trailer
+	if n, err := cut[lendgraph.Agent](t, bad, lendgraph.FormatNDJSON); n != 1000 || err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("bad checksum: %d rows, %v", n, err)
+	}
+	if n, err := cut[lendgraph.Agent](t, gzipBytes("{\"id\":\"a\"}\n{\"id\":\"b\"\n{\"id\":\"c\"}\n"), lendgraph.FormatNDJSON); n != 1 || err == nil || !strings.Contains(err.Error(), "ndjson: row 2") {
+		t.Errorf("bad line: %d rows, %v", n, err)
+	}
+	if n, err := cut[lendgraph.Agent](t, []byte(`[{"id":"a"},{"id":"b",}]`), lendgraph.FormatJSON); n != 1 || err == nil || !strings.Contains(err.Error(), "json") {
+		t.Errorf("bad json: %d rows, %v", n, err)
+	}
+	for _, c := range []struct{ body, where string }{
+		{"id,transactionCount\na,1\nb,2,3\n", "row 2"},                            // ragged
+		{"id,transactionCount\na,1\nb\"x,2\nc,3\n", "row 2"},                      // bare quote
+		{"id,transactionCount\na,1\n\"b,2\nc,3\n", "row 2"},                       // unterminated quote
+		{"id,transactionCount\na,1\nb,two\n", `row 2, column "transactionCount"`}, // not an integer
+	} {
+		if n, err := cut[lendgraph.Agent](t, []byte(c.body), lendgraph.FormatCSV); n != 1 || err == nil || !strings.Contains(err.Error(), c.where) {
+			t.Errorf("csv %q: %d rows, %v", c.body, n, err)
+		}
+	}
+	badPq := bytes.Clone(pq)
+	for i := 4; i < len(badPq)/2; i += 7 {
+		badPq[i] ^= 0x5a
+	}
+	if _, err := cut[lendgraph.Agent](t, badPq, lendgraph.FormatParquet); err == nil || !strings.Contains(err.Error(), "parquet") {
+		t.Errorf("corrupt parquet: %v", err)
+	}
+	if _, err := cut[lendgraph.Agent](t, []byte("not parquet at all"), lendgraph.FormatParquet); err == nil {
+		t.Error("garbage parquet decoded")
+	}
+}
+
+func gzipBytes(s string) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, _ = zw.Write([]byte(s))
+	_ = zw.Close()
+	return b.Bytes()
+}
+
+func TestDecodeNDJSONLongLinesAndLimit(t *testing.T) {
+	long := strings.Repeat("x", 10<<20)
+	body := `{"id":"a"}` + "\r\n" + `{"id":"b","fullName":"` + long + `"}` + "\n\n" + `{"id":"c"}`
+	rows, err := decodeAll[lendgraph.Agent](t, gzipBytes(body), lendgraph.FormatNDJSON)
+	if err != nil || len(rows) != 3 || len(rows[1].FullName) != 10<<20 || rows[2].ID != "c" {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	n := 0
+	var last error
+	for _, err := range lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(gzipBytes(body)), lendgraph.FormatNDJSON, lendgraph.WithMaxLineSize(1<<20)) {
+		if err != nil {
+			last = err
+			break
+		}
+		n++
+	}
+	if n != 1 || last == nil || !strings.Contains(last.Error(), "line 2") {
+		t.Fatalf("max line: %d rows, %v", n, last)
+	}
+	// A plain (not gzipped) ndjson stream is read too.
+	if rows, err := decodeAll[lendgraph.Agent](t, []byte(`{"id":"a"}`+"\n"), lendgraph.FormatNDJSON); err != nil || len(rows) != 1 {
+		t.Fatalf("plain ndjson: %v", err)
+	}
+}
+
+func TestDecodeCSVConversions(t *testing.T) {
+	body := "\uFEFFid,transactionCount,isTeamLead,volume,office,extraNum,extraZip,extraObj\r\n" +
+		"a,,,,,12,00123,\"{\"\"k\"\":1}\"\r\n"
+	type row struct {
+		ID               string                 `json:"id"`
+		TransactionCount *int64                 `json:"transactionCount"`
+		IsTeamLead       bool                   `json:"isTeamLead"`
+		Volume           float64                `json:"volume"`
+		Office           *struct{ Name string } `json:"office"`
+		Extra            lendgraph.Fields       `json:",unknown"`
+	}
+	rows, err := decodeAll[row](t, []byte(body), lendgraph.FormatCSV)
+	if err != nil || len(rows) != 1 {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	if r.ID != "a" || r.TransactionCount != nil || r.Office != nil || string(r.Extra["extraNum"]) != "12" ||
+		string(r.Extra["extraZip"]) != `"00123"` || string(r.Extra["extraObj"]) != `{"k":1}` {
+		t.Fatalf("%+v %v", r, r.Extra)
+	}
+	if _, err := decodeAll[row](t, []byte("id,isTeamLead\na,maybe\n"), lendgraph.FormatCSV); err == nil || !strings.Contains(err.Error(), "boolean") {
+		t.Fatalf("bad bool: %v", err)
+	}
+	if _, err := decodeAll[row](t, []byte("id,id\na,b\n"), lendgraph.FormatCSV); err == nil {
+		t.Fatal("duplicate header accepted")
+	}
+}
+
+func TestDecodeRowsUnknownFormat(t *testing.T) {
+	for _, err := range lendgraph.DecodeRows[lendgraph.Agent](strings.NewReader(""), "xlsx") {
+		var ia *lendgraph.InvalidArgumentError
+		if !errors.As(err, &ia) {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ExampleDecodeRows() {
+	csv := "id,fullName,state,transactionCount\nagt_1,Ana Lima,TX,42\nagt_2,Bo Chen,CA,7\n"
+	for a, err := range lendgraph.DecodeRows[lendgraph.Agent](strings.NewReader(csv), lendgraph.FormatCSV) {
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		fmt.Println(a.ID, a.FullName, a.State, a.TransactionCount)
+	}
+	// Output:
+	// agt_1 Ana Lima TX 42
+	// agt_2 Bo Chen CA 7
+}

@@ -1,0 +1,56 @@
+package lendgraph_test
+
+import (
+	"bytes"
+	"testing"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+// The fuzz targets check that no input panics or hangs a decoder, and that
+// rows yielded before an error are whole rows (decoding stops at the error).
+
+func fuzzDecode(f *testing.F, format lendgraph.Format, seeds ...[]byte) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var seq func(func(lendgraph.Row, error) bool)
+		if format == lendgraph.FormatParquet {
+			seq = lendgraph.DecodeParquet[lendgraph.Row](bytes.NewReader(b), int64(len(b)))
+		} else {
+			seq = lendgraph.DecodeRows[lendgraph.Row](bytes.NewReader(b), format, lendgraph.WithMaxLineSize(1<<16))
+		}
+		errs := 0
+		for _, err := range seq {
+			if err != nil {
+				errs++
+			}
+			if errs > 1 {
+				t.Fatal("rows after an error")
+			}
+		}
+		// A typed row type goes through the same paths.
+		if format != lendgraph.FormatParquet {
+			for range lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(b), format) {
+			}
+		}
+	})
+}
+
+func FuzzDecodeNDJSON(f *testing.F) {
+	fuzzDecode(f, lendgraph.FormatNDJSON, readTestFile(f, "agents.ndjson.gz"), []byte("{\"id\":\"a\"}\r\n{}"), gzipBytes("{\"id\":1}\n"))
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	fuzzDecode(f, lendgraph.FormatJSON, readTestFile(f, "agents.json"), []byte("[]"), []byte(`[{"id":"a"},1,null]`))
+}
+
+func FuzzDecodeCSV(f *testing.F) {
+	fuzzDecode(f, lendgraph.FormatCSV, readTestFile(f, "agents.csv"), []byte("id\n\"a\"\"b\"\n"), []byte("id,transactionCount\na,1\n"))
+}
+
+func FuzzDecodeParquet(f *testing.F) {
+	pq := readTestFile(f, "agents.parquet")
+	fuzzDecode(f, lendgraph.FormatParquet, pq, pq[:len(pq)/2], pq[len(pq)/2:], []byte("PAR1\x00\x00\x00\x00PAR1"))
+}

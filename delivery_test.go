@@ -1,0 +1,399 @@
+package lendgraph_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+// agentRow is every member of the fake's agent summary, typed: the row
+// type a data engineer declares for a delivery.
+type agentRow struct {
+	ID                  string  `json:"id"`
+	FirstName           string  `json:"firstName"`
+	LastName            string  `json:"lastName"`
+	FullName            string  `json:"fullName"`
+	Email               string  `json:"email"`
+	Phone               string  `json:"phone"`
+	City                string  `json:"city"`
+	State               string  `json:"state"`
+	Zip                 string  `json:"zip"`
+	Brokerage           string  `json:"brokerage"`
+	TransactionCount    int64   `json:"transactionCount"`
+	Volume              float64 `json:"volume"`
+	LastTransactionDate string  `json:"lastTransactionDate"`
+	LicenseNumber       string  `json:"licenseNumber"`
+	IsTeamLead          bool    `json:"isTeamLead"`
+	Office              struct {
+		Name  string `json:"name"`
+		City  string `json:"city"`
+		State string `json:"state"`
+	} `json:"office"`
+	Tags []string `json:"tags"`
+}
+
+var allFormats = []lendgraph.Format{lendgraph.FormatNDJSON, lendgraph.FormatJSON, lendgraph.FormatCSV, lendgraph.FormatParquet}
+
+func collect[T any](t testing.TB, seq iter.Seq2[T, error]) []T {
+	t.Helper()
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			t.Fatalf("after %d rows: %v", len(out), err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// deliver submits and waits for a delivery of agents.
+func deliver(t *testing.T, c *lendgraph.Client, req *lendgraph.DeliveryRequest) (*lendgraph.DeliveryJob[lendgraph.Agent], *lendgraph.DeliveryStatus) {
+	t.Helper()
+	ctx := context.Background()
+	job, err := c.Agents.Deliver(ctx, req)
+	if err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	st, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 5*time.Millisecond))
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	return job, st
+}
+
+func newDeliveryServer(t *testing.T, opts ...lendgraphtest.Option) (*lendgraphtest.Server, *lendgraph.Client) {
+	srv := lendgraphtest.NewServer(t, append([]lendgraphtest.Option{lendgraphtest.WithDefaultRows(3000)}, opts...)...)
+	return srv, srv.Client()
+}
+
+func TestDeliveryFormatsYieldIdenticalRows(t *testing.T) {
+	srv, c := newDeliveryServer(t)
+	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
+	ctx := context.Background()
+	sortDesc := []lendgraph.Sort{{Field: "transactionCount", Order: lendgraph.Desc}}
+	want := collect(t, c.Agents.All(ctx, &lendgraph.ListRequest{Sort: sortDesc, Pagination: &lendgraph.Pagination{Size: 100}}))
+	var typed [][]agentRow
+	for _, f := range allFormats {
+		job, st := deliver(t, c, &lendgraph.DeliveryRequest{Sort: sortDesc, Format: f})
+		if st.Format != f || st.Processed != 3000 || st.Bytes <= 0 || *st.ChargedCount != 3000 {
+			t.Fatalf("%s status: %+v", f, st)
+		}
+		agents := collect(t, job.Rows(ctx))
+		if len(agents) != len(want) {
+			t.Fatalf("%s: %d rows, want %d", f, len(agents), len(want))
+		}
+		for i := range want {
+			a, w := agents[i], want[i]
+			if a.ID != w.ID || a.FullName != w.FullName || a.City != w.City || a.State != w.State || a.TransactionCount != w.TransactionCount {
+				t.Fatalf("%s row %d: %+v, want %+v", f, i, a, w)
+			}
+			if f != lendgraph.FormatCSV && !cmp.Equal(a.Extra, w.Extra) {
+				t.Fatalf("%s row %d extra: %s", f, i, cmp.Diff(w.Extra, a.Extra))
+			}
+		}
+		typed = append(typed, collect(t, lendgraph.DeliveryJobAs[agentRow](job).Rows(ctx)))
+	}
+	for i := 1; i < len(typed); i++ {
+		if d := cmp.Diff(typed[0], typed[i]); d != "" {
+			t.Fatalf("%s rows differ from ndjson: %s", allFormats[i], d)
+		}
+	}
+	if typed[0][0].Office.City == "" || len(typed[0][0].Tags) == 0 {
+		t.Fatalf("nested fields not decoded: %+v", typed[0][0])
+	}
+}
+
+func TestDeliverValidatesBeforeSending(t *testing.T) {
+	srv, c := newDeliveryServer(t)
+	ctx := context.Background()
+	cases := map[string]*lendgraph.DeliveryRequest{
+		"nil":          nil,
+		"no format":    {},
+		"bad format":   {Format: "xlsx"},
+		"neg limit":    {Format: lendgraph.FormatCSV, Limit: -1},
+		"empty field":  {Format: lendgraph.FormatCSV, Fields: []string{"id", " "}},
+		"both filters": {Format: lendgraph.FormatCSV, FlatFilters: map[string]any{"state": "CA"}, AdvancedFilters: lendgraph.Eq("state", "CA")},
+		"sort field":   {Format: lendgraph.FormatCSV, Sort: []lendgraph.Sort{{}}},
+	}
+	for name, req := range cases {
+		_, err := c.Agents.Deliver(ctx, req)
+		var ia *lendgraph.InvalidArgumentError
+		if !errors.As(err, &ia) {
+			t.Errorf("%s: %v, want *InvalidArgumentError", name, err)
+		}
+	}
+	for _, svc := range []interface {
+		Deliver(context.Context, *lendgraph.DeliveryRequest) (*lendgraph.DeliveryJob[lendgraph.Sale], error)
+	}{c.Sales} {
+		if _, err := svc.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV}); err == nil || !strings.Contains(err.Error(), "sales") {
+			t.Errorf("sales: %v", err)
+		}
+	}
+	if _, err := c.Market.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV}); err == nil {
+		t.Error("market delivered")
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
+
+func TestDeliverEntitlementAndCeilings(t *testing.T) {
+	srv, c := newDeliveryServer(t)
+	ctx := context.Background()
+	org := lendgraphtest.DefaultOrg
+	// Without the entitlement: above 1,000 rows is 403 entitlement_missing.
+	_, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV})
+	var ent *lendgraph.EntitlementError
+	if !errors.As(err, &ent) || ent.EntitlementKey != "bulk-delivery.agents" || ent.EstimatedTotal != 3000 || ent.MaxRows != 1000 {
+		t.Fatalf("no entitlement: %v", err)
+	}
+	// ... a limit above the ceiling is refused, at or below it is fine.
+	_, err = c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 1001})
+	var api *lendgraph.APIError
+	if !errors.As(err, &api) || api.StatusCode != 400 {
+		t.Fatalf("limit above ceiling: %v", err)
+	}
+	job, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 1000})
+	if err != nil || job.EstimatedTotal != 1000 || job.MaxRows != 1000 || job.State != lendgraph.JobQueued || job.EntityType != "agents" || job.Format != lendgraph.FormatCSV {
+		t.Fatalf("limit 1000: %+v, %v", job, err)
+	}
+	// With it: the entitlement's maxRows is the ceiling (400 above it).
+	srv.SetEntitlement(org, "agents", lendgraphtest.Entitlement{MaxRows: 2000})
+	_, err = c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV})
+	var mr *lendgraph.MaxRowsError
+	if !errors.As(err, &mr) || mr.EstimatedTotal != 3000 || mr.MaxRows != 2000 {
+		t.Fatalf("above maxRows: %v", err)
+	}
+	if _, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, FlatFilters: map[string]any{"state": "CA"}}); err != nil {
+		t.Fatalf("filtered below maxRows: %v", err)
+	}
+	// 402 against the estimate, before any job.
+	srv.SetCredits(org, 10)
+	_, err = c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
+	var ic *lendgraph.InsufficientCreditsError
+	if !errors.As(err, &ic) || ic.Balance != 10 || ic.Cost != 500 {
+		t.Fatalf("402: %v", err)
+	}
+	// Entitlements are per resource: loans have none.
+	if _, err := c.Loans.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV}); !errors.As(err, &ent) || ent.EntitlementKey != "bulk-delivery.loans" {
+		t.Fatalf("loans: %v", err)
+	}
+	if n := srv.CountRequests("POST", "/v1/agents/bulk-delivery"); n != 6 {
+		t.Fatalf("%d submits: rejected submits must not be retried", n)
+	}
+}
+
+func TestDeliverFieldsLimitFiltersAndBilling(t *testing.T) {
+	srv, c := newDeliveryServer(t)
+	ctx := context.Background()
+	org := lendgraphtest.DefaultOrg
+	srv.SetEntitlement(org, "agents", lendgraphtest.Entitlement{MaxRows: 5000,
+		Columns: []string{"id", "fullName", "state", "transactionCount"}, Filters: map[string]any{"state": "CA"}})
+	before := srv.Credits(org)
+	sortDesc := []lendgraph.Sort{{Field: "transactionCount", Order: lendgraph.Desc}}
+	job, st := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatJSON, Sort: sortDesc, Limit: 25,
+		Fields: []string{"fullName", "email", "transactionCount", "bogus"}})
+	rows := collect(t, lendgraph.DeliveryJobAs[lendgraph.Row](job).Rows(ctx))
+	if len(rows) != 25 || !slices.Equal(rows[0].Names(), []string{"fullName", "transactionCount"}) {
+		t.Fatalf("fields ∩ allowed ∩ schema: %d rows, columns %v", len(rows), rows[0].Names())
+	}
+	// The first 25 in sort order, within the entitlement's row filter.
+	want := collect(t, c.Agents.All(ctx, &lendgraph.ListRequest{FlatFilters: map[string]any{"state": "CA"}, Sort: sortDesc, Pagination: &lendgraph.Pagination{Size: 25}}))
+	for i, r := range rows {
+		var name string
+		if err := r.Decode("fullName", &name); err != nil || name != want[i].FullName {
+			t.Fatalf("row %d: %q, want %q (%v)", i, name, want[i].FullName, err)
+		}
+	}
+	// Billed once, at completion, on the rows delivered.
+	for range 3 {
+		if st, _ = job.Status(ctx); *st.ChargedCount != 25 || *st.CreditsCharged != 25 || st.CreditLedgerID == "" {
+			t.Fatalf("billing fields: %+v", st)
+		}
+	}
+	d := srv.Debits(org)
+	if len(d) != 1 || d[0].Reason != "delivery" || d[0].Amount != 25 || d[0].ID != st.CreditLedgerID || srv.Credits(org) != before-25 {
+		t.Fatalf("debits %+v", d)
+	}
+	// No field left after the intersection: every allowed column.
+	job, _ = deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 5, Fields: []string{"email"}})
+	rows = collect(t, lendgraph.DeliveryJobAs[lendgraph.Row](job).Rows(ctx))
+	if got := rows[0].Names(); !slices.Equal(got, []string{"fullName", "id", "state", "transactionCount"}) {
+		t.Fatalf("all allowed columns: %v", got)
+	}
+	for _, r := range rows {
+		if string(r["state"]) != `"CA"` {
+			t.Fatalf("row filter: %s", r["state"])
+		}
+	}
+	// A narrowed file leaves the missing typed fields zero, in every format.
+	for _, f := range allFormats {
+		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f, Limit: 3, Fields: []string{"id", "state"}})
+		for _, a := range collect(t, job.Rows(ctx)) {
+			if a.ID == "" || a.State != "CA" || a.FullName != "" || a.TransactionCount != 0 || len(a.Extra) != 0 {
+				t.Fatalf("%s narrowed row: %+v", f, a)
+			}
+		}
+	}
+}
+
+func TestDeliveryCancelFailAndUnbilled(t *testing.T) {
+	srv, c := newDeliveryServer(t, lendgraphtest.WithJobRate("delivery", 2000))
+	ctx := context.Background()
+	org := lendgraphtest.DefaultOrg
+	job, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := job.Cancel(ctx)
+	if err != nil || st.Status != lendgraph.JobCancelled || st.ResultsURL != "" {
+		t.Fatalf("cancel: %+v %v", st, err)
+	}
+	if _, err := job.Cancel(ctx); !errors.Is(err, lendgraph.ErrJobFinished) {
+		t.Fatalf("second cancel: %v", err)
+	}
+	if _, err := job.Wait(ctx); !errors.Is(err, lendgraph.ErrJobCancelled) {
+		t.Fatalf("wait: %v", err)
+	}
+	if _, err := job.Download(ctx, &bytes.Buffer{}); !errors.Is(err, lendgraph.ErrJobCancelled) {
+		t.Fatalf("download of a cancelled job: %v", err)
+	}
+	// Another caller of the same organization may not see or cancel it.
+	other := srv.Client(lendgraph.WithAPIKey(srv.NewCaller(org).Key))
+	if _, err := other.Agents.DeliveryJob(job.ID).Status(ctx); !errors.Is(err, lendgraph.ErrForbidden) {
+		t.Fatalf("other caller: %v", err)
+	}
+	if _, err := c.Loans.DeliveryJob(job.ID).Status(ctx); !errors.Is(err, lendgraph.ErrNotFound) {
+		t.Fatalf("other resource: %v", err)
+	}
+
+	srv.FailNextDelivery("export failed: storage unavailable")
+	job, err = c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err = job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 5*time.Millisecond))
+	if !errors.Is(err, lendgraph.ErrJobFailed) || !strings.Contains(err.Error(), "storage unavailable") || st.Error == "" || st.ChargedCount != nil {
+		t.Fatalf("failed job: %+v %v", st, err)
+	}
+	if d := srv.Debits(org); len(d) != 0 {
+		t.Fatalf("charged for cancelled or failed jobs: %+v", d)
+	}
+
+	srv.DropNextDeliveryBilling()
+	_, st = deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10})
+	if *st.ChargedCount != 10 || st.CreditsCharged != nil || st.CreditLedgerID != "" {
+		t.Fatalf("billing that did not land: %+v", st)
+	}
+}
+
+func TestDeliveryDownloadResumesAndSendsNoCredential(t *testing.T) {
+	srv, c := newDeliveryServer(t, lendgraphtest.WithLinkTTL(time.Minute))
+	ctx := context.Background()
+	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
+	job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatNDJSON})
+	var whole bytes.Buffer
+	n, err := job.Download(ctx, &whole)
+	if err != nil || n != int64(whole.Len()) || n < 100_000 {
+		t.Fatalf("download: %d %v", n, err)
+	}
+	// A connection cut halfway: resumed with Range from the bytes written.
+	srv.InjectFault("GET", "/objects/*", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
+	var cut bytes.Buffer
+	if _, err := job.Download(ctx, &cut); err != nil || !bytes.Equal(cut.Bytes(), whole.Bytes()) {
+		t.Fatalf("after a cut: %v (%d of %d bytes)", err, cut.Len(), whole.Len())
+	}
+	// The link expires mid-download: a fresh one from the status, then Range.
+	srv.InjectFault("GET", "/objects/*", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
+	expiring := &advanceOnWrite{srv: srv}
+	if _, err := job.Download(ctx, expiring); err != nil || !bytes.Equal(expiring.buf.Bytes(), whole.Bytes()) {
+		t.Fatalf("after expiry: %v", err)
+	}
+	ranged, expired := 0, 0
+	for _, r := range srv.Requests() {
+		if r.Listener != "storage" {
+			continue
+		}
+		if r.Header.Get("x-api-key") != "" || r.Header.Get("Authorization") != "" || strings.Contains(r.Query, srv.DefaultCaller().Key) {
+			t.Fatalf("credential sent to the storage host: %v", r.Header)
+		}
+		if r.Header.Get("Range") != "" {
+			ranged++
+		}
+	}
+	expired = srv.CountRequests("GET", "/v1/agents/bulk-delivery/*")
+	if ranged < 2 || expired < 4 {
+		t.Fatalf("ranged requests %d, status fetches %d", ranged, expired)
+	}
+	// The rows decode from the resumed file.
+	if rows := collect(t, lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(cut.Bytes()), lendgraph.FormatNDJSON)); len(rows) != 3000 {
+		t.Fatalf("%d rows", len(rows))
+	}
+}
+
+// advanceOnWrite moves the fake's clock past the link's expiry at the first
+// write, so the retry after the cut meets an expired link.
+type advanceOnWrite struct {
+	srv  *lendgraphtest.Server
+	buf  bytes.Buffer
+	done bool
+}
+
+func (a *advanceOnWrite) Write(p []byte) (int, error) {
+	if !a.done {
+		a.done = true
+		a.srv.Advance(2 * time.Minute)
+	}
+	return a.buf.Write(p)
+}
+
+func TestDeliveryRowsStopsCleanly(t *testing.T) {
+	srv, c := newDeliveryServer(t)
+	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
+	for _, f := range allFormats {
+		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f})
+		opts := []goleak.Option{goleak.IgnoreCurrent(),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*conn).serve")}
+		n := 0
+		for _, err := range job.Rows(context.Background()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n++; n == 10 {
+				break
+			}
+		}
+		if err := goleak.Find(opts...); err != nil {
+			t.Fatalf("%s: break left goroutines: %v", f, err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		n = 0
+		var last error
+		for _, err := range job.Rows(ctx) {
+			if n++; n == 5 {
+				cancel()
+			}
+			last = err
+		}
+		if !errors.Is(last, context.Canceled) || n != 6 {
+			t.Fatalf("%s: after cancel: %v (%d rows)", f, last, n)
+		}
+		if err := goleak.Find(opts...); err != nil {
+			t.Fatalf("%s: cancel left goroutines: %v", f, err)
+		}
+	}
+}

@@ -1,0 +1,241 @@
+package lendgraph
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/klauspost/compress/gzip"
+)
+
+// EnrichmentResultEntry is one property's result in a bulk enrichment
+// job's results file. The file's layout is not documented; the typed fields
+// are the ones a per-property result is expected to carry, and every other
+// member is kept in Extra.
+type EnrichmentResultEntry struct {
+	PropertyID string `json:"propertyId"`
+	// Persons is empty on a no-match or an error.
+	Persons []Person `json:"persons"`
+	// Reason is the pipeline path, when the file says.
+	Reason     EnrichReason `json:"reason,omitempty"`
+	Cached     bool         `json:"cached,omitzero"`
+	Charged    bool         `json:"charged,omitzero"`
+	EnrichedAt time.Time    `json:"enrichedAt,omitzero"`
+	Source     string       `json:"source,omitempty"`
+	// Error says why the property could not be enriched (unknown id, no
+	// usable address), when it could not.
+	Error string `json:"error,omitempty"`
+	// Extra holds every other member the file holds.
+	Extra Fields `json:",unknown"`
+}
+
+// Download writes the job's results file to w as delivered (its layout is
+// not documented; the fake writes gzipped ndjson). It fetches the status
+// first, because the link is re-signed on every fetch, and fetches it again
+// when the link expires mid-download; the storage host never receives the
+// API key. A job that has not completed gives an error (a *JobError for a
+// failed or cancelled one).
+func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (int64, error) {
+	link, err := j.resultsLink(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return j.client.download(ctx, link, j.resultsLink, w)
+}
+
+// Results opens the job's results file as a stream (see Download). Close
+// it when done; closing early stops the download.
+func (j *EnrichJob) Results(ctx context.Context) (io.ReadCloser, error) {
+	link, err := j.resultsLink(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := j.client.download(ctx, link, j.resultsLink, pw)
+		pw.CloseWithError(err) // nil: the reader sees io.EOF
+	}()
+	return &resultsStream{PipeReader: pr, cancel: cancel, done: done}, nil
+}
+
+type resultsStream struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Close stops the download and waits for it to end.
+func (r *resultsStream) Close() error {
+	r.cancel()
+	_ = r.PipeReader.Close()
+	<-r.done
+	return nil
+}
+
+// ResultRows streams the job's results file and yields one typed entry a
+// property (see DecodeEnrichmentResults). Breaking out of the loop stops
+// the download.
+func (j *EnrichJob) ResultRows(ctx context.Context) iter.Seq2[EnrichmentResultEntry, error] {
+	return func(yield func(EnrichmentResultEntry, error) bool) {
+		rc, err := j.Results(ctx)
+		if err != nil {
+			yield(EnrichmentResultEntry{}, err)
+			return
+		}
+		defer rc.Close()
+		for e, err := range DecodeEnrichmentResults(rc) {
+			if !yield(e, err) {
+				return
+			}
+		}
+	}
+}
+
+// resultsLink fetches the status (re-signing the link) and returns the
+// newest results link of a completed job.
+func (j *EnrichJob) resultsLink(ctx context.Context) (SignedURL, error) {
+	st, err := j.Status(ctx)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case st.Status == JobFailed || st.Status == JobCancelled:
+		return "", &JobError{Kind: j.kind, JobID: j.id, Status: string(st.Status), Message: st.Error}
+	case st.Status != JobCompleted:
+		return "", fmt.Errorf("lendgraph: enrichment job %s is %s: its results exist once it completed (Wait first)", j.id, st.Status)
+	case st.ResultsURL == "":
+		return "", fmt.Errorf("lendgraph: enrichment job %s completed without a resultsUrl", j.id)
+	}
+	return st.ResultsURL, nil
+}
+
+// DecodeEnrichmentResults reads a bulk enrichment results file and yields
+// one entry a property, streaming. It accepts newline-delimited JSON
+// objects or one JSON array of objects, either of them gzipped or not
+// (told apart from the bytes, not a file name). Anything else fails with an
+// error naming the line or array element; the error is yielded once, last.
+func DecodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error] {
+	return func(yield func(EnrichmentResultEntry, error) bool) {
+		fail := func(format string, a ...any) {
+			yield(EnrichmentResultEntry{}, fmt.Errorf("lendgraph: enrichment results: "+format, a...))
+		}
+		br := bufio.NewReaderSize(r, 64<<10)
+		if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
+			zr, err := gzip.NewReader(br)
+			if err != nil {
+				fail("reading gzip header: %v", err)
+				return
+			}
+			defer zr.Close()
+			br = bufio.NewReaderSize(zr, 64<<10)
+		}
+		first, err := skipSpace(br)
+		switch {
+		case errors.Is(err, io.EOF):
+			return // an empty file holds no results
+		case err != nil:
+			fail("reading: %v", err)
+		case first == '[':
+			decodeResultArray(br, yield, fail)
+		case first == '{':
+			decodeResultLines(br, yield, fail)
+		default:
+			head, _ := br.Peek(40)
+			fail("expected newline-delimited JSON objects or a JSON array (gzipped or not), but the data starts with %q", head)
+		}
+	}
+}
+
+// skipSpace skips whitespace and a byte order mark and peeks the next byte.
+func skipSpace(br *bufio.Reader) (byte, error) {
+	if bom, _ := br.Peek(3); bytes.Equal(bom, []byte{0xEF, 0xBB, 0xBF}) {
+		_, _ = br.Discard(3)
+	}
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return 0, err
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			_, _ = br.Discard(1)
+			continue
+		}
+		return b[0], nil
+	}
+}
+
+func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error) bool, fail func(string, ...any)) {
+	for line := 1; ; line++ {
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: collect it whole.
+			rest, rerr := br.ReadBytes('\n')
+			b, err = append(bytes.Clone(b), rest...), rerr
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			fail("line %d: %v", line, err)
+			return
+		}
+		if t := bytes.TrimSpace(b); len(t) > 0 {
+			var e EnrichmentResultEntry
+			if t[0] != '{' {
+				fail("line %d: expected a JSON object, got %q", line, t[:min(len(t), 40)])
+				return
+			}
+			if derr := unmarshal(t, &e); derr != nil {
+				fail("line %d: %v", line, derr)
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+		}
+		if err != nil { // io.EOF
+			return
+		}
+	}
+}
+
+func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error) bool, fail func(string, ...any)) {
+	dec := jsontext.NewDecoder(br)
+	if _, err := dec.ReadToken(); err != nil {
+		fail("reading the array: %v", err)
+		return
+	}
+	for i := 0; ; i++ {
+		switch k := dec.PeekKind(); k {
+		case ']':
+			_, _ = dec.ReadToken()
+			if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+				fail("unexpected data after the array of %d elements", i)
+			}
+			return
+		case '{':
+			var e EnrichmentResultEntry
+			if err := decodeFrom(dec, &e); err != nil {
+				fail("array element %d: %v", i, err)
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+		case 0:
+			_, err := dec.ReadToken()
+			fail("array element %d: %v", i, err)
+			return
+		default:
+			fail("array element %d: expected a JSON object, got a JSON %v", i, k)
+			return
+		}
+	}
+}

@@ -1,0 +1,706 @@
+package lendgraph_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+// idsWith returns the first n property ids whose lookup gives outcome o.
+func idsWith(t *testing.T, srv *lendgraphtest.Server, o lendgraphtest.EnrichOutcome, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := 0; i < srv.Dataset().Len("properties") && len(ids) < n; i++ {
+		if id := srv.Dataset().ID("properties", i); srv.EnrichOutcome(id) == o {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < n {
+		t.Fatalf("only %d properties with outcome %s", len(ids), o)
+	}
+	return ids
+}
+
+func propertyIDs(srv *lendgraphtest.Server, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = srv.Dataset().ID("properties", i)
+	}
+	return ids
+}
+
+func debits(srv *lendgraphtest.Server, org, reason string) (n int, total float64) {
+	for _, d := range srv.Debits(org) {
+		if d.Reason == reason {
+			n++
+			total += d.Amount
+		}
+	}
+	return n, total
+}
+
+func TestEnrichChargesOnlyFreshMatches(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(200))
+	c, ctx := srv.Client(), context.Background()
+	match := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
+	noMatch := idsWith(t, srv, lendgraphtest.OutcomeNoMatch, 1)[0]
+	start := srv.Credits(lendgraphtest.DefaultOrg)
+
+	r, err := c.Properties.Enrich(ctx, match, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Reason != lendgraph.ReasonFreshSkipTrace || !r.Charged || r.Cached || r.Reason.IsCacheHit() {
+		t.Fatalf("first enrich: reason %s charged %v cached %v", r.Reason, r.Charged, r.Cached)
+	}
+	if len(r.Data.Persons) == 0 || r.Data.Persons[0].Name.Full == "" || len(r.Data.Persons[0].PhoneNumbers) == 0 ||
+		r.Data.Persons[0].PropertyAddress == nil || r.Data.EnrichedAt.IsZero() || r.Result.Matched != 1 {
+		t.Fatalf("result not decoded: %+v", r)
+	}
+	p := r.Data.Persons[0]
+	if !p.Litigator.Present() || !p.Death.Present() || !p.DNC.Present() {
+		t.Fatalf("flags not read: %+v", p)
+	}
+	if got := srv.Credits(lendgraphtest.DefaultOrg); got != start-1 {
+		t.Fatalf("balance %v after a match, want %v", got, start-1)
+	}
+
+	again, err := c.Properties.Enrich(ctx, match, &lendgraph.EnrichOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Reason != lendgraph.ReasonMemberCacheHit || again.Charged || !again.Cached || !again.Reason.IsCacheHit() ||
+		!again.Data.EnrichedAt.Equal(r.Data.EnrichedAt) {
+		t.Fatalf("second enrich: %+v", again)
+	}
+
+	nm, err := c.Properties.Enrich(ctx, noMatch, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nm.Reason != lendgraph.ReasonFreshSkipTraceEmpty || nm.Charged || len(nm.Data.Persons) != 0 || nm.Result.NoMatch != 1 {
+		t.Fatalf("no-match: %+v", nm)
+	}
+	if n, total := debits(srv, lendgraphtest.DefaultOrg, "enrich"); n != 1 || total != 1 {
+		t.Fatalf("debits %d (%v credits), want exactly one of 1", n, total)
+	}
+	if lendgraph.EnrichReason("org_cache_hit").IsCacheHit() != true {
+		t.Fatal("an unknown reason must count as a cache hit")
+	}
+}
+
+func TestEnrichCachePerCallerAndRefresh(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(200))
+	ctx := context.Background()
+	id := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
+	a := srv.Client()
+	b := srv.Client(lendgraph.WithAPIKey(srv.NewCaller(lendgraphtest.DefaultOrg).Key))
+	for _, step := range []struct {
+		c      *lendgraph.Client
+		opts   *lendgraph.EnrichOptions
+		reason lendgraph.EnrichReason
+	}{
+		{a, nil, lendgraph.ReasonFreshSkipTrace},
+		{a, nil, lendgraph.ReasonMemberCacheHit},
+		{b, nil, lendgraph.ReasonFreshSkipTrace}, // another caller: its own lookup
+		{b, nil, lendgraph.ReasonMemberCacheHit},
+		{a, &lendgraph.EnrichOptions{Refresh: true}, lendgraph.ReasonFreshSkipTrace}, // bypasses the cache, charged again
+	} {
+		r, err := step.c.Properties.Enrich(ctx, id, step.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Reason != step.reason || r.Charged != (step.reason == lendgraph.ReasonFreshSkipTrace) {
+			t.Fatalf("reason %s charged %v, want %s", r.Reason, r.Charged, step.reason)
+		}
+	}
+	if n, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich"); n != 3 {
+		t.Fatalf("%d debits, want 3", n)
+	}
+	if q := srv.Requests()[0].Query; q != "refresh=false" {
+		t.Fatalf("query %q", q)
+	}
+}
+
+func TestEnrichErrors(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300), lendgraphtest.WithRows("loans", 0))
+	c, ctx := srv.Client(), context.Background()
+	match := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
+
+	if _, err := c.Properties.Enrich(ctx, "prop_9999999", nil); !errors.Is(err, lendgraph.ErrNotFound) {
+		t.Fatalf("unknown property: %v", err)
+	}
+	noAddr := idsWith(t, srv, lendgraphtest.OutcomeNoAddress, 1)[0]
+	var apiErr *lendgraph.APIError
+	if _, err := c.Properties.Enrich(ctx, noAddr, nil); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 ||
+		!strings.Contains(err.Error(), "no usable address") {
+		t.Fatalf("no address: %v", err)
+	}
+
+	srv.ResetRequests()
+	srv.FailEnrichment(1)
+	if _, err := c.Properties.Enrich(ctx, match, nil); !errors.As(err, &apiErr) || apiErr.StatusCode != 502 {
+		t.Fatalf("provider failure: %v", err)
+	}
+	if n := srv.CountRequests("POST", "/v1/properties/*/enrich"); n != 1 {
+		t.Fatalf("a call that may debit was sent %d times, want once (no blind retry)", n)
+	}
+	if n, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich"); n != 0 {
+		t.Fatal("a failed lookup was charged")
+	}
+
+	srv.SetCredits(lendgraphtest.DefaultOrg, 0)
+	var ice *lendgraph.InsufficientCreditsError
+	if _, err := c.Properties.Enrich(ctx, match, nil); !errors.As(err, &ice) || ice.Balance != 0 || ice.Cost != 1 ||
+		!errors.Is(err, lendgraph.ErrInsufficientCredits) {
+		t.Fatalf("402: %v", err)
+	}
+}
+
+func TestEnrichValidationSendsNothing(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10))
+	c, ctx := srv.Client(), context.Background()
+	tooMany := make([]string, lendgraph.MaxEnrichBulk+1)
+	for i := range tooMany {
+		tooMany[i] = "prop_x"
+	}
+	var inv *lendgraph.InvalidArgumentError
+	for name, err := range map[string]error{
+		"empty id":  errOf(c.Properties.Enrich(ctx, "", nil)),
+		"no ids":    errOf(c.Properties.EnrichBulk(ctx, nil, nil)),
+		"empty id2": errOf(c.Properties.EnrichBulk(ctx, []string{"prop_0000001", ""}, nil)),
+		"too many":  errOf(c.Properties.EnrichBulk(ctx, tooMany, nil)),
+		"plan none": errOf(c.Properties.PlanEnrichBulk(nil, nil)),
+		"no job id": errOf(c.Properties.EnrichJob("").Status(ctx)),
+	} {
+		if !errors.As(err, &inv) {
+			t.Errorf("%s: %v, want *InvalidArgumentError", name, err)
+		}
+	}
+	_, err := c.Properties.EnrichBulk(ctx, tooMany, nil)
+	if !strings.Contains(err.Error(), "50001") || !strings.Contains(err.Error(), "50000") {
+		t.Errorf("message should say how many were given and the limit: %v", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests sent for invalid input", n)
+	}
+	plan, err := c.Properties.PlanEnrichBulk(append(tooMany, tooMany...), nil)
+	if err != nil || len(plan.Batches) != 3 || len(plan.Batches[2]) != 2 || plan.WorstCaseCost != 100_002 {
+		t.Fatalf("plan: %v %d batches", err, len(plan.Batches))
+	}
+}
+
+func errOf[T any](_ T, err error) error { return err }
+
+func TestEnrichBulkCacheAndRefresh(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
+	c, ctx := srv.Client(), context.Background()
+	id := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
+	if _, err := c.Properties.Enrich(ctx, id, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, refresh := range []bool{false, true} {
+		job, err := c.Properties.EnrichBulk(ctx, []string{id}, &lendgraph.EnrichBulkOptions{Refresh: refresh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 10*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if refresh && (st.ChargedCount != 1 || st.FromCache != 0) || !refresh && (st.ChargedCount != 0 || st.FromCache != 1) {
+			t.Fatalf("refresh=%v: %+v", refresh, st)
+		}
+	}
+	if n, total := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk"); n != 1 || total != 1 {
+		t.Fatalf("bulk debits %d (%v)", n, total)
+	}
+}
+
+func TestEnrichBulkNeedsWorstCaseBalance(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
+	srv.SetCredits(lendgraphtest.DefaultOrg, 9)
+	_, err := srv.Client().Properties.EnrichBulk(context.Background(), propertyIDs(srv, 10), nil)
+	var ice *lendgraph.InsufficientCreditsError
+	if !errors.As(err, &ice) || ice.Balance != 9 || ice.Cost != 10 {
+		t.Fatalf("got %v, want 402 with balance 9 and cost 10", err)
+	}
+}
+
+func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(400), lendgraphtest.WithJobRate("enrichment", 4000))
+	c, ctx := srv.Client(), context.Background()
+	ids := propertyIDs(srv, 300)
+	cached := idsWith(t, srv, lendgraphtest.OutcomeMatch, 3)
+	for _, id := range cached {
+		if _, err := c.Properties.Enrich(ctx, id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCharged := 0
+	for _, id := range ids {
+		if srv.EnrichOutcome(id) == lendgraphtest.OutcomeMatch {
+			wantCharged++
+		}
+	}
+	wantCharged -= len(cached)
+
+	job, err := c.Properties.EnrichBulk(ctx, ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.State != lendgraph.JobQueued || job.PropertyCount != 300 || job.EstimatedCost != 300 || job.ID == "" {
+		t.Fatalf("handle: %+v", job)
+	}
+	var seen []lendgraph.JobState
+	billedEarly := false
+	st, err := job.Wait(ctx, lendgraph.WithProgress(func(s *lendgraph.EnrichJobStatus) {
+		seen = append(seen, s.Status)
+		if !s.Status.Terminal() {
+			if n, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk"); n > 0 {
+				billedEarly = true
+			}
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if billedEarly {
+		t.Fatal("billed before completion")
+	}
+	if len(seen) < 2 || seen[len(seen)-1] != lendgraph.JobCompleted {
+		t.Fatalf("progress saw %v", seen)
+	}
+	if st.ChargedCount != int64(wantCharged) || st.FromCache != 3 || st.Total != 300 || st.Succeeded+st.Failed != 300 {
+		t.Fatalf("status %+v, want chargedCount %d", st, wantCharged)
+	}
+	n, total := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk")
+	if n != 1 || total != float64(st.ChargedCount) {
+		t.Fatalf("%d bulk debits totalling %v, want one of %d", n, total, st.ChargedCount)
+	}
+
+	rows, charged := 0, 0
+	for e, err := range job.ResultRows(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.PropertyID != ids[rows] {
+			t.Fatalf("row %d is %s", rows, e.PropertyID)
+		}
+		if e.Charged {
+			charged++
+		}
+		rows++
+	}
+	if rows != 300 || charged != wantCharged {
+		t.Fatalf("%d rows, %d charged", rows, charged)
+	}
+
+	evs := srv.Events()
+	if len(evs) != 1 {
+		t.Fatalf("events %v", evs)
+	}
+	body, _ := json.Marshal(evs[0])
+	ev, err := lendgraph.ParseEnrichmentEvent(body)
+	if err != nil || ev.Name != lendgraph.EventEnrichmentCompleted {
+		t.Fatalf("event %v %+v", err, ev)
+	}
+	if evst, err := ev.Job(); err != nil || evst.JobID != job.ID || evst.ChargedCount != st.ChargedCount {
+		t.Fatalf("event payload %v %+v", err, evst)
+	}
+
+	listed := 0
+	for e, err := range c.Properties.Enrichments(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.PropertyID == "" || e.EnrichedAt.IsZero() {
+			t.Fatalf("entry %+v", e)
+		}
+		listed++
+	}
+	if listed != int(st.Succeeded) {
+		t.Fatalf("listed %d enrichments, want %d", listed, st.Succeeded)
+	}
+	if srv.CountRequests("GET", "/v1/properties/enrichments") < 2 {
+		t.Fatal("expected several pages")
+	}
+	other := srv.Client(lendgraph.WithAPIKey(srv.NewCaller(lendgraphtest.DefaultOrg).Key))
+	for e, err := range other.Properties.Enrichments(ctx) {
+		t.Fatalf("another caller sees %+v %v", e, err)
+	}
+}
+
+// startSlowJob submits a job that runs for minutes and waits until it has
+// handled some rows.
+func startSlowJob(t *testing.T, srv *lendgraphtest.Server, c *lendgraph.Client) *lendgraph.EnrichJob {
+	t.Helper()
+	job, err := c.Properties.EnrichBulk(context.Background(), propertyIDs(srv, 1000), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if j, _ := srv.Job(job.ID); j.Processed > 0 {
+			return job
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestEnrichBulkCancel(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(1000), lendgraphtest.WithJobRate("enrichment", 5))
+	c, ctx := srv.Client(), context.Background()
+	job := startSlowJob(t, srv, c)
+	st, err := job.Cancel(ctx)
+	if err != nil || st.Status != lendgraph.JobCancelled {
+		t.Fatalf("cancel: %v %+v", err, st)
+	}
+	if _, err := job.Wait(ctx); !errors.Is(err, lendgraph.ErrJobCancelled) {
+		t.Fatalf("wait: %v", err)
+	}
+	if _, err := job.Cancel(ctx); !errors.Is(err, lendgraph.ErrJobFinished) {
+		t.Fatalf("second cancel: %v", err)
+	}
+	if n, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk"); n != 0 {
+		t.Fatal("a cancelled job was charged")
+	}
+	// The first property was enriched before the cancel: it stays cached.
+	r, err := c.Properties.Enrich(ctx, propertyIDs(srv, 1)[0], nil)
+	if err != nil || r.Reason != lendgraph.ReasonMemberCacheHit {
+		t.Fatalf("after cancel: %v %+v", err, r)
+	}
+	if _, err := job.Download(ctx, &bytes.Buffer{}); !errors.Is(err, lendgraph.ErrJobCancelled) {
+		t.Fatalf("download of a cancelled job: %v", err)
+	}
+	if evs := srv.Events(); len(evs) != 1 || evs[0].Name != lendgraph.EventEnrichmentCancelled {
+		t.Fatalf("events %+v", evs)
+	}
+}
+
+func TestEnrichJobOwnershipAndRetention(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
+	c, ctx := srv.Client(), context.Background()
+	job, err := c.Properties.EnrichBulk(ctx, propertyIDs(srv, 50), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 10*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	other := srv.Client(lendgraph.WithAPIKey(srv.NewCaller(lendgraphtest.DefaultOrg).Key)).Properties.EnrichJob(job.ID)
+	if _, err := other.Status(ctx); !errors.Is(err, lendgraph.ErrForbidden) {
+		t.Fatalf("status by another caller: %v", err)
+	}
+	if _, err := other.Cancel(ctx); !errors.Is(err, lendgraph.ErrForbidden) {
+		t.Fatalf("cancel by another caller: %v", err)
+	}
+	reattached := c.Properties.EnrichJob(job.ID)
+	if st, err := reattached.Status(ctx); err != nil || st.Status != lendgraph.JobCompleted {
+		t.Fatalf("re-attached: %v %+v", err, st)
+	}
+	srv.Advance(31 * 24 * time.Hour)
+	if _, err := reattached.Status(ctx); !errors.Is(err, lendgraph.ErrNotFound) {
+		t.Fatalf("after retention: %v", err)
+	}
+	if _, err := reattached.Cancel(ctx); !errors.Is(err, lendgraph.ErrNotFound) {
+		t.Fatalf("cancel after retention: %v", err)
+	}
+}
+
+func TestEnrichJobFailed(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
+	c, ctx := srv.Client(), context.Background()
+	srv.FailNextEnrichJob()
+	job, err := c.Properties.EnrichBulk(ctx, propertyIDs(srv, 100), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 10*time.Millisecond))
+	var je *lendgraph.JobError
+	if !errors.Is(err, lendgraph.ErrJobFailed) || !errors.As(err, &je) || !strings.Contains(je.Message, "provider") ||
+		st == nil || st.Status != lendgraph.JobFailed {
+		t.Fatalf("wait: %v %+v", err, st)
+	}
+	if n, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk"); n != 0 {
+		t.Fatal("a failed job was charged")
+	}
+	if evs := srv.Events(); len(evs) != 1 || evs[0].Name != lendgraph.EventEnrichmentFailed {
+		t.Fatalf("events %+v", evs)
+	}
+}
+
+func TestEnrichWaitStopsOnContextCancel(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(1000), lendgraphtest.WithJobRate("enrichment", 5))
+	c := srv.Client()
+	job := startSlowJob(t, srv, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	// An hour between polls: Wait returns only if cancelling stops it at once.
+	_, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Hour, time.Hour),
+		lendgraph.WithProgress(func(*lendgraph.EnrichJobStatus) { cancel() }))
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "keeps running") {
+		t.Fatalf("wait: %v", err)
+	}
+	if st, err := job.Status(context.Background()); err != nil || st.Status != lendgraph.JobRunning {
+		t.Fatalf("the server job must keep running: %v %+v", err, st)
+	}
+}
+
+func TestEnrichWaitHonoursRetryAfter(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
+	// No pipeline retries: the poller itself must wait out the 429.
+	c, ctx := srv.Client(lendgraph.WithMaxRetries(0)), context.Background()
+	job, err := c.Properties.EnrichBulk(ctx, propertyIDs(srv, 100), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault("GET", "/v1/properties/enrich-bulk/*", lendgraphtest.Fault{Status: 429,
+		Header: map[string]string{"Retry-After": "1"}, Body: `{"error":"slow down"}`})
+	st, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 10*time.Millisecond))
+	if err != nil || st.Status != lendgraph.JobCompleted {
+		t.Fatalf("wait: %v", err)
+	}
+	var polls []time.Time
+	for _, r := range srv.Requests() {
+		if r.Method == "GET" && strings.HasPrefix(r.Path, "/v1/properties/enrich-bulk/") {
+			polls = append(polls, r.At)
+		}
+	}
+	if len(polls) < 2 || polls[1].Sub(polls[0]) < time.Second {
+		t.Fatalf("the poll after a 429 with Retry-After: 1 came %v later", polls[1].Sub(polls[0]))
+	}
+}
+
+// hookTransport runs before each request to another host than the API.
+type hookTransport struct {
+	api    string
+	before func(*http.Request)
+}
+
+func (h hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.HasPrefix(r.URL.String(), h.api) {
+		h.before(r)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestEnrichResultsUseNewestLinkWithoutCredentials(t *testing.T) {
+	for _, bearer := range []bool{false, true} {
+		srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100), lendgraphtest.WithLinkTTL(time.Minute))
+		var storageCalls atomic.Int32
+		hc := &http.Client{Transport: hookTransport{api: srv.URL, before: func(*http.Request) {
+			if storageCalls.Add(1) == 1 {
+				srv.Advance(2 * time.Minute) // the first link expires on its way
+			}
+		}}}
+		opts := []lendgraph.Option{lendgraph.WithHTTPClient(hc)}
+		if bearer {
+			opts = append(opts, lendgraph.WithBearerAuth())
+		}
+		c, ctx := srv.Client(opts...), context.Background()
+		job, err := c.Properties.EnrichBulk(ctx, propertyIDs(srv, 100), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 10*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		srv.ResetRequests()
+		var buf bytes.Buffer
+		if _, err := job.Download(ctx, &buf); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, err := range lendgraph.DecodeEnrichmentResults(&buf) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n != 100 {
+			t.Fatalf("%d rows", n)
+		}
+		var links []string
+		var storage []lendgraphtest.Request
+		for _, r := range srv.Requests() {
+			if r.Listener == "storage" {
+				storage = append(storage, r)
+				if r.Header.Get("x-api-key") != "" || r.Header.Get("Authorization") != "" {
+					t.Fatal("a credential reached the storage host")
+				}
+			} else if r.Method == "GET" {
+				links = append(links, r.Path)
+			}
+		}
+		// status → link 1 (expires) → 403 → status again → link 2 → 200
+		if len(storage) != 2 || len(links) != 2 {
+			t.Fatalf("%d storage requests, %d status fetches", len(storage), len(links))
+		}
+		q1, _ := url.ParseQuery(storage[0].Query)
+		q2, _ := url.ParseQuery(storage[1].Query)
+		if q1.Get("X-Expires") >= q2.Get("X-Expires") {
+			t.Fatalf("the retry did not use the newer link: %s then %s", q1.Get("X-Expires"), q2.Get("X-Expires"))
+		}
+	}
+}
+
+func TestDecodeEnrichmentResults(t *testing.T) {
+	ndjson := `{"propertyId":"p1","persons":[{"name":{"full":"A B"},"dnc":"Y"}],"extra":1}` + "\n\n" + `{"propertyId":"p2","persons":[]}` + "\n"
+	array := `[ {"propertyId":"p1","persons":[]}, {"propertyId":"p2"} ]`
+	gz := func(s string) string {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(s))
+		w.Close()
+		return b.String()
+	}
+	for name, in := range map[string]string{"ndjson": ndjson, "ndjson.gz": gz(ndjson), "array": array, "array.gz": gz(array)} {
+		var got []string
+		for e, err := range lendgraph.DecodeEnrichmentResults(strings.NewReader(in)) {
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			got = append(got, e.PropertyID)
+		}
+		if strings.Join(got, ",") != "p1,p2" {
+			t.Fatalf("%s: %v", name, got)
+		}
+	}
+	for in, want := range map[string]string{
+		"propertyId,persons\n":              "starts with",
+		`{"propertyId":"p1"}` + "\n[1]\n":   "line 2",
+		`[{"propertyId":"p1"}, 3]`:          "array element 1",
+		`[{"propertyId":"p1"}] {}`:          "after the array",
+		`{"propertyId":"p1","persons":"x"}`: "line 1",
+	} {
+		var err error
+		for _, e := range lendgraph.DecodeEnrichmentResults(strings.NewReader(in)) {
+			if e != nil {
+				err = e
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one mentioning %q", in, err, want)
+		}
+	}
+}
+
+func TestPersonFlagsAndUnknownFields(t *testing.T) {
+	in := `{"name":{"first":"A","nick":"Al"},"dnc":"Y","litigator":{"value":"true","since":"2020"},"death":0,
+		"phoneNumbers":[{"number":"+1","type":"pager","score":7.5,"carrier":"x"}],"future":[1,2]}`
+	var p lendgraph.Person
+	if err := json.Unmarshal([]byte(in), &p); err != nil {
+		t.Fatal(err)
+	}
+	if f := p.Flags(); !f.DNC || !f.Litigator || f.Death {
+		t.Fatalf("flags %+v", f)
+	}
+	if p.PhoneNumbers[0].Type != "pager" || !p.Extra.Has("future") || !p.Name.Extra.Has("nick") {
+		t.Fatalf("%+v", p)
+	}
+	out, _ := json.Marshal(p)
+	for _, want := range []string{`"future":[1,2]`, `"litigator":{"value":"true","since":"2020"}`, `"carrier":"x"`, `"dnc":"Y"`} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("re-marshalled %s lacks %s", out, want)
+		}
+	}
+	var nested lendgraph.Person
+	if err := json.Unmarshal([]byte(`{"flags":{"Litigator":"y","deceased":true},"dnc":false}`), &nested); err != nil {
+		t.Fatal(err)
+	}
+	if f := nested.Flags(); f.DNC || !f.Litigator || !f.Death {
+		t.Fatalf("nested flags %+v", f)
+	}
+	for _, bad := range []string{`{"dnc":null}`, `{"dnc":[true]}`, `{"dnc":"maybe"}`} {
+		var q lendgraph.Person
+		if err := json.Unmarshal([]byte(bad), &q); err != nil || q.Flags().DNC {
+			t.Fatalf("%s: %v %+v", bad, err, q.Flags())
+		}
+	}
+}
+
+func TestParseEnrichmentEventRejectsOtherNames(t *testing.T) {
+	for _, body := range []string{`{"name":"delivery.completed"}`, `{"payload":{}}`, `[1]`} {
+		if _, err := lendgraph.ParseEnrichmentEvent([]byte(body)); err == nil {
+			t.Errorf("%s: accepted", body)
+		}
+	}
+	ev, err := lendgraph.ParseEnrichmentEvent([]byte(`{"type":"enrichment.bulk.whatever","data":{"jobId":"j"},"id":"e1"}`))
+	if err != nil || ev.Name != "enrichment.bulk.whatever" || string(ev.Payload) != `{"jobId":"j"}` || !ev.Extra.Has("id") {
+		t.Fatalf("%v %+v", err, ev)
+	}
+}
+
+func TestEnrichBulkAllSplitsAndWaitsForAll(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10), lendgraphtest.WithJobRate("enrichment", 1e9))
+	c, ctx := srv.Client(), context.Background()
+	// Mostly unknown ids (failed rows) keep the fake's work small.
+	ids := make([]string, 50_001)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("prop_x%d", i)
+	}
+	copy(ids[49_991:], propertyIDs(srv, 10))
+	plan, err := c.Properties.PlanEnrichBulk(ids, nil)
+	if err != nil || len(plan.Batches) != 2 || plan.WorstCaseCost != 50_001 {
+		t.Fatalf("plan %v %+v", err, plan)
+	}
+	b, err := plan.Submit(ctx)
+	if err != nil || len(b.Jobs) != 2 || b.EstimatedCost != 50_001 {
+		t.Fatalf("submit %v %+v", err, b)
+	}
+	var last lendgraph.EnrichJobStatus
+	sts, err := b.Wait(ctx, lendgraph.WithPollInterval(10*time.Millisecond, 100*time.Millisecond),
+		lendgraph.WithProgress(func(s *lendgraph.EnrichJobStatus) { last = *s }))
+	if err != nil || len(sts) != 2 || last.Total != 50_001 || last.Status != lendgraph.JobCompleted ||
+		last.ChargedCount == 0 || last.ChargedCount != sts[0].ChargedCount+sts[1].ChargedCount ||
+		last.Failed != 50_001-10 {
+		t.Fatalf("wait %v, combined %+v", err, last)
+	}
+}
+
+func TestEnrichLeavesNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	srv, err := lendgraphtest.Start(lendgraphtest.WithDefaultRows(200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, ctx := srv.Client(), context.Background()
+	job, err := c.Properties.EnrichBulk(ctx, propertyIDs(srv, 200), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 5*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range job.ResultRows(ctx) { // break after the first row
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	for _, err := range c.Properties.Enrichments(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	rc, err := job.Results(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+}

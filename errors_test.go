@@ -1,0 +1,210 @@
+package lendgraph_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+// errorFor makes the fake answer one unrepeatable POST with status and body
+// and returns the SDK's error.
+func errorFor(t *testing.T, status int, body string, header map[string]string) error {
+	t.Helper()
+	srv := smallServer(t)
+	srv.InjectFault("POST", "/v1/anything", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: status, Body: body,
+		Header: header, Times: -1})
+	err := srv.Client(lendgraph.WithMaxRetries(0)).Do(context.Background(), "POST", "/v1/anything", map[string]any{"a": 1}, nil)
+	if err == nil {
+		t.Fatalf("status %d: no error", status)
+	}
+	var apiErr *lendgraph.APIError
+	if !errors.As(err, &apiErr) {
+		t.Fatalf("status %d: %T is not an *APIError", status, err)
+	}
+	if apiErr.StatusCode != status || apiErr.Method != "POST" || apiErr.Path != "/v1/anything" {
+		t.Fatalf("APIError %+v", apiErr)
+	}
+	if apiErr.RequestID == "" || !strings.Contains(err.Error(), "[request "+apiErr.RequestID+"]") {
+		t.Fatalf("request id missing from %q", err)
+	}
+	if string(apiErr.Body) != body {
+		t.Fatalf("raw body %q, want %q", apiErr.Body, body)
+	}
+	return err
+}
+
+func TestErrorShapes(t *testing.T) {
+	t.Run("plain error body and sentinels", func(t *testing.T) {
+		for status, sentinel := range map[int]error{
+			401: lendgraph.ErrUnauthorized, 403: lendgraph.ErrForbidden, 404: lendgraph.ErrNotFound,
+			409: lendgraph.ErrJobFinished, 503: lendgraph.ErrUnavailable, 402: lendgraph.ErrInsufficientCredits,
+			429: lendgraph.ErrRateLimited,
+		} {
+			err := errorFor(t, status, `{"error":"nope"}`, nil)
+			if !errors.Is(err, sentinel) {
+				t.Errorf("%d: %v is not %v", status, err, sentinel)
+			}
+			for _, other := range []error{lendgraph.ErrUnauthorized, lendgraph.ErrNotFound, lendgraph.ErrJobFinished} {
+				if other != sentinel && errors.Is(err, other) {
+					t.Errorf("%d matches %v too", status, other)
+				}
+			}
+			var apiErr *lendgraph.APIError
+			errors.As(err, &apiErr)
+			if apiErr.Message != "nope" || !strings.Contains(err.Error(), "nope") {
+				t.Errorf("%d: message %q / %q", status, apiErr.Message, err)
+			}
+		}
+	})
+	t.Run("402 balance and cost", func(t *testing.T) {
+		err := errorFor(t, 402, `{"error":"insufficient credits","balance":3,"cost":12.5}`, nil)
+		var ic *lendgraph.InsufficientCreditsError
+		if !errors.As(err, &ic) || ic.Balance != 3 || ic.Cost != 12.5 {
+			t.Fatalf("%#v", err)
+		}
+		if !strings.Contains(err.Error(), "balance 3 credits, cost 12.5 credits") {
+			t.Fatalf("message %q", err)
+		}
+	})
+	t.Run("403 entitlement_missing", func(t *testing.T) {
+		err := errorFor(t, 403, `{"error":"entitlement_missing","entitlementKey":"bulk-delivery.agents","estimatedTotal":4200,"maxRows":1000}`, nil)
+		var ee *lendgraph.EntitlementError
+		if !errors.As(err, &ee) || ee.EntitlementKey != "bulk-delivery.agents" || ee.EstimatedTotal != 4200 || ee.MaxRows != 1000 {
+			t.Fatalf("%#v", err)
+		}
+		if !errors.Is(err, lendgraph.ErrForbidden) || !strings.Contains(err.Error(), "bulk-delivery.agents") {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("400 delivery_exceeds_max_rows", func(t *testing.T) {
+		err := errorFor(t, 400, `{"error":"delivery_exceeds_max_rows","estimatedTotal":90000,"maxRows":50000}`, nil)
+		var me *lendgraph.MaxRowsError
+		if !errors.As(err, &me) || me.EstimatedTotal != 90000 || me.MaxRows != 50000 {
+			t.Fatalf("%#v", err)
+		}
+	})
+	t.Run("code error issues", func(t *testing.T) {
+		err := errorFor(t, 400, `{"code":"invalid_body","error":"validation failed","issues":[{"message":"required","path":["name"]},{"message":"too long","path":"query.q"}]}`, nil)
+		var ve *lendgraph.ValidationError
+		if !errors.As(err, &ve) || len(ve.Issues) != 2 || ve.Code != "invalid_body" {
+			t.Fatalf("%#v", err)
+		}
+		if ve.Issues[0].PathString() != "name" || ve.Issues[1].PathString() != "query.q" {
+			t.Fatalf("issues %+v", ve.Issues)
+		}
+		if !strings.Contains(err.Error(), "name: required") || !strings.Contains(err.Error(), "(code invalid_body)") {
+			t.Fatalf("message %q", err)
+		}
+	})
+	t.Run("code details error", func(t *testing.T) {
+		err := errorFor(t, 400, `{"code":"crm_not_connected","details":{"provider":"hubspot"},"error":"no CRM account"}`, nil)
+		var ve *lendgraph.ValidationError
+		if !errors.As(err, &ve) || ve.Code != "crm_not_connected" || ve.Details["provider"] != "hubspot" {
+			t.Fatalf("%#v", err)
+		}
+	})
+	t.Run("error limit size", func(t *testing.T) {
+		err := errorFor(t, 413, `{"error":"too many ids","limit":100,"size":250}`, nil)
+		var le *lendgraph.LimitError
+		if !errors.As(err, &le) || le.Limit != 100 || le.Size != 250 {
+			t.Fatalf("%#v", err)
+		}
+		if !strings.Contains(err.Error(), "size 250 over limit 100") {
+			t.Fatalf("message %q", err)
+		}
+	})
+	t.Run("429 Retry-After", func(t *testing.T) {
+		err := errorFor(t, 429, `{"error":"rate limited"}`, map[string]string{"Retry-After": "120"})
+		var rl *lendgraph.RateLimitError
+		if !errors.As(err, &rl) || rl.RetryAfter != 2*time.Minute || !errors.Is(err, lendgraph.ErrRateLimited) {
+			t.Fatalf("%#v", err)
+		}
+	})
+	t.Run("502 HTML body", func(t *testing.T) {
+		body := "<html><body><h1>502 Bad Gateway</h1></body></html>"
+		err := errorFor(t, 502, body, map[string]string{"Content-Type": "text/html"})
+		var apiErr *lendgraph.APIError
+		errors.As(err, &apiErr)
+		if apiErr.Message != "Bad Gateway" || strings.Contains(err.Error(), "<html>") {
+			t.Fatalf("message %q / %q", apiErr.Message, err)
+		}
+		var ve *lendgraph.ValidationError
+		if errors.As(err, &ve) {
+			t.Fatal("HTML body became a ValidationError")
+		}
+	})
+	t.Run("empty body", func(t *testing.T) {
+		err := errorFor(t, 500, "", nil)
+		if !strings.Contains(err.Error(), "500 Internal Server Error") {
+			t.Fatalf("message %q", err)
+		}
+	})
+}
+
+func TestInvalidArgumentBeforeRequest(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client()
+	ctx := context.Background()
+	for name, do := range map[string]func() error{
+		"page size 101": func() error {
+			_, err := c.Agents.List(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 101}})
+			return err
+		},
+		"page size -1": func() error {
+			_, err := c.Loans.List(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: -1}})
+			return err
+		},
+		"both filter kinds": func() error {
+			_, err := c.Agents.List(ctx, &lendgraph.ListRequest{FlatFilters: map[string]any{"state": "CA"},
+				AdvancedFilters: lendgraph.Eq("state", "CA")})
+			return err
+		},
+		"sort without field": func() error {
+			_, err := c.Agents.List(ctx, &lendgraph.ListRequest{Sort: []lendgraph.Sort{{Order: lendgraph.Desc}}})
+			return err
+		},
+		"filter node with two kinds": func() error {
+			_, err := c.Agents.List(ctx, &lendgraph.ListRequest{AdvancedFilters: &lendgraph.Filter{
+				And: []*lendgraph.Filter{lendgraph.Eq("a", 1)}, Field: "b", Op: lendgraph.OpEq}})
+			return err
+		},
+		"nil child": func() error {
+			_, err := c.Agents.List(ctx, &lendgraph.ListRequest{AdvancedFilters: lendgraph.And(nil)})
+			return err
+		},
+		"empty id":      func() error { _, err := c.Agents.Get(ctx, ""); return err },
+		"relative path": func() error { return c.Do(ctx, "GET", "v1/agents", nil, nil) },
+		"All with size 500": func() error {
+			for _, err := range c.Agents.All(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 500}}) {
+				return err
+			}
+			return nil
+		},
+	} {
+		err := do()
+		var ia *lendgraph.InvalidArgumentError
+		if !errors.As(err, &ia) || ia.Problem == "" {
+			t.Errorf("%s: err = %v, want *InvalidArgumentError", name, err)
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests sent for invalid arguments", n)
+	}
+}
+
+func TestJobError(t *testing.T) {
+	failed := &lendgraph.JobError{Kind: "delivery", JobID: "j1", Status: "failed", Message: "storage down"}
+	if !errors.Is(failed, lendgraph.ErrJobFailed) || errors.Is(failed, lendgraph.ErrJobCancelled) ||
+		failed.Error() != "lendgraph: delivery job j1 failed: storage down" {
+		t.Fatalf("%v", failed)
+	}
+	cancelled := &lendgraph.JobError{Kind: "enrichment", JobID: "j2", Status: "cancelled"}
+	if !errors.Is(cancelled, lendgraph.ErrJobCancelled) || errors.Is(cancelled, lendgraph.ErrJobFailed) {
+		t.Fatalf("%v", cancelled)
+	}
+}

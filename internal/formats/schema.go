@@ -1,0 +1,205 @@
+package formats
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Kind is what a row field holds, as far as converting text to JSON goes.
+type Kind uint8
+
+// Field kinds.
+const (
+	Unknown Kind = iota // not a field of the row: kept as an unknown member
+	String
+	Int
+	Float
+	Bool
+	Nested // a struct, slice, map or anything else: JSON-encoded in csv and parquet
+)
+
+// Schema maps a row type's JSON member names to kinds. The key "" is
+// Unknown when the type keeps unknown members (a map row type, or a struct
+// with a `json:",unknown"` field) and absent when it drops them: columns
+// it lacks are then not converted at all.
+type Schema map[string]Kind
+
+// keepsUnknown reports whether columns outside the schema are decoded.
+func (s Schema) keepsUnknown() bool { _, ok := s[""]; return ok }
+
+// SchemaOf reads the JSON member names of a struct type t (tags as in
+// encoding/json/v2: the name in the tag, else the Go name; "-" skipped;
+// embedded structs without a name are inlined). A non-struct row type (a
+// map) gives an empty schema: every column is then inferred.
+func SchemaOf(t reflect.Type) Schema {
+	s := Schema{}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		s[""] = Unknown
+	}
+	s.add(t, 0)
+	return s
+}
+
+func (s Schema) add(t reflect.Type, depth int) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || depth > 8 {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" && opts == "" || !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		if strings.Contains(","+opts+",", ",unknown,") {
+			s[""] = Unknown
+			continue
+		}
+		if f.Anonymous && name == "" || strings.Contains(","+opts+",", ",inline,") {
+			s.add(f.Type, depth+1)
+			continue
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if strings.Contains(","+opts+",", ",string,") {
+			s[name] = String
+			continue
+		}
+		s[name] = kindOf(f.Type)
+	}
+}
+
+var jsonValueType = reflect.TypeFor[jsontext.Value]()
+
+func kindOf(t reflect.Type) Kind {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == jsonValueType {
+		return Nested
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return String
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return Int
+	case reflect.Float32, reflect.Float64:
+		return Float
+	case reflect.Bool:
+		return Bool
+	}
+	return Nested
+}
+
+// appendText appends the JSON for a text value (a csv cell, a parquet
+// string) of a member of kind k. ok is false when the text cannot be that
+// kind. Empty text of a typed field gives nothing (the field stays zero).
+func appendText(dst []byte, k Kind, text string) (out []byte, ok bool) {
+	switch k {
+	case String:
+		out, _ := jsontext.AppendQuote(dst, text) // invalid UTF-8 becomes U+FFFD
+		return out, true
+	case Int, Float:
+		if !isNumber(text) {
+			return dst, false
+		}
+		return append(dst, text...), true
+	case Bool:
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return dst, false
+		}
+		return strconv.AppendBool(dst, b), true
+	case Nested:
+		if isJSONComposite(text) {
+			return append(dst, text...), true
+		}
+		return appendInferred(dst, text), true
+	}
+	return appendInferred(dst, text), true
+}
+
+// appendInferred appends text as the JSON value it spells when it is one a
+// JSON encoder writes (true, false, a number in canonical form, an object
+// or array) and as a JSON string otherwise. CSV carries no types: this is
+// how columns unknown to the row type keep numbers and nested values.
+func appendInferred(dst []byte, text string) []byte {
+	switch {
+	case text == "true" || text == "false" || isCanonicalNumber(text) || isJSONComposite(text):
+		return append(dst, text...)
+	}
+	out, _ := jsontext.AppendQuote(dst, text)
+	return out
+}
+
+func isJSONComposite(text string) bool {
+	if len(text) < 2 || (text[0] != '{' || text[len(text)-1] != '}') && (text[0] != '[' || text[len(text)-1] != ']') {
+		return false
+	}
+	return jsontext.Value(text).IsValid()
+}
+
+// isNumber reports whether text is a JSON number.
+func isNumber(text string) bool {
+	i := 0
+	if i < len(text) && text[i] == '-' {
+		i++
+	}
+	start := i
+	for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+		i++
+	}
+	if i == start {
+		return false
+	}
+	if text[start] == '0' && i-start > 1 {
+		return false
+	}
+	if i < len(text) && text[i] == '.' {
+		i++
+		d := i
+		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	if i < len(text) && (text[i] == 'e' || text[i] == 'E') {
+		i++
+		if i < len(text) && (text[i] == '+' || text[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return false
+		}
+	}
+	return i == len(text)
+}
+
+// isCanonicalNumber is isNumber without forms a JSON encoder does not
+// write for its own numbers (so "007" and "1.50" stay strings).
+func isCanonicalNumber(text string) bool {
+	if !isNumber(text) {
+		return false
+	}
+	return !strings.Contains(text, ".") || strings.ContainsAny(text, "eE") || !strings.HasSuffix(text, "0")
+}

@@ -1,0 +1,213 @@
+// Package formats decodes bulk delivery files (ndjson.gz, json, csv,
+// parquet) into typed rows. Every format is turned into one JSON object per
+// row on a producer goroutine; the objects are decoded into rows in
+// parallel batches and yielded in file order. One conversion path: the
+// caller's JSON decoder decides what a row looks like.
+package formats
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"runtime"
+	"sync"
+)
+
+// Batch is a run of consecutive rows, each one JSON object.
+type Batch struct {
+	buf   []byte
+	ends  []int // ends[i] is the end of row i in buf
+	first int64 // 1-based number of the batch's first row
+}
+
+// batch limits: a batch is handed to a worker once it holds this many rows
+// or bytes (a single longer row makes a batch of its own).
+const (
+	batchRows  = 512
+	batchBytes = 256 << 10
+)
+
+func (b *Batch) full() bool { return len(b.ends) >= batchRows || len(b.buf) >= batchBytes }
+
+// Len is the number of rows in the batch.
+func (b *Batch) Len() int { return len(b.ends) }
+
+// Row returns row i's JSON.
+func (b *Batch) Row(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = b.ends[i-1]
+	}
+	return b.buf[start:b.ends[i]]
+}
+
+// emitter collects rows into batches and sends them downstream.
+type emitter struct {
+	cur  *Batch
+	next int64 // number of the next row
+	send func(*Batch) bool
+	pool *sync.Pool
+}
+
+// begin returns the batch buffer to append the next row to.
+func (e *emitter) begin() []byte {
+	if e.cur == nil {
+		e.cur = e.pool.Get().(*Batch)
+		e.cur.buf, e.cur.ends, e.cur.first = e.cur.buf[:0], e.cur.ends[:0], e.next
+	}
+	return e.cur.buf
+}
+
+// end closes the row appended to buf; false means stop.
+func (e *emitter) end(buf []byte) bool {
+	e.cur.buf = buf
+	e.cur.ends = append(e.cur.ends, len(buf))
+	e.next++
+	if e.cur.full() {
+		return e.flush()
+	}
+	return true
+}
+
+// add appends one complete row.
+func (e *emitter) add(row []byte) bool { return e.end(append(e.begin(), row...)) }
+
+func (e *emitter) flush() bool {
+	if e.cur == nil || len(e.cur.ends) == 0 {
+		return true
+	}
+	b := e.cur
+	e.cur = nil
+	return e.send(b)
+}
+
+// Producer reads a file and emits each row as a JSON object through e. It
+// returns nil at the end of a well-formed file. It runs on its own goroutine.
+type Producer func(e *emitter) error
+
+type result[T any] struct {
+	rows []T
+	err  error
+}
+
+type work[T any] struct {
+	b   *Batch
+	err error // a producer error: ends the stream after the rows before it
+	out chan result[T]
+}
+
+// Stream runs produce on one goroutine, decodes its batches on
+// GOMAXPROCS workers with decode, and yields the rows in file order. format
+// names the file format in errors. Stopping the loop stops every goroutine
+// before Stream's iterator returns (a producer blocked in Read is waited
+// for: close its reader to unblock it).
+func Stream[T any](format string, produce Producer, decode func([]byte, *T) error) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		workers := max(runtime.GOMAXPROCS(0), 1)
+		stop := make(chan struct{})
+		order := make(chan work[T], 2*workers) // in file order
+		jobs := make(chan work[T], 2*workers)
+		pool := &sync.Pool{New: func() any { return new(Batch) }}
+		var wg sync.WaitGroup
+
+		wg.Add(1)
+		go func() { // producer
+			defer wg.Done()
+			defer close(order)
+			defer close(jobs)
+			send := func(w work[T]) bool {
+				select {
+				case order <- w:
+				case <-stop:
+					return false
+				}
+				if w.b == nil {
+					return true
+				}
+				select {
+				case jobs <- w:
+					return true
+				case <-stop:
+					return false
+				}
+			}
+			e := &emitter{next: 1, pool: pool, send: func(b *Batch) bool {
+				return send(work[T]{b: b, out: make(chan result[T], 1)})
+			}}
+			err := safeProduce(format, produce, e)
+			if err == nil {
+				if !e.flush() {
+					return
+				}
+				return
+			}
+			if errors.Is(err, errStopped) {
+				return
+			}
+			if e.flush() {
+				send(work[T]{err: err})
+			}
+		}()
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for w := range jobs {
+					rows := make([]T, w.b.Len())
+					var err error
+					for i := range rows {
+						if derr := decode(w.b.Row(i), &rows[i]); derr != nil {
+							err = fmt.Errorf("%s: row %d: %w", format, w.b.first+int64(i), derr)
+							rows = rows[:i]
+							break
+						}
+					}
+					w.b.buf = w.b.buf[:0]
+					if cap(w.b.buf) <= 4*batchBytes {
+						pool.Put(w.b)
+					}
+					w.out <- result[T]{rows: rows, err: err}
+				}
+			}()
+		}
+		defer func() {
+			close(stop)
+			// Drain so that workers blocked on nothing remain; their out
+			// channels are buffered, so they never block on a send.
+			for range order {
+			}
+			wg.Wait()
+		}()
+		for w := range order {
+			if w.err != nil {
+				var zero T
+				yield(zero, w.err)
+				return
+			}
+			r := <-w.out
+			for _, row := range r.rows {
+				if !yield(row, nil) {
+					return
+				}
+			}
+			if r.err != nil {
+				var zero T
+				yield(zero, r.err)
+				return
+			}
+		}
+	}
+}
+
+// errStopped ends a producer whose consumer went away.
+var errStopped = errors.New("stopped")
+
+// safeProduce turns a panic inside a file library into an error.
+func safeProduce(format string, produce Producer, e *emitter) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: corrupt file near row %d: decoder panicked: %v", format, e.next, p)
+		}
+	}()
+	return produce(e)
+}

@@ -1,0 +1,129 @@
+package retry
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"0":     0,
+		"7":     7 * time.Second,
+		" 120 ": 2 * time.Minute,
+		"86400": 24 * time.Hour,
+		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
+		now.Add(-time.Hour).Format(http.TimeFormat):       0, // a date in the past: now
+	} {
+		got, ok := RetryAfter(http.Header{"Retry-After": {v}}, now)
+		if !ok || got != want {
+			t.Errorf("Retry-After %q = %v, %v; want %v", v, got, ok, want)
+		}
+	}
+	for _, v := range []string{"", "soon", "-3", "1.5", "Thu, 99 Foo 2026"} {
+		if d, ok := RetryAfter(http.Header{"Retry-After": {v}}, now); ok {
+			t.Errorf("Retry-After %q accepted as %v", v, d)
+		}
+	}
+	if d, ok := RetryAfter(http.Header{"Retry-After": {"99999999999999999"}}, now); !ok || d <= 0 {
+		t.Errorf("overflowing Retry-After = %v, %v", d, ok)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	p := New()
+	resp := func(ra string) *http.Response {
+		h := http.Header{}
+		if ra != "" {
+			h.Set("Retry-After", ra)
+		}
+		return &http.Response{StatusCode: 503, Header: h}
+	}
+	if d := p.Backoff(0, 0, 0, resp("5")); d != 5*time.Second {
+		t.Errorf("Retry-After 5 → %v", d)
+	}
+	if d := p.Backoff(0, 0, 0, resp("100000")); d != p.MaxRetryAfter {
+		t.Errorf("huge Retry-After not capped: %v", d)
+	}
+	for attempt := range 40 {
+		d := p.Backoff(0, 0, attempt, resp(""))
+		ceiling := min(p.BaseDelay<<min(attempt, 20), p.MaxDelay)
+		if d < ceiling/2 || d > ceiling {
+			t.Errorf("attempt %d: backoff %v outside [%v, %v]", attempt, d, ceiling/2, ceiling)
+		}
+	}
+}
+
+func TestCheckRetryKinds(t *testing.T) {
+	p := New()
+	p.Budget = nil
+	refused := &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}
+	reset := &net.OpError{Op: "read", Err: syscall.ECONNRESET}
+	for _, tc := range []struct {
+		kind   Kind
+		status int
+		err    error
+		want   bool
+	}{
+		{Idempotent, 503, nil, true},
+		{Unrepeatable, 503, nil, false},
+		{Unrepeatable, 429, nil, true},
+		{Idempotent, 501, nil, false},
+		{Idempotent, 404, nil, false},
+		{Idempotent, 0, reset, true},
+		{Unrepeatable, 0, reset, false},
+		{Unrepeatable, 0, refused, true},
+		{Idempotent, 0, context.DeadlineExceeded, false},
+		{Idempotent, 0, ErrNoRetry, false},
+		{Never, 503, nil, false},
+		{Idempotent, 0, &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, false},
+	} {
+		var resp *http.Response
+		if tc.err == nil {
+			resp = &http.Response{StatusCode: tc.status, Header: http.Header{}}
+		}
+		got, _ := p.CheckRetry(WithKind(context.Background(), tc.kind), resp, tc.err)
+		if got != tc.want {
+			t.Errorf("kind %d status %d err %v: retry=%v, want %v", tc.kind, tc.status, tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestBudget(t *testing.T) {
+	p := New()
+	p.MaxRetries = 1000
+	p.Budget = NewBudget(12)
+	ctx := WithKind(context.Background(), Idempotent)
+	r503 := &http.Response{StatusCode: 503, Header: http.Header{}}
+	for i, want := range []bool{true, true, false} {
+		if got, _ := p.CheckRetry(ctx, r503, nil); got != want {
+			t.Fatalf("retry %d: %v, want %v", i, got, want)
+		}
+	}
+	p.CheckRetry(ctx, &http.Response{StatusCode: 200}, nil)
+	if p.Budget.Tokens() != 3 {
+		t.Fatalf("tokens %d after a success, want 3", p.Budget.Tokens())
+	}
+	// The last attempt of a call spends nothing.
+	p.MaxRetries = 0
+	p.Budget = NewBudget(10)
+	if got, _ := p.CheckRetry(WithKind(context.Background(), Idempotent), r503, nil); got || p.Budget.Tokens() != 10 {
+		t.Fatalf("last attempt: retry=%v tokens=%d", got, p.Budget.Tokens())
+	}
+	if _, err := p.CheckRetry(canceled(), r503, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled ctx: %v", err)
+	}
+}
+
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}

@@ -1,0 +1,44 @@
+package lendgraph
+
+//go:generate sh internal/gen/surface_json.sh
+
+import (
+	"context"
+	"iter"
+)
+
+// dataEnvelope is the {data: ...} wrapper of the CRM, saved-filter and
+// lender-channel answers.
+type dataEnvelope[T any] struct {
+	Data T `json:"data"`
+}
+
+// sendData runs r and returns the decoded data member of the answer.
+func sendData[T any](ctx context.Context, c *Client, r request) (*T, error) {
+	var env dataEnvelope[T]
+	if _, err := c.send(ctx, r, &env); err != nil {
+		return nil, err
+	}
+	return &env.Data, nil
+}
+
+// sendAs runs r and returns the decoded answer.
+func sendAs[T any](ctx context.Context, c *Client, r request) (*T, error) {
+	var out T
+	if _, err := c.send(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Ptr returns a pointer to v, for optional fields where the zero value is
+// meaningful (OrgMembersQuery.Limit: lendgraph.Ptr(0)).
+func Ptr[T any](v T) *T { return &v }
+
+// pagedAll runs a pager built by mk, or yields mk's error.
+func pagedAll[T any](ctx context.Context, p *Pager[T], err error) iter.Seq2[T, error] {
+	if err != nil {
+		return errSeq[T](err)
+	}
+	return p.All(ctx)
+}

@@ -1,0 +1,64 @@
+package lendgraph_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+// movementBody is a most-gained answer of 100 rows.
+func movementBody() []byte {
+	var b strings.Builder
+	b.WriteString(`{"data":[`)
+	for i := range 100 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"companyName":"Company %d","companyNmlsId":"%d","gained":%d,"lost":%d,"net":%d,"units":%d,"volume":%d.5,"avgLoanSize":312000.25,"volumeTruncated":false,"extra":"x"}`,
+			i, 2000000+i, 100-i, i%7, 100-i-i%7, 40*i, 9000000*i)
+	}
+	b.WriteString(`],"truncated":false,"window":{"startDate":"2025-11-01","endDate":"2026-10-31","months":12}}`)
+	return []byte(b.String())
+}
+
+// BenchmarkMovementDecodeBaseline is the floor: encoding/json into a map.
+func BenchmarkMovementDecodeBaseline(b *testing.B) {
+	body := movementBody()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMovementDecode decodes into the typed response, unknown members kept.
+func BenchmarkMovementDecode(b *testing.B) {
+	body := movementBody()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		var r lendgraph.MostGainedResponse
+		if err := r.UnmarshalJSON(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTitleCompaniesRoundTrip is one breakdown page against the fake
+// (request, breakdown of 400 loans, decode).
+func BenchmarkTitleCompaniesRoundTrip(b *testing.B) {
+	srv := lendgraphtest.NewServer(b, lendgraphtest.WithDefaultRows(100), lendgraphtest.WithRows("originators", 2), lendgraphtest.WithRows("loans", 800))
+	c := srv.Client()
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := c.Originators.TitleCompanies(ctx, "1000000", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -30,8 +32,14 @@ type env struct {
 	stdout      io.Writer
 	stderr      io.Writer
 	getenv      func(string) string
-	interactive bool // stdin and stderr are terminals: prompts and progress bars
+	interactive bool // stdin and stderr are terminals: prompts
+	bars        bool // stderr is a terminal: progress bars instead of lines
 }
+
+// envAssumeTTY, set to 1, makes the tool behave as on a terminal (prompts
+// and progress bars) whatever stdin and stderr are. It exists for tests
+// that script the prompts through a pipe; people never need it.
+const envAssumeTTY = "LENDGRAPH_ASSUME_TTY"
 
 // app holds the global flags and the lazily built client.
 type app struct {
@@ -40,6 +48,8 @@ type app struct {
 	baseURL    string
 	jsonOut    bool
 	client     *lendgraph.Client
+	started    bool          // cobra accepted the command line and ran the command
+	in         *bufio.Reader // stdin, buffered on first use
 }
 
 // usageError marks a mistake in how the command was called.
@@ -69,16 +79,21 @@ func run(ctx context.Context, args []string, e env) int {
 // report prints err for a person (or as JSON with --json) and picks the exit code.
 func (a *app) report(ctx context.Context, err error) int {
 	code := exitFailure
-	msg := err.Error()
+	msg := strings.TrimPrefix(err.Error(), "lendgraph: ")
 	var ue *usageError
+	var ie *interruptedError
+	var bad *lendgraph.InvalidArgumentError
 	var credits *lendgraph.InsufficientCreditsError
 	switch {
-	case errors.As(err, &ue) || isCobraUsage(err):
+	case !a.started || errors.As(err, &ue) || errors.As(err, &bad):
 		code = exitUsage
 		msg += "\nRun 'lendgraph --help' for usage."
 	case errors.As(err, &credits):
 		code = exitCredits
-		msg = fmt.Sprintf("insufficient credits: balance %g, this needs %g. Top up your balance, then run the command again.", credits.Balance, credits.Cost)
+		msg = fmt.Sprintf("insufficient credits: balance %s, this needs %s. Top up your balance, then run the command again.",
+			number(credits.Balance), number(credits.Cost))
+	case errors.As(err, &ie):
+		code = exitInterrupted
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		code = exitInterrupted
 		msg = "interrupted: " + msg
@@ -91,16 +106,14 @@ func (a *app) report(ctx context.Context, err error) int {
 	return code
 }
 
-// isCobraUsage recognises cobra's own argument and flag errors.
-func isCobraUsage(err error) bool {
-	s := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "required flag"} {
-		if strings.Contains(s, p) {
-			return true
-		}
-	}
-	return false
-}
+// interruptedError ends a command stopped by Ctrl-C, saying what was left
+// behind (exit code 130).
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
+
+// number formats a credit amount without a needless fraction.
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
@@ -115,13 +128,17 @@ Data goes to stdout, messages to stderr.
 Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 interrupted.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Every error before this runs is cobra's: an unknown command, a bad
+		// flag, the wrong number of arguments. Those exit with code 2.
+		PersistentPreRun: func(*cobra.Command, []string) { a.started = true },
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.apiKeyFile, "api-key-file", "", "read the API key from this file (default: $LENDGRAPH_API_KEY)")
 	pf.StringVar(&a.baseURL, "base-url", "", "API base URL (default: $LENDGRAPH_BASE_URL, else "+lendgraph.DefaultBaseURL+")")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
-	root.AddCommand(a.fakeCommand(), a.listCommand(), a.getCommand())
+	root.AddCommand(a.deliverCommand(), a.rowsCommand(), a.enrichCommand(), a.searchCommand(),
+		a.marketCommand(), a.listCommand(), a.getCommand(), a.fakeCommand())
 	return root
 }
 
@@ -166,4 +183,30 @@ func (a *app) writeJSONLine(v any) error {
 	b = append(b, '\n')
 	_, err = a.stdout.Write(b)
 	return err
+}
+
+// say prints a message for the person running the command on stderr (a
+// JSON line {"message": ...} with --json).
+func (a *app) say(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if a.jsonOut {
+		_ = json.NewEncoder(a.stderr).Encode(map[string]string{"message": msg})
+		return
+	}
+	fmt.Fprintln(a.stderr, msg)
+}
+
+// confirm asks a yes/no question on stderr and reads the answer from stdin;
+// anything but y or yes (or the end of input) is no.
+func (a *app) confirm(question string) bool {
+	fmt.Fprintf(a.stderr, "%s [y/N] ", question)
+	if a.in == nil {
+		a.in = bufio.NewReader(a.stdin)
+	}
+	line, _ := a.in.ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
 }

@@ -25,6 +25,11 @@ func (q *queryFlags) register(cmd *cobra.Command) {
 	f.StringArrayVar(&q.sorts, "sort", nil, "field[:asc|desc] (repeatable)")
 }
 
+// set reports whether any query flag was given.
+func (q *queryFlags) set() bool {
+	return len(q.filters) > 0 || q.where != "" || q.period != "" || len(q.sorts) > 0
+}
+
 // parts returns the filters, period and sort of a list request.
 func (q *queryFlags) parts() (flat map[string]any, adv *lendgraph.Filter, period lendgraph.Period, sort []lendgraph.Sort, err error) {
 	for _, f := range q.filters {

@@ -90,27 +90,13 @@ func (s *ResourceService[T]) list(ctx context.Context, body *ListRequest) (*Page
 // Pager returns a pager over every record matching req, starting at
 // req.Pagination.Cursor when set.
 func (s *ResourceService[T]) Pager(req *ListRequest) (*Pager[T], error) {
-	body, err := req.prepared()
-	if err != nil {
-		return nil, err
-	}
-	start := ""
-	if body.Pagination != nil {
-		start = body.Pagination.Cursor
-	}
-	return newPager(start, func(ctx context.Context, cursor string) ([]T, string, error) {
-		b := *body
-		p := Pagination{Cursor: cursor}
-		if body.Pagination != nil {
-			p.Size = body.Pagination.Size
-		}
-		b.Pagination = &p
-		page, err := s.list(ctx, &b)
+	return listPager(req, func(ctx context.Context, body *ListRequest) ([]T, string, error) {
+		page, err := s.list(ctx, body)
 		if err != nil {
 			return nil, "", err
 		}
 		return page.Data, page.Cursor, nil
-	}), nil
+	})
 }
 
 // All yields every record matching req, following cursors until the server

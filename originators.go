@@ -242,28 +242,6 @@ func (s *OriginatorsService) AllTitleCompanies(ctx context.Context, nmlsID strin
 	return pagedAll(ctx, p, err)
 }
 
-// listPager builds a pager over a POST list whose cursor travels in
-// pagination.cursor.
-func listPager[T any](req *ListRequest, page func(ctx context.Context, body *ListRequest) ([]T, string, error)) (*Pager[T], error) {
-	body, err := req.prepared()
-	if err != nil {
-		return nil, err
-	}
-	start := ""
-	if body.Pagination != nil {
-		start = body.Pagination.Cursor
-	}
-	return newPager(start, func(ctx context.Context, cursor string) ([]T, string, error) {
-		b := *body
-		p := Pagination{Cursor: cursor}
-		if body.Pagination != nil {
-			p.Size = body.Pagination.Size
-		}
-		b.Pagination = &p
-		return page(ctx, &b)
-	}), nil
-}
-
 // BranchPage is one page of a company's branches.
 type BranchPage struct {
 	// Cursor fetches the next page; empty on the last page.

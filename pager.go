@@ -141,3 +141,25 @@ func (p *Pager[T]) All(ctx context.Context) iter.Seq2[T, error] {
 		}
 	}
 }
+
+// listPager builds a pager over a POST list whose cursor travels in
+// pagination.cursor.
+func listPager[T any](req *ListRequest, page func(ctx context.Context, body *ListRequest) ([]T, string, error)) (*Pager[T], error) {
+	body, err := req.prepared()
+	if err != nil {
+		return nil, err
+	}
+	start := ""
+	if body.Pagination != nil {
+		start = body.Pagination.Cursor
+	}
+	return newPager(start, func(ctx context.Context, cursor string) ([]T, string, error) {
+		b := *body
+		p := Pagination{Cursor: cursor}
+		if body.Pagination != nil {
+			p.Size = body.Pagination.Size
+		}
+		b.Pagination = &p
+		return page(ctx, &b)
+	}), nil
+}

@@ -1,0 +1,88 @@
+package lendgraph_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+// Instant search over the API route: a few matches per entity type.
+func ExampleSearchService_Instant() {
+	srv, err := lendgraphtest.Start(lendgraphtest.WithDefaultRows(2000))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c := srv.Client()
+
+	res, err := c.Search.Instant(context.Background(), &lendgraph.InstantSearchRequest{
+		Query:    "smi",
+		Entities: []lendgraph.SearchEntity{lendgraph.EntityOriginators, lendgraph.EntityCompanies},
+		Limit:    2,
+		Filters:  map[lendgraph.SearchEntity]string{lendgraph.EntityOriginators: "state = TX"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, o := range res.Originators {
+		fmt.Println(o.FirstName, o.LastName)
+	}
+	fmt.Println("companies:", len(res.Companies))
+	// Output:
+	// Thomas Smith
+	// Susan Smithson
+	// companies: 0
+}
+
+// Direct queries on the search host: tokens are minted, cached, refreshed
+// before they expire, and re-minted if the host refuses one.
+func ExampleSearchHost_Search() {
+	srv, err := lendgraphtest.Start(lendgraphtest.WithDefaultRows(2000))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c := srv.Client()
+
+	res, err := c.Search.Host().Search(context.Background(), lendgraph.IndexOriginators,
+		&lendgraph.HostSearchRequest{Q: "smith", Limit: 3, Filter: `states = "CA"`})
+	if err != nil {
+		log.Fatal(err)
+	}
+	hits, err := res.OriginatorHits()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, h := range hits {
+		fmt.Println(h.FirstName, h.LastName, h.States)
+	}
+	fmt.Println("about", res.EstimatedTotalHits, "matches")
+	// Output:
+	// Joshua Smithson [CA NV]
+	// Joseph Smith [CA]
+	// Elizabeth Smith [GA CA]
+	// about 16 matches
+}
+
+// A backend hands search tokens to its browser clients, keeping the API key
+// to itself.
+func ExampleSearchService_TokenHandler() {
+	srv, err := lendgraphtest.Start()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c := srv.Client()
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /search-token", c.Search.TokenHandler()) // behind your own session check
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/search-token", nil))
+	fmt.Println(rec.Code, rec.Header().Get("Cache-Control"))
+	// Output: 200 no-store
+}

@@ -1,0 +1,221 @@
+package lendgraph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lendgraph/lendgraph-go/internal/retry"
+)
+
+// SearchToken is a search credential from GET /v1/search-token: read-only,
+// scoped to Indexes, valid until ExpiresAt, for the search host only. It is
+// safe to hand to a browser, but it is still a credential: String, GoString,
+// every fmt verb and slog print it without Token.
+type SearchToken struct {
+	// Token is sent as "Authorization: Bearer <Token>" to Host.
+	Token string `json:"token"`
+	// Host is the search host's address.
+	Host string `json:"host"`
+	// Indexes are the indexes the token may query.
+	Indexes []SearchIndex `json:"indexes"`
+	// ExpiresAt is when the host stops accepting the token.
+	ExpiresAt time.Time `json:"expiresAt"`
+	// Extra holds members the SDK has no field for.
+	Extra Fields `json:",unknown"`
+
+	refreshAt time.Time // when the source replaces it; set by the source
+}
+
+// SearchIndex names an index on the search host. Unknown values sent by the
+// server are kept as sent.
+type SearchIndex string
+
+// The indexes of the search host.
+const (
+	IndexAgents      SearchIndex = "agents"
+	IndexOriginators SearchIndex = "originators"
+	IndexCompanies   SearchIndex = "companies"
+	IndexOffices     SearchIndex = "offices"
+)
+
+// String describes the token without the token itself.
+func (t SearchToken) String() string {
+	return fmt.Sprintf("lendgraph.SearchToken{Token: [redacted], Host: %s, Indexes: %v, ExpiresAt: %s}",
+		t.Host, t.Indexes, t.ExpiresAt.Format(time.RFC3339))
+}
+
+// GoString is String: %#v must not print the token either.
+func (t SearchToken) GoString() string { return t.String() }
+
+// Format makes every verb (%v, %+v, %#v, %s, %q) print String.
+func (t SearchToken) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, t.String()) }
+
+// LogValue keeps the token out of slog output.
+func (t SearchToken) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("token", "[redacted]"), slog.String("host", t.Host),
+		slog.Any("indexes", t.Indexes), slog.Time("expiresAt", t.ExpiresAt))
+}
+
+// Token mints a new search token (GET /v1/search-token). Most callers want
+// TokenSource, which caches it until shortly before it expires.
+func (s *SearchService) Token(ctx context.Context) (*SearchToken, error) {
+	var t SearchToken
+	if _, err := s.client.send(ctx, request{method: http.MethodGet, path: "/v1/search-token", kind: retry.Idempotent}, &t); err != nil {
+		return nil, err
+	}
+	if t.Token == "" {
+		return nil, errors.New("lendgraph: GET /v1/search-token: the response has no token")
+	}
+	u, err := url.Parse(t.Host)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("lendgraph: GET /v1/search-token: host %q is not an absolute http or https URL", t.Host)
+	}
+	if t.ExpiresAt.IsZero() {
+		return nil, errors.New("lendgraph: GET /v1/search-token: the response has no expiresAt")
+	}
+	return &t, nil
+}
+
+// SearchTokenProvider hands out a valid search token; *SearchTokenSource is one.
+type SearchTokenProvider interface {
+	Token(ctx context.Context) (*SearchToken, error)
+}
+
+var _ SearchTokenProvider = (*SearchTokenSource)(nil)
+
+// SearchTokenSource caches a search token and mints the next one before the
+// cached one expires, a margin ahead that scales with the token's lifetime
+// (a tenth of it, at least 5 seconds and at most a minute, and never more
+// than half of it). However many goroutines ask at once, one mint runs; the
+// others wait for it, each until its own context ends. A failed mint is not
+// cached: the next call tries again. Get one from SearchService.TokenSource.
+type SearchTokenSource struct {
+	mint func(context.Context) (*SearchToken, error)
+	now  func() time.Time
+
+	cur      atomic.Pointer[SearchToken]
+	mu       sync.Mutex
+	inflight *mintCall
+}
+
+type mintCall struct {
+	done      chan struct{}
+	tok       *SearchToken
+	err       error
+	cancelled bool // the minting caller's context ended: others try again
+}
+
+// Token returns the cached token, or mints one when there is none or the
+// cached one is within its refresh margin.
+func (ts *SearchTokenSource) Token(ctx context.Context) (*SearchToken, error) {
+	if t := ts.cur.Load(); t != nil && ts.now().Before(t.refreshAt) {
+		return t, nil
+	}
+	return ts.renew(ctx, nil)
+}
+
+// renew returns a token that is fresh and is not stale (a token the search
+// host refused), minting one unless another goroutine already did.
+func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*SearchToken, error) {
+	for {
+		ts.mu.Lock()
+		if t := ts.cur.Load(); t != nil && t != stale && ts.now().Before(t.refreshAt) {
+			ts.mu.Unlock()
+			return t, nil
+		}
+		call := ts.inflight
+		if call == nil {
+			call = &mintCall{done: make(chan struct{})}
+			ts.inflight = call
+			ts.mu.Unlock()
+			ts.run(ctx, call)
+			return call.tok, call.err
+		}
+		ts.mu.Unlock()
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lendgraph: waiting for a search token: %w", ctx.Err())
+		}
+		if !call.cancelled || ctx.Err() != nil {
+			return call.tok, call.err
+		}
+		// The caller that was minting gave up; mint again for this one.
+	}
+}
+
+// run mints on the calling goroutine and publishes the result.
+func (ts *SearchTokenSource) run(ctx context.Context, call *mintCall) {
+	tok, err := ts.mint(ctx)
+	if err == nil {
+		tok.refreshAt = refreshTime(ts.now(), tok.ExpiresAt)
+	}
+	ts.mu.Lock()
+	call.tok, call.err = tok, err
+	call.cancelled = err != nil && ctx.Err() != nil
+	if err == nil {
+		ts.cur.Store(tok)
+	}
+	ts.inflight = nil
+	ts.mu.Unlock()
+	close(call.done)
+}
+
+// Refresh margin bounds: a tenth of the lifetime, clamped.
+const (
+	minRefreshMargin = 5 * time.Second
+	maxRefreshMargin = time.Minute
+)
+
+// refreshTime is when a token minted at now and expiring at exp is replaced.
+func refreshTime(now, exp time.Time) time.Time {
+	life := exp.Sub(now)
+	margin := min(max(life/10, minRefreshMargin), maxRefreshMargin, life/2)
+	return exp.Add(-margin)
+}
+
+// TokenHandler returns an http.Handler that serves a valid search token to a
+// browser as JSON ({token, host, indexes, expiresAt}, Cache-Control:
+// no-store), so that the browser can query the search host while the API key
+// stays on the server. Mount it behind your own authentication; it answers
+// GET and HEAD only. Tokens come from TokenSource.
+func (s *SearchService) TokenHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, `{"error":"method not allowed"}`, http.StatusMethodNotAllowed)
+			return
+		}
+		t, err := s.TokenSource().Token(r.Context())
+		if err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, `{"error":"search token unavailable"}`)
+			return
+		}
+		b, err := marshal(browserToken{Token: t.Token, Host: t.Host, Indexes: t.Indexes, ExpiresAt: t.ExpiresAt})
+		if err != nil {
+			http.Error(w, `{"error":"encoding the search token"}`, http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	})
+}
+
+// browserToken is what TokenHandler serves: the documented members only.
+type browserToken struct {
+	Token     string        `json:"token"`
+	Host      string        `json:"host"`
+	Indexes   []SearchIndex `json:"indexes"`
+	ExpiresAt time.Time     `json:"expiresAt"`
+}

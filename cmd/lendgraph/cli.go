@@ -49,6 +49,7 @@ type app struct {
 	jsonOut    bool
 	client     *lendgraph.Client
 	started    bool          // cobra accepted the command line and ran the command
+	cmdPath    string        // the command that ran, for the usage hint
 	in         *bufio.Reader // stdin, buffered on first use
 }
 
@@ -63,7 +64,7 @@ func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // run executes the command line and returns the exit code.
 func run(ctx context.Context, args []string, e env) int {
-	a := &app{env: e}
+	a := &app{env: e, cmdPath: "lendgraph"}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(e.stdin)
@@ -87,7 +88,7 @@ func (a *app) report(ctx context.Context, err error) int {
 	switch {
 	case !a.started || errors.As(err, &ue) || errors.As(err, &bad):
 		code = exitUsage
-		msg += "\nRun 'lendgraph --help' for usage."
+		msg += "\nRun '" + a.cmdPath + " --help' for usage."
 	case errors.As(err, &credits):
 		code = exitCredits
 		msg = fmt.Sprintf("insufficient credits: balance %s, this needs %s. Top up your balance, then run the command again.",
@@ -130,7 +131,7 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 int
 		SilenceErrors: true,
 		// Every error before this runs is cobra's: an unknown command, a bad
 		// flag, the wrong number of arguments. Those exit with code 2.
-		PersistentPreRun: func(*cobra.Command, []string) { a.started = true },
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { a.started, a.cmdPath = true, cmd.CommandPath() },
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.apiKeyFile, "api-key-file", "", "read the API key from this file (default: $LENDGRAPH_API_KEY)")

@@ -12,8 +12,8 @@ import (
 
 func (a *app) marketCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "market",
-		Short: "Market movement: where loan officers move",
+		Use:     "market",
+		Short:   "Market movement: where loan officers move",
 		Example: `  lendgraph market most-gained --state TX --limit 5`,
 		Args:    cobra.NoArgs,
 	}

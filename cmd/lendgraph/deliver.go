@@ -218,7 +218,6 @@ func (d *delivery) interrupted(job *lendgraph.DeliveryJob[lendgraph.Row]) error 
 // command that picks them up again ("" when there is none).
 func interruptJobs(a *app, cancelFlag bool, what, reattach string, cancel func(context.Context) error) error {
 	if a.interactive && !cancelFlag {
-		fmt.Fprintln(a.stderr)
 		cancelFlag = a.confirm(fmt.Sprintf("Interrupted. Cancel %s on the server?", what))
 	}
 	if !cancelFlag {

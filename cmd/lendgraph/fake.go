@@ -19,7 +19,8 @@ func (a *app) fakeCommand() *cobra.Command {
 harnesses in any language can use it. It prints the base URL and API keys, then
 serves until interrupted.`,
 		Example: `  lendgraph fake --addr 127.0.0.1:8080 --rows 100000 --seed 7
-  eval "$(lendgraph fake --addr 127.0.0.1:8080 | head -2)"   # exports the URL and key`,
+  lendgraph fake > fake.env & sleep 1; . ./fake.env   # exports the URL and key
+  lendgraph fake --json --addr 127.0.0.1:0            # {"baseUrl":…,"keys":[…]}`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if rows <= 0 {

@@ -183,7 +183,7 @@ func NewClient(opts ...Option) (*Client, error) {
 	}
 	hc := s.httpClient
 	if hc == nil {
-		hc = &http.Client{}
+		hc = &http.Client{Transport: defaultTransport()}
 	}
 	inner := hc.Transport
 	if inner == nil {
@@ -597,4 +597,18 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	}
 	_, err := c.send(ctx, request{method: method, path: p, query: qa, body: body, kind: kind}, out)
 	return err
+}
+
+// defaultTransport is the transport of a client built without
+// WithHTTPClient: its own connection pool (not the process-wide
+// http.DefaultTransport), keeping enough idle connections per host for a
+// pager's prefetch, concurrent goroutines and the search host.
+func defaultTransport() http.RoundTripper {
+	dt, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport // replaced by the program: respect that
+	}
+	t := dt.Clone()
+	t.MaxIdleConnsPerHost = 32
+	return t
 }

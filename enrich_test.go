@@ -285,7 +285,7 @@ func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
 	if len(seen) < 2 || seen[len(seen)-1] != lendgraph.JobCompleted {
 		t.Fatalf("progress saw %v", seen)
 	}
-	if st.ChargedCount != int64(wantCharged) || st.FromCache != 3 || st.Total != 300 || st.Succeeded+st.Failed != 300 {
+	if st.ChargedCount != int64(wantCharged) || st.FromCache != 3 || st.Total != 300 || st.Succeeded+st.FromCache+st.Failed != 300 {
 		t.Fatalf("status %+v, want chargedCount %d", st, wantCharged)
 	}
 	n, total := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk")
@@ -293,7 +293,7 @@ func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
 		t.Fatalf("%d bulk debits totalling %v, want one of %d", n, total, st.ChargedCount)
 	}
 
-	rows, charged := 0, 0
+	rows, charged, noMatch := 0, 0, 0
 	for e, err := range job.ResultRows(ctx) {
 		if err != nil {
 			t.Fatal(err)
@@ -304,10 +304,17 @@ func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
 		if e.Charged {
 			charged++
 		}
+		if e.Reason == lendgraph.ReasonFreshSkipTraceEmpty {
+			noMatch++
+		}
 		rows++
 	}
 	if rows != 300 || charged != wantCharged {
 		t.Fatalf("%d rows, %d charged", rows, charged)
+	}
+	// The reference: succeeded minus chargedCount is the no-match count.
+	if st.Succeeded-st.ChargedCount != int64(noMatch) {
+		t.Fatalf("succeeded %d - charged %d != %d no-match rows", st.Succeeded, st.ChargedCount, noMatch)
 	}
 
 	evs := srv.Events()
@@ -333,8 +340,8 @@ func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
 		}
 		listed++
 	}
-	if listed != int(st.Succeeded) {
-		t.Fatalf("listed %d enrichments, want %d", listed, st.Succeeded)
+	if listed != int(st.Succeeded+st.FromCache) {
+		t.Fatalf("listed %d enrichments, want %d", listed, st.Succeeded+st.FromCache)
 	}
 	if srv.CountRequests("GET", "/v1/properties/enrichments") < 2 {
 		t.Fatal("expected several pages")

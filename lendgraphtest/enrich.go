@@ -392,8 +392,11 @@ func (s *Server) enrichChunk(j *fakeJob, b *bulkEnrich, ids []string) ([]map[str
 				d["chargedCount"]++
 				row["charged"] = true
 			}
+			// Fresh lookups only: the reference defines succeeded minus
+			// chargedCount as the no-match count, so cache hits (counted
+			// in fromCache) are not in succeeded.
+			d["succeeded"]++
 		}
-		d["succeeded"]++
 		row["reason"], row["persons"], row["source"] = reason, e.persons, enrichSource
 		row["enrichedAt"] = e.enrichedAt.UTC().Format(time.RFC3339Nano)
 	}

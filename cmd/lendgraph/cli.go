@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitCredits     = 3
+	exitInterrupted = 130
+)
+
+// env is the outside world a command sees; tests substitute it.
+type env struct {
+	stdin       io.Reader
+	stdout      io.Writer
+	stderr      io.Writer
+	getenv      func(string) string
+	interactive bool // stdin and stderr are terminals: prompts
+	bars        bool // stderr is a terminal: progress bars instead of lines
+}
+
+// envAssumeTTY, set to 1, makes the tool behave as on a terminal (prompts
+// and progress bars) whatever stdin and stderr are. It exists for tests
+// that script the prompts through a pipe; people never need it.
+const envAssumeTTY = "LENDGRAPH_ASSUME_TTY"
+
+// app holds the global flags and the lazily built client.
+type app struct {
+	env
+	apiKeyFile string
+	baseURL    string
+	jsonOut    bool
+	client     *lendgraph.Client
+	started    bool          // cobra accepted the command line and ran the command
+	cmdPath    string        // the command that ran, for the usage hint
+	in         *bufio.Reader // stdin, buffered on first use
+}
+
+// usageError marks a mistake in how the command was called.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// run executes the command line and returns the exit code.
+func run(ctx context.Context, args []string, e env) int {
+	a := &app{env: e, cmdPath: "lendgraph"}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	return a.report(ctx, err)
+}
+
+// report prints err for a person (or as JSON with --json) and picks the exit code.
+func (a *app) report(ctx context.Context, err error) int {
+	code := exitFailure
+	msg := strings.TrimPrefix(err.Error(), "lendgraph: ")
+	var ue *usageError
+	var ie *interruptedError
+	var bad *lendgraph.InvalidArgumentError
+	var credits *lendgraph.InsufficientCreditsError
+	switch {
+	case !a.started || errors.As(err, &ue) || errors.As(err, &bad):
+		code = exitUsage
+		msg += "\nRun '" + a.cmdPath + " --help' for usage."
+	case errors.As(err, &credits):
+		code = exitCredits
+		msg = fmt.Sprintf("insufficient credits: balance %s, this needs %s. Top up your balance, then run the command again.",
+			number(credits.Balance), number(credits.Cost))
+	case errors.As(err, &ie):
+		code = exitInterrupted
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		code = exitInterrupted
+		msg = "interrupted: " + msg
+	}
+	if a.jsonOut {
+		_ = json.NewEncoder(a.stderr).Encode(map[string]any{"error": msg, "exitCode": code})
+	} else {
+		fmt.Fprintln(a.stderr, "lendgraph:", msg)
+	}
+	return code
+}
+
+// interruptedError ends a command stopped by Ctrl-C, saying what was left
+// behind (exit code 130).
+type interruptedError struct{ msg string }
+
+func (e *interruptedError) Error() string { return e.msg }
+
+// number formats a credit amount without a needless fraction.
+func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lendgraph",
+		Short: "The LendGraph command line tool",
+		Long: `lendgraph pulls bulk deliveries, converts delivery files, enriches properties,
+searches, lists and fetches records, and runs the fake API as a standalone server.
+
+The API key is read from $LENDGRAPH_API_KEY or from the file named by --api-key-file.
+Data goes to stdout, messages to stderr.
+
+Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 interrupted.`,
+		Example: `  export LENDGRAPH_API_KEY=...
+  lendgraph deliver agents --format parquet --filter state=TX -o agents.parquet
+  lendgraph rows agents.parquet --to csv > agents.csv
+  lendgraph enrich --ids property-ids.txt -o owners.ndjson
+  lendgraph search smi --json`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// Every error before this runs is cobra's: an unknown command, a bad
+		// flag, the wrong number of arguments. Those exit with code 2.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { a.started, a.cmdPath = true, cmd.CommandPath() },
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.apiKeyFile, "api-key-file", "", "read the API key from this file (default: $LENDGRAPH_API_KEY)")
+	pf.StringVar(&a.baseURL, "base-url", "", "API base URL (default: $LENDGRAPH_BASE_URL, else "+lendgraph.DefaultBaseURL+")")
+	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.AddCommand(a.deliverCommand(), a.rowsCommand(), a.enrichCommand(), a.searchCommand(),
+		a.marketCommand(), a.listCommand(), a.getCommand(), a.fakeCommand())
+	return root
+}
+
+// clientFor builds the API client from the global flags and the environment.
+func (a *app) clientFor() (*lendgraph.Client, error) {
+	if a.client != nil {
+		return a.client, nil
+	}
+	key := a.getenv(lendgraph.EnvAPIKey)
+	if a.apiKeyFile != "" {
+		b, err := os.ReadFile(a.apiKeyFile)
+		if err != nil {
+			return nil, usagef("--api-key-file: %v", err)
+		}
+		key = strings.TrimSpace(string(b))
+	}
+	if key == "" {
+		return nil, usagef("no API key: set %s or pass --api-key-file", lendgraph.EnvAPIKey)
+	}
+	base := a.baseURL
+	if base == "" {
+		base = a.getenv(lendgraph.EnvBaseURL)
+	}
+	opts := []lendgraph.Option{lendgraph.WithAPIKey(key), lendgraph.WithUserAgent("lendgraph-cli")}
+	if base != "" {
+		opts = append(opts, lendgraph.WithBaseURL(base))
+	}
+	c, err := lendgraph.NewClient(opts...)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	a.client = c
+	return c, nil
+}
+
+// writeJSONLine writes v as one line of JSON to stdout.
+func (a *app) writeJSONLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = a.stdout.Write(b)
+	return err
+}
+
+// say prints a message for the person running the command on stderr (a
+// JSON line {"message": ...} with --json).
+func (a *app) say(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if a.jsonOut {
+		_ = json.NewEncoder(a.stderr).Encode(map[string]string{"message": msg})
+		return
+	}
+	fmt.Fprintln(a.stderr, msg)
+}
+
+// confirm asks a yes/no question on stderr and reads the answer from stdin;
+// anything but y or yes (or the end of input) is no.
+func (a *app) confirm(question string) bool {
+	fmt.Fprintf(a.stderr, "%s [y/N] ", question)
+	if a.in == nil {
+		a.in = bufio.NewReader(a.stdin)
+	}
+	line, _ := a.in.ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,674 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+// The tests build the binary once and run it as a subprocess against the
+// fake API started in-process.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lendgraph-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "lendgraph")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the binary: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is one run of the binary.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs the binary against srv with its default caller's key in the
+// environment; stdin feeds the process, env adds variables ("K=V").
+type cli struct {
+	t     *testing.T
+	srv   *lendgraphtest.Server
+	key   string // the key in the environment ("" for none)
+	real  string // the caller's key, which must never show
+	stdin string
+	env   []string
+	dir   string
+}
+
+func newCLI(t *testing.T, opts ...lendgraphtest.Option) *cli {
+	t.Helper()
+	srv := lendgraphtest.NewServer(t, append([]lendgraphtest.Option{lendgraphtest.WithDefaultRows(1500)}, opts...)...)
+	key := srv.DefaultCaller().Key
+	return &cli{t: t, srv: srv, key: key, real: key, dir: t.TempDir()}
+}
+
+func (c *cli) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = c.dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + c.dir,
+		lendgraph.EnvBaseURL + "=" + c.srv.URL, lendgraph.EnvAPIKey + "=" + c.key}, c.env...)
+	cmd.Stdin = strings.NewReader(c.stdin)
+	return cmd
+}
+
+func (c *cli) run(args ...string) result {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := c.command(ctx, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		c.t.Fatalf("lendgraph %s: %v", strings.Join(args, " "), err)
+	}
+	c.checkNoKey(r)
+	return r
+}
+
+// checkNoKey fails the test when the API key shows in any output.
+func (c *cli) checkNoKey(r result) {
+	c.t.Helper()
+	if strings.Contains(r.stdout+r.stderr, c.real) {
+		c.t.Errorf("the API key appears in the output:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
+	}
+}
+
+func (c *cli) path(name string) string { return filepath.Join(c.dir, name) }
+
+func wantCode(t *testing.T, r result, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)
+	}
+}
+
+// fileRows decodes a delivery file on disk into typed rows.
+func fileRows[T any](t *testing.T, path string, f lendgraph.Format) []T {
+	t.Helper()
+	file, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	var seq iter.Seq2[T, error]
+	if f == lendgraph.FormatParquet {
+		fi, _ := file.Stat()
+		seq = lendgraph.DecodeParquet[T](file, fi.Size())
+	} else {
+		seq = lendgraph.DecodeRows[T](file, f)
+	}
+	return collect(t, seq)
+}
+
+func collect[T any](t *testing.T, seq iter.Seq2[T, error]) []T {
+	t.Helper()
+	var out []T
+	for r, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestDeliverEachFormatMatchesSDK(t *testing.T) {
+	c := newCLI(t)
+	ctx := context.Background()
+	sdk := c.srv.Client()
+	for _, f := range []lendgraph.Format{lendgraph.FormatParquet, lendgraph.FormatCSV, lendgraph.FormatJSON, lendgraph.FormatNDJSON} {
+		t.Run(string(f), func(t *testing.T) {
+			out := c.path("agents." + string(f))
+			r := c.run("deliver", "agents", "--format", string(f), "--filter", "state=TX", "--filter", "state=CA",
+				"--sort", "transactionCount:desc", "--limit", "120", "-o", out)
+			wantCode(t, r, 0)
+			if r.stdout != "" {
+				t.Errorf("stdout %q, want nothing (the data went to the file)", r.stdout)
+			}
+			for _, want := range []string{"submitted delivery job", "rows (100%)", "download: ", "wrote " + out} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+				}
+			}
+			if _, err := os.Stat(out + ".part"); !os.IsNotExist(err) {
+				t.Errorf("%s.part left behind", out)
+			}
+			job, err := sdk.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{
+				FlatFilters: map[string]any{"state": []any{"TX", "CA"}},
+				Sort:        []lendgraph.Sort{{Field: "transactionCount", Order: "desc"}},
+				Format:      f, Limit: 120,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := collect(t, job.Rows(ctx))
+			got := fileRows[lendgraph.Agent](t, out, f)
+			if len(want) != 120 {
+				t.Fatalf("the SDK delivered %d rows, want 120", len(want))
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("rows differ from the SDK's (-sdk +cli):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDeliverJSONOutputAndFields(t *testing.T) {
+	c := newCLI(t)
+	out := c.path("a.csv")
+	r := c.run("--json", "deliver", "agents", "--format", "csv", "--fields", "id,fullName", "--limit", "10", "-o", out)
+	wantCode(t, r, 0)
+	var res deliveryResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("stdout is not the JSON result: %v\n%s", err, r.stdout)
+	}
+	if res.JobID == "" || res.Rows != 10 || res.File != out || res.Format != "csv" || res.Bytes == 0 {
+		t.Errorf("result %+v", res)
+	}
+	// With --json every stderr line is JSON too.
+	for line := range strings.Lines(r.stderr) {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("stderr line is not JSON: %q", line)
+		}
+	}
+	b, _ := os.ReadFile(out)
+	if header, _, _ := strings.Cut(string(b), "\n"); header != "id,fullName" {
+		t.Errorf("csv header %q, want id,fullName", header)
+	}
+}
+
+func TestDeliverReattach(t *testing.T) {
+	c := newCLI(t)
+	ctx := context.Background()
+	job, err := c.srv.Client().Loans.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatNDJSON, Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := c.path("loans.ndjson.gz")
+	r := c.run("deliver", "loans", "--job", job.ID, "-o", out)
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "re-attaching to delivery job "+job.ID) {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+	if n := c.srv.CountRequests("POST", "/v1/loans/bulk-delivery"); n != 1 {
+		t.Errorf("%d submits, want only the SDK's", n)
+	}
+	want := collect(t, job.Rows(ctx))
+	if diff := cmp.Diff(want, fileRows[lendgraph.Loan](t, out, lendgraph.FormatNDJSON)); diff != "" {
+		t.Errorf("rows differ (-sdk +cli):\n%s", diff)
+	}
+	// --job with query flags is a usage error.
+	wantCode(t, c.run("deliver", "loans", "--job", job.ID, "--format", "csv", "-o", out), exitUsage)
+}
+
+func TestDeliverAboveThousandWithEntitlement(t *testing.T) {
+	c := newCLI(t)
+	out := c.path("agents.parquet")
+	r := c.run("deliver", "agents", "--format", "parquet", "-o", out)
+	wantCode(t, r, exitFailure) // 1,500 rows need the entitlement
+	if !strings.Contains(r.stderr, "entitlement") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+	if _, err := os.Stat(out + ".part"); !os.IsNotExist(err) {
+		t.Errorf("%s.part left behind after a failed submit", out)
+	}
+	c.srv.SetEntitlement(c.srv.DefaultCaller().OrgID, "agents", lendgraphtest.Entitlement{MaxRows: 100_000})
+	wantCode(t, c.run("deliver", "agents", "--format", "parquet", "-o", out), 0)
+	if got := fileRows[lendgraph.Agent](t, out, lendgraph.FormatParquet); len(got) != 1500 {
+		t.Errorf("%d rows, want 1500", len(got))
+	}
+}
+
+// rowsText is every row as csv cells: what survives a trip through csv,
+// which has no types.
+func rowsText(t *testing.T, rows []lendgraph.Row) []map[string]string {
+	t.Helper()
+	out := make([]map[string]string, len(rows))
+	for i, r := range rows {
+		out[i] = map[string]string{}
+		for k, v := range r {
+			out[i][k] = cellText(v)
+		}
+	}
+	return out
+}
+
+func TestRowsConversionsRoundTrip(t *testing.T) {
+	c := newCLI(t)
+	src := c.path("agents.ndjson.gz")
+	wantCode(t, c.run("deliver", "agents", "--format", "ndjson", "--limit", "300", "-o", src), 0)
+	orig := fileRows[lendgraph.Row](t, src, lendgraph.FormatNDJSON)
+
+	conv := func(in, to, out string, extra ...string) {
+		t.Helper()
+		r := c.run(append([]string{"rows", in, "--to", to}, extra...)...)
+		wantCode(t, r, 0)
+		if err := os.WriteFile(out, []byte(r.stdout), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ndjson.gz -> csv -> json: the same cells.
+	conv(src, "csv", c.path("a.csv"))
+	conv(c.path("a.csv"), "json", c.path("a.json"))
+	back := fileRows[lendgraph.Row](t, c.path("a.json"), lendgraph.FormatJSON)
+	if diff := cmp.Diff(rowsText(t, orig), rowsText(t, back)); diff != "" {
+		t.Errorf("ndjson -> csv -> json changed rows:\n%s", diff)
+	}
+	// ndjson.gz -> json -> ndjson: the same JSON values, exactly.
+	conv(src, "json", c.path("b.json"))
+	conv(c.path("b.json"), "ndjson", c.path("b.ndjson"))
+	again := fileRows[lendgraph.Row](t, c.path("b.ndjson"), lendgraph.FormatNDJSON)
+	if diff := cmp.Diff(orig, again); diff != "" {
+		t.Errorf("ndjson -> json -> ndjson changed rows:\n%s", diff)
+	}
+	// A parquet delivery of the same rows reads the same as typed rows.
+	pq := c.path("agents.parquet")
+	wantCode(t, c.run("deliver", "agents", "--format", "parquet", "--limit", "300", "-o", pq), 0)
+	conv(pq, "ndjson", c.path("p.ndjson"))
+	if diff := cmp.Diff(fileRows[lendgraph.Agent](t, src, lendgraph.FormatNDJSON), fileRows[lendgraph.Agent](t, c.path("p.ndjson"), lendgraph.FormatNDJSON)); diff != "" {
+		t.Errorf("parquet -> ndjson differs from the ndjson delivery:\n%s", diff)
+	}
+	// stdin, --fields and an explicit --format.
+	c.stdin = mustRead(t, c.path("a.csv"))
+	r := c.run("rows", "-", "--format", "csv", "--fields", "id,state")
+	wantCode(t, r, 0)
+	first, _, _ := strings.Cut(r.stdout, "\n")
+	if !strings.HasPrefix(first, `{"id":"agt_`) || !strings.Contains(first, `"state":`) || strings.Count(first, ":") != 2 {
+		t.Errorf("first row %s, want only id and state", first)
+	}
+	if n := strings.Count(r.stdout, "\n"); n != 300 {
+		t.Errorf("%d rows from stdin, want 300", n)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestDetectFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name, head, want string
+	}{
+		{"x.ndjson.gz", "\x1f\x8b\x08", "ndjson"},
+		{"x", "PAR1....", "parquet"},
+		{"x.dat", " \n[{", "json"},
+		{"x.dat", `{"id":1}`, "ndjson"},
+		{"x.csv", "id,name\n", "csv"},
+		{"empty.json", "", "json"},
+		{"empty.parquet", "", "parquet"},
+		{"noname", "id\n1\n", "csv"},
+	} {
+		if got := detectFormat(tc.name, []byte(tc.head)); got != tc.want {
+			t.Errorf("detectFormat(%q, %q) = %s, want %s", tc.name, tc.head, got, tc.want)
+		}
+	}
+}
+
+// propertyIDs writes n property ids of the fake's dataset to a file.
+func propertyIDs(t *testing.T, c *cli, n int) (string, []string) {
+	t.Helper()
+	page, err := c.srv.Client().Properties.List(context.Background(), &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, p := range page.Data {
+		ids = append(ids, p.ID)
+	}
+	path := c.path("ids.txt")
+	if err := os.WriteFile(path, []byte("# ids\n"+strings.Join(ids, "\n")+"\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, ids
+}
+
+func TestEnrichConfirmation(t *testing.T) {
+	c := newCLI(t)
+	ids, want := propertyIDs(t, c, 20)
+	out := c.path("owners.ndjson")
+	submits := func() int { return c.srv.CountRequests("POST", "/v1/properties/enrich-bulk") }
+
+	// Off a terminal without --yes: a usage error that names --yes.
+	r := c.run("enrich", "--ids", ids, "-o", out)
+	wantCode(t, r, exitUsage)
+	if !strings.Contains(r.stderr, "--yes") {
+		t.Errorf("stderr does not mention --yes:\n%s", r.stderr)
+	}
+	// On a terminal, declined: nothing submitted.
+	c.env = []string{envAssumeTTY + "=1"}
+	c.stdin = "n\n"
+	r = c.run("enrich", "--ids", ids, "-o", out)
+	wantCode(t, r, exitFailure)
+	if !strings.Contains(r.stderr, "worst case 20 credits") || !strings.Contains(r.stderr, "Submit? [y/N]") || !strings.Contains(r.stderr, "nothing was submitted") {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+	if n := submits(); n != 0 {
+		t.Fatalf("%d submits after declining", n)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Error("declining wrote the output")
+	}
+	// Accepted.
+	c.stdin = "y\n"
+	r = c.run("enrich", "--ids", ids, "-o", out)
+	wantCode(t, r, 0)
+	if n := submits(); n != 1 {
+		t.Fatalf("%d submits, want 1", n)
+	}
+	var got []string
+	for line := range strings.Lines(mustRead(t, out)) {
+		var e lendgraph.EnrichmentResultEntry
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("result line %q: %v", line, err)
+		}
+		got = append(got, e.PropertyID)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("result property ids (-want +got):\n%s", diff)
+	}
+	// --yes off a terminal, ids from stdin, --json result.
+	c.env, c.stdin = nil, strings.Join(want, "\n")
+	r = c.run("--json", "enrich", "--ids", "-", "--yes", "-o", out)
+	wantCode(t, r, 0)
+	var res enrichResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Properties != 20 || len(res.Jobs) != 1 {
+		t.Errorf("result %+v (%v)\n%s", res, err, r.stdout)
+	}
+	if res.FromCache != 20-res.Failed {
+		t.Errorf("a second run should be served from the cache: %+v", res)
+	}
+}
+
+func TestEnrichInsufficientCredits(t *testing.T) {
+	c := newCLI(t)
+	ids, _ := propertyIDs(t, c, 20)
+	c.srv.SetCredits(c.srv.DefaultCaller().OrgID, 5)
+	r := c.run("enrich", "--ids", ids, "--yes", "-o", c.path("o.ndjson"))
+	wantCode(t, r, exitCredits)
+	for _, want := range []string{"balance 5", "needs 20", "Top up"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if _, err := os.Stat(c.path("o.ndjson.part")); !os.IsNotExist(err) {
+		t.Error("the .part file was left behind")
+	}
+	r = c.run("--json", "enrich", "--ids", ids, "--yes", "-o", c.path("o.ndjson"))
+	wantCode(t, r, exitCredits)
+	var e struct {
+		Error    string
+		ExitCode int
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &e); err != nil || e.ExitCode != 3 || !strings.Contains(e.Error, "Top up") {
+		t.Errorf("--json error %q (%v)", r.stderr, err)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	c := newCLI(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"bogus"}, exitUsage},
+		{[]string{"deliver"}, exitUsage},
+		{[]string{"deliver", "agents", "--nope"}, exitUsage},
+		{[]string{"deliver", "agents", "--limit", "x"}, exitUsage},
+		{[]string{"deliver", "sales", "--format", "csv", "-o", "x"}, exitUsage},
+		{[]string{"deliver", "agents", "--format", "xml", "-o", "x"}, exitUsage},
+		{[]string{"deliver", "agents", "--format", "csv"}, exitUsage},
+		{[]string{"list", "agents", "--size", "1000"}, exitUsage},
+		{[]string{"list", "agents", "--where", "{bad"}, exitUsage},
+		{[]string{"search", "smi", "--entity", "planets"}, exitUsage},
+		{[]string{"search", " "}, exitUsage},
+		{[]string{"market", "most-gained", "--state", "Texas"}, exitUsage},
+		{[]string{"rows", "nope.csv", "--to", "xml"}, exitUsage},
+		{[]string{"get", "agents", "agt_9999999"}, exitFailure},
+		{[]string{"rows", "missing.csv"}, exitFailure},
+		{[]string{"list", "agents", "--size", "2"}, exitOK},
+	} {
+		r := c.run(tc.args...)
+		if r.code != tc.code {
+			t.Errorf("lendgraph %s: exit %d, want %d\n%s", strings.Join(tc.args, " "), r.code, tc.code, r.stderr)
+		}
+	}
+	// No key at all is a usage error that says where the key comes from.
+	c.key = ""
+	r := c.run("get", "agents", "agt_0000001")
+	wantCode(t, r, exitUsage)
+	if !strings.Contains(r.stderr, lendgraph.EnvAPIKey) {
+		t.Errorf("stderr:\n%s", r.stderr)
+	}
+}
+
+func TestSearchAndMarket(t *testing.T) {
+	c := newCLI(t)
+	r := c.run("--json", "search", "smi", "--entity", "agents", "--limit", "2")
+	wantCode(t, r, 0)
+	var res lendgraph.InstantSearchResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Agents) == 0 || len(res.Agents) > 2 || len(res.Originators) != 0 {
+		t.Errorf("search result %+v", res)
+	}
+	r = c.run("search", "smi", "--limit", "1")
+	wantCode(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "ENTITY") || !strings.Contains(r.stdout, res.Agents[0].ID) {
+		t.Errorf("search table:\n%s", r.stdout)
+	}
+
+	r = c.run("--json", "market", "most-gained", "--state", "TX", "--limit", "3", "--rank-by", "net")
+	wantCode(t, r, 0)
+	var mg lendgraph.MostGainedResponse
+	if err := json.Unmarshal([]byte(r.stdout), &mg); err != nil {
+		t.Fatal(err)
+	}
+	if len(mg.Data) == 0 || len(mg.Data) > 3 {
+		t.Errorf("most-gained %+v", mg)
+	}
+	r = c.run("market", "most-gained", "--state", "TX", "--limit", "3")
+	wantCode(t, r, 0)
+	if !strings.HasPrefix(r.stdout, "#") || !strings.Contains(r.stderr, "window ") {
+		t.Errorf("most-gained table:\n%s\n%s", r.stdout, r.stderr)
+	}
+}
+
+// startDeliver starts a deliver of a slow job and returns once the job is
+// submitted (its id read from stderr). A signal sent before the wait starts
+// cancels the wait as one sent during it.
+func startDeliver(t *testing.T, c *cli, args ...string) (cmd *exec.Cmd, jobID string, stderr *syncBuffer, done chan result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	cmd = c.command(ctx, append([]string{"deliver", "agents", "--format", "csv", "--limit", "1000", "-o", c.path("slow.csv")}, args...)...)
+	var stdout bytes.Buffer
+	stderr = &syncBuffer{}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(stderr, pw)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan result, 1)
+	go func() {
+		_ = cmd.Wait()
+		pw.Close()
+		done <- result{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+	}()
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		if _, after, ok := strings.Cut(sc.Text(), "submitted delivery job "); ok {
+			jobID, _, _ = strings.Cut(after, ":")
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if jobID == "" {
+		t.Fatalf("no job submitted; stderr:\n%s", stderr.String())
+	}
+	return cmd, jobID, stderr, done
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestDeliverInterrupted(t *testing.T) {
+	c := newCLI(t, lendgraphtest.WithJobRate("delivery", 100)) // 1,000 rows: 10 s
+	sdk := c.srv.Client()
+	ctx := context.Background()
+	status := func(id string) lendgraph.JobState {
+		st, err := sdk.Agents.DeliveryJob(id).Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Status
+	}
+	interrupt := func(t *testing.T, args ...string) (string, result) {
+		t.Helper()
+		cmd, id, _, done := startDeliver(t, c, args...)
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		c.checkNoKey(r)
+		wantCode(t, r, exitInterrupted)
+		if _, err := os.Stat(c.path("slow.csv.part")); !os.IsNotExist(err) {
+			t.Error("slow.csv.part left behind")
+		}
+		return id, r
+	}
+
+	t.Run("off a terminal the job keeps running", func(t *testing.T) {
+		id, r := interrupt(t)
+		if !strings.Contains(r.stderr, "keeps running") || !strings.Contains(r.stderr, "--job "+id) {
+			t.Errorf("stderr:\n%s", r.stderr)
+		}
+		if s := status(id); s.Terminal() {
+			t.Errorf("job %s is %s, want still running", id, s)
+		}
+		_, _ = sdk.Agents.DeliveryJob(id).Cancel(ctx)
+	})
+	t.Run("cancel-on-interrupt", func(t *testing.T) {
+		id, r := interrupt(t, "--cancel-on-interrupt")
+		if s := status(id); s != lendgraph.JobCancelled {
+			t.Errorf("job %s is %s, want cancelled\n%s", id, s, r.stderr)
+		}
+	})
+	t.Run("terminal: answer yes", func(t *testing.T) {
+		c.env, c.stdin = []string{envAssumeTTY + "=1"}, "y\n"
+		defer func() { c.env, c.stdin = nil, "" }()
+		id, r := interrupt(t)
+		if !strings.Contains(r.stderr, "Cancel delivery job "+id+" on the server? [y/N]") {
+			t.Errorf("no prompt:\n%s", r.stderr)
+		}
+		if s := status(id); s != lendgraph.JobCancelled {
+			t.Errorf("job %s is %s, want cancelled", id, s)
+		}
+	})
+}
+
+func TestListGetAndKeyFile(t *testing.T) {
+	c := newCLI(t)
+	keyFile := c.path("key")
+	if err := os.WriteFile(keyFile, []byte(c.key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.key = "" // only the file has it
+	r := c.run("--api-key-file", keyFile, "list", "agents", "--filter", "state=TX", "--size", "3")
+	wantCode(t, r, 0)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines:\n%s", len(lines), r.stdout)
+	}
+	var a lendgraph.Agent
+	if err := json.Unmarshal([]byte(lines[0]), &a); err != nil || a.State != "TX" {
+		t.Fatalf("%v %+v", err, a)
+	}
+	r = c.run("--api-key-file", keyFile, "get", "agents", a.ID)
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, `"id":"`+a.ID+`"`) {
+		t.Errorf("get: %s", r.stdout)
+	}
+}
+
+func TestFakeCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "--json", "fake", "--addr", "127.0.0.1:0", "--rows", "50")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		BaseURL string `json:"baseUrl"`
+		Keys    []struct{ Key string }
+	}
+	if err := json.NewDecoder(stdout).Decode(&info); err != nil {
+		t.Fatal(err)
+	}
+	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(info.BaseURL), lendgraph.WithAPIKey(info.Keys[0].Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Agents.List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Total != 50 {
+		t.Errorf("total %d, want 50", page.Total)
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("fake did not stop cleanly on SIGINT: %v", err)
+	}
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/spf13/cobra"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+func (a *app) rowsCommand() *cobra.Command {
+	var format, to string
+	var fields []string
+	cmd := &cobra.Command{
+		Use:   "rows FILE",
+		Short: "Convert a delivery file's rows to ndjson, csv or json on stdout",
+		Long: `rows reads a delivery file (.ndjson.gz, .json, .csv or .parquet; FILE "-" is
+stdin) and writes its rows to stdout in another format, streaming: memory
+stays flat whatever the file's size.
+
+The input format is detected from the first bytes (gzip: ndjson.gz, "PAR1":
+parquet, '[': json, '{': plain ndjson) and then from the name; --format
+overrides it. Without --fields, json and ndjson rows keep every column in
+sorted order, and the csv header is the first row's columns, sorted; nested
+values become JSON text in csv cells.`,
+		Example: `  lendgraph rows agents.parquet | head
+  lendgraph rows agents.ndjson.gz --to csv --fields id,fullName,state > agents.csv
+  lendgraph rows agents.csv --to json > agents.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains([]string{"auto", "ndjson", "json", "csv", "parquet"}, format) {
+				return usagef("--format must be auto, ndjson, json, csv or parquet")
+			}
+			if !slices.Contains([]string{"ndjson", "csv", "json"}, to) {
+				return usagef("--to must be ndjson, csv or json")
+			}
+			for _, f := range fields {
+				if f == "" {
+					return usagef("--fields: empty field name")
+				}
+			}
+			rows, closeIn, err := a.openRows(args[0], format)
+			if err != nil {
+				return err
+			}
+			defer closeIn()
+			bw := bufio.NewWriterSize(a.stdout, 64<<10)
+			rw := newRowWriter(to, bw, fields, a.say)
+			for row, err := range rows {
+				if err != nil {
+					_ = bw.Flush()
+					return err
+				}
+				if err := rw.write(row); err != nil {
+					return err
+				}
+			}
+			if err := rw.close(); err != nil {
+				return err
+			}
+			return bw.Flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&format, "format", "auto", "input format: auto, ndjson, json, csv or parquet")
+	f.StringVar(&to, "to", "ndjson", "output format: ndjson, csv or json")
+	f.StringSliceVar(&fields, "fields", nil, "write only these columns, in this order (comma-separated)")
+	return cmd
+}
+
+// openRows opens a delivery file (stdin for "-") and returns its rows.
+func (a *app) openRows(path, format string) (iter.Seq2[lendgraph.Row, error], func(), error) {
+	var in io.Reader = a.stdin
+	var file *os.File
+	closeIn := func() {}
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("input: %w", err)
+		}
+		file, in, closeIn = f, f, func() { _ = f.Close() }
+	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	if format == "auto" {
+		head, _ := br.Peek(512)
+		format = detectFormat(path, head)
+	}
+	if format != "parquet" {
+		return lendgraph.DecodeRows[lendgraph.Row](br, lendgraph.Format(format)), closeIn, nil
+	}
+	// Parquet needs random access: stdin is copied to a temporary file.
+	if file == nil {
+		tmp, err := os.CreateTemp("", "lendgraph-rows-*.parquet")
+		if err != nil {
+			return nil, nil, err
+		}
+		closeIn = func() { _ = tmp.Close(); _ = os.Remove(tmp.Name()) }
+		if _, err := io.Copy(tmp, br); err != nil {
+			closeIn()
+			return nil, nil, fmt.Errorf("input: %w", err)
+		}
+		file = tmp
+	}
+	fi, err := file.Stat()
+	if err != nil {
+		closeIn()
+		return nil, nil, fmt.Errorf("input: %w", err)
+	}
+	return lendgraph.DecodeParquet[lendgraph.Row](file, fi.Size()), closeIn, nil
+}
+
+// detectFormat names a delivery file's format from its first bytes, then
+// from its name; csv is the fallback.
+func detectFormat(name string, head []byte) string {
+	head = bytes.TrimPrefix(head, []byte("\xEF\xBB\xBF"))
+	switch {
+	case bytes.HasPrefix(head, []byte{0x1f, 0x8b}):
+		return "ndjson"
+	case bytes.HasPrefix(head, []byte("PAR1")):
+		return "parquet"
+	}
+	switch t := bytes.TrimLeft(head, " \t\r\n"); {
+	case len(t) > 0 && t[0] == '[':
+		return "json"
+	case len(t) > 0 && t[0] == '{':
+		return "ndjson"
+	}
+	name = strings.ToLower(strings.TrimSuffix(filepath.Base(name), ".gz"))
+	switch filepath.Ext(name) {
+	case ".ndjson", ".jsonl":
+		return "ndjson"
+	case ".json":
+		return "json"
+	case ".parquet":
+		return "parquet"
+	}
+	return "csv"
+}
+
+// rowWriter writes untyped rows as ndjson, a json array or csv.
+type rowWriter struct {
+	to     string
+	w      *bufio.Writer
+	fields []string // the columns, in order; nil: every column, sorted
+	named  bool     // the columns came from --fields
+	warn   func(string, ...any)
+	n      int
+	csv    *csv.Writer
+	header map[string]bool
+	warned map[string]bool
+	buf    []byte
+	cells  []string
+}
+
+func newRowWriter(to string, w *bufio.Writer, fields []string, warn func(string, ...any)) *rowWriter {
+	return &rowWriter{to: to, w: w, fields: fields, named: fields != nil, warn: warn}
+}
+
+func (rw *rowWriter) write(row lendgraph.Row) error {
+	defer func() { rw.n++ }()
+	if rw.to == "csv" {
+		return rw.writeCSV(row)
+	}
+	b := rw.buf[:0]
+	if rw.to == "json" {
+		if rw.n == 0 {
+			b = append(b, "[\n"...)
+		} else {
+			b = append(b, ",\n"...)
+		}
+	}
+	b = appendObject(b, row, rw.fields)
+	if rw.to == "ndjson" {
+		b = append(b, '\n')
+	}
+	rw.buf = b
+	_, err := rw.w.Write(b)
+	return err
+}
+
+func (rw *rowWriter) writeCSV(row lendgraph.Row) error {
+	if rw.csv == nil {
+		rw.csv = csv.NewWriter(rw.w)
+		if rw.fields == nil {
+			rw.fields = row.Names()
+		}
+		rw.header = map[string]bool{}
+		for _, f := range rw.fields {
+			rw.header[f] = true
+		}
+		if err := rw.csv.Write(rw.fields); err != nil {
+			return err
+		}
+	}
+	rw.cells = rw.cells[:0]
+	for _, f := range rw.fields {
+		rw.cells = append(rw.cells, cellText(row[f]))
+	}
+	for name := range row {
+		if !rw.named && !rw.header[name] && !rw.warned[name] {
+			if rw.warned == nil {
+				rw.warned = map[string]bool{}
+			}
+			rw.warned[name] = true
+			rw.warn("row %d has column %q, which is not in the csv header; it is left out (name it in --fields to keep it)", rw.n+1, name)
+		}
+	}
+	return rw.csv.Write(rw.cells)
+}
+
+func (rw *rowWriter) close() error {
+	switch rw.to {
+	case "json":
+		if rw.n == 0 {
+			_, err := rw.w.WriteString("[]\n")
+			return err
+		}
+		_, err := rw.w.WriteString("\n]\n")
+		return err
+	case "csv":
+		if rw.csv == nil {
+			if rw.fields == nil {
+				return nil // no rows, no header
+			}
+			rw.csv = csv.NewWriter(rw.w)
+			_ = rw.csv.Write(rw.fields)
+		}
+		rw.csv.Flush()
+		return rw.csv.Error()
+	}
+	return nil
+}
+
+// appendObject appends row as one line of JSON: the named fields in order
+// (those the row has), or every member in sorted order.
+func appendObject(b []byte, row lendgraph.Row, fields []string) []byte {
+	if fields == nil {
+		fields = row.Names()
+	}
+	b = append(b, '{')
+	first := true
+	for _, f := range fields {
+		v, ok := row[f]
+		if !ok {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b, _ = jsontext.AppendQuote(b, f)
+		b = append(b, ':')
+		b = appendCompact(b, v)
+	}
+	return append(b, '}')
+}
+
+// appendCompact appends v without insignificant whitespace: a row read from
+// an indented json file stays on one line.
+func appendCompact(b []byte, v jsontext.Value) []byte {
+	if k := v.Kind(); k != '{' && k != '[' {
+		return append(b, v...)
+	}
+	c := slices.Clone(v)
+	if err := c.Compact(); err != nil {
+		return append(b, v...)
+	}
+	return append(b, c...)
+}
+
+// cellText is a value as a csv cell: strings as their text, null (or a
+// missing column) empty, nested values as compact JSON.
+func cellText(v jsontext.Value) string {
+	switch v.Kind() {
+	case 0, 'n':
+		return ""
+	case '"':
+		s, err := jsontext.AppendUnquote(nil, v)
+		if err != nil {
+			return string(v)
+		}
+		return string(s)
+	}
+	return string(appendCompact(nil, v))
+}

@@ -270,9 +270,9 @@ func (fc faultCase) maxWait() time.Duration {
 		return fc.maxElapsed
 	}
 	if fc.ctxTimeout > 0 {
-		return fc.ctxTimeout + time.Second
+		return fc.ctxTimeout + 1500*time.Millisecond // slack for a loaded -race run
 	}
-	return 3 * time.Second
+	return 5 * time.Second
 }
 
 func writeMatrix(t *testing.T, rows map[string]string) {
@@ -590,7 +590,7 @@ func matrixCases() []faultCase {
 		add(r, "429 Retry-After 1s", status(429, 1, retryAfter("1"), ""), faultCase{attempts: 2, want: wantOK, minElapsed: 900 * time.Millisecond})
 		add(r, "429 Retry-After HTTP date", status(429, 1, retryAfter(httpDate(time.Second)), ""), faultCase{attempts: 2, want: wantOK})
 		add(r, "429 no Retry-After", status(429, every, nil, ""), faultCase{attempts: n, want: wantRateLimit})
-		add(r, "429 Retry-After 86400", status(429, every, retryAfter("86400"), ""), faultCase{attempts: 1, want: wantRateLimit, retryAfter: 24 * time.Hour, maxElapsed: time.Second})
+		add(r, "429 Retry-After 86400", status(429, every, retryAfter("86400"), ""), faultCase{attempts: 1, want: wantRateLimit, retryAfter: 24 * time.Hour, maxElapsed: 2 * time.Second})
 		add(r, "429 Retry-After NaN", status(429, every, retryAfter("NaN"), ""), faultCase{attempts: n, want: wantRateLimit})
 		add(r, "429 Retry-After -1", status(429, every, retryAfter("-1"), ""), faultCase{attempts: n, want: wantRateLimit})
 		for _, code := range []int{500, 502, 503, 504} {
@@ -616,7 +616,7 @@ func matrixCases() []faultCase {
 	for _, r := range []route{routeEnrich, routeEnrichBulk, routeDeliver, routePush} {
 		add(r, "success", nil, faultCase{attempts: 1, want: wantOK, debits: 1})
 		add(r, "429 no Retry-After once", status(429, 1, nil, ""), faultCase{attempts: 2, want: wantOK, debits: 1})
-		add(r, "429 Retry-After 86400", status(429, every, retryAfter("86400"), ""), faultCase{attempts: 1, want: wantRateLimit, retryAfter: 24 * time.Hour, maxElapsed: time.Second})
+		add(r, "429 Retry-After 86400", status(429, every, retryAfter("86400"), ""), faultCase{attempts: 1, want: wantRateLimit, retryAfter: 24 * time.Hour, maxElapsed: 2 * time.Second})
 		for _, code := range []int{500, 503, 504} {
 			add(r, fmt.Sprint(code), status(code, every, nil, ""), faultCase{attempts: 1, want: wantAPI, status: code})
 		}
@@ -671,7 +671,7 @@ func matrixCases() []faultCase {
 	add(sh, "HTML page with 200", status(200, every, map[string]string{"Content-Type": "text/html"}, htmlPage), faultCase{attempts: 1, want: wantDecodeNoID})
 	add(sh, "HTML page with 502", status(502, every, map[string]string{"Content-Type": "text/html"}, htmlPage), faultCase{attempts: n, want: wantSearch, status: 502})
 	add(sh, "1 GB error body", inject(lendgraphtest.Fault{Status: 500, Body: `{"message":"pad`, Stream: 1 << 30, Times: every}), faultCase{attempts: n, want: wantSearch, status: 500})
-	add(sh, "never-ending 200 body", inject(lendgraphtest.Fault{Status: 200, Body: `{"hits":[`, Stream: -1, Times: every}), faultCase{attempts: 1, want: wantTransport})
+	add(sh, "never-ending 200 body", inject(lendgraphtest.Fault{Status: 200, Body: `{"hits":[`, Stream: -1, Times: every}), faultCase{attempts: 1, want: wantTransport, maxElapsed: 20 * time.Second}) // reads 64 MiB
 
 	add(routeDownload, "HTML page with 200 (captive portal)", status(200, every, map[string]string{"Content-Type": "text/html"}, htmlPage), faultCase{attempts: 1, want: wantDownload})
 	add(routeDownload, "429 Retry-After 1s", status(429, 1, retryAfter("1"), ""), faultCase{attempts: 2, want: wantOK, minElapsed: 900 * time.Millisecond})

@@ -542,6 +542,7 @@ type DecodeError struct {
 	Err          error
 }
 
+// Error implements the error interface.
 func (e *DecodeError) Error() string {
 	s := fmt.Sprintf("lendgraph: %s %s: decoding %d response", e.Method, e.Path, e.StatusCode)
 	if e.ContentType != "" {
@@ -554,6 +555,7 @@ func (e *DecodeError) Error() string {
 	return s
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // TransportError is a request that got no HTTP response: connection refused
@@ -563,10 +565,12 @@ type TransportError struct {
 	Err          error
 }
 
+// Error implements the error interface.
 func (e *TransportError) Error() string {
 	return fmt.Sprintf("lendgraph: %s %s: %v", e.Method, e.Path, e.Err)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *TransportError) Unwrap() error { return e.Err }
 
 // Do sends an arbitrary request to the API, for endpoints the SDK does not

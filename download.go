@@ -33,6 +33,7 @@ type DownloadError struct {
 	Err  error
 }
 
+// Error implements the error interface.
 func (e *DownloadError) Error() string {
 	size := "unknown size"
 	if e.Size >= 0 {
@@ -41,6 +42,7 @@ func (e *DownloadError) Error() string {
 	return fmt.Sprintf("lendgraph: download stopped after %d bytes of %s: %v", e.Written, size, e.Err)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *DownloadError) Unwrap() error { return e.Err }
 
 // download writes the object behind a signed link to w. The link's host

@@ -63,6 +63,7 @@ type APIError struct {
 	Truncated bool
 }
 
+// Error implements the error interface.
 func (e *APIError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "lendgraph: %s %s: %d", e.Method, e.Path, e.StatusCode)
@@ -111,11 +112,13 @@ type InsufficientCreditsError struct {
 	Cost    float64
 }
 
+// Error implements the error interface.
 func (e *InsufficientCreditsError) Error() string {
 	return fmt.Sprintf("%s: balance %s credits, cost %s credits: top up before retrying",
 		e.APIError.Error(), fmtNum(e.Balance), fmtNum(e.Cost))
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *InsufficientCreditsError) Unwrap() error { return e.APIError }
 
 // EntitlementError is a 403 entitlement_missing from a bulk delivery submit:
@@ -128,11 +131,13 @@ type EntitlementError struct {
 	MaxRows        int64
 }
 
+// Error implements the error interface.
 func (e *EntitlementError) Error() string {
 	return fmt.Sprintf("%s: %d rows need entitlement %q (limit without it: %d); narrow the filters or set Limit",
 		e.APIError.Error(), e.EstimatedTotal, e.EntitlementKey, e.MaxRows)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *EntitlementError) Unwrap() error { return e.APIError }
 
 // MaxRowsError is a 400 delivery_exceeds_max_rows: the estimate is above the
@@ -143,11 +148,13 @@ type MaxRowsError struct {
 	MaxRows        int64
 }
 
+// Error implements the error interface.
 func (e *MaxRowsError) Error() string {
 	return fmt.Sprintf("%s: estimated %d rows, ceiling %d; narrow the filters or set Limit <= %d",
 		e.APIError.Error(), e.EstimatedTotal, e.MaxRows, e.MaxRows)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *MaxRowsError) Unwrap() error { return e.APIError }
 
 // Issue is one problem reported by a validation error.
@@ -182,6 +189,7 @@ type ValidationError struct {
 	Details map[string]any
 }
 
+// Error implements the error interface.
 func (e *ValidationError) Error() string {
 	s := e.APIError.Error()
 	for _, is := range e.Issues {
@@ -194,6 +202,7 @@ func (e *ValidationError) Error() string {
 	return s
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *ValidationError) Unwrap() error { return e.APIError }
 
 // LimitError carries the {error, limit, size} body: a request over a size limit.
@@ -203,10 +212,12 @@ type LimitError struct {
 	Size  int64
 }
 
+// Error implements the error interface.
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("%s: size %d over limit %d", e.APIError.Error(), e.Size, e.Limit)
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *LimitError) Unwrap() error { return e.APIError }
 
 // RateLimitError is a 429 that outlasted the retries, or whose Retry-After
@@ -217,6 +228,7 @@ type RateLimitError struct {
 	RetryAfter time.Duration
 }
 
+// Error implements the error interface.
 func (e *RateLimitError) Error() string {
 	if e.RetryAfter > 0 {
 		return fmt.Sprintf("%s: retry after %s", e.APIError.Error(), e.RetryAfter)
@@ -224,6 +236,7 @@ func (e *RateLimitError) Error() string {
 	return e.APIError.Error()
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *RateLimitError) Unwrap() error { return e.APIError }
 
 // errorBody is the union of the error body shapes in the reference.
@@ -317,6 +330,7 @@ type InvalidArgumentError struct {
 	Problem string
 }
 
+// Error implements the error interface.
 func (e *InvalidArgumentError) Error() string {
 	return fmt.Sprintf("lendgraph: invalid %s: %s", e.Arg, e.Problem)
 }
@@ -338,6 +352,7 @@ type JobError struct {
 	Message string
 }
 
+// Error implements the error interface.
 func (e *JobError) Error() string {
 	s := fmt.Sprintf("lendgraph: %s job %s %s", e.Kind, e.JobID, e.Status)
 	if e.Message != "" {

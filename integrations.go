@@ -55,7 +55,7 @@ const (
 // PushReason explains an outcome; "not_found" is shown, others are kept as sent.
 type PushReason string
 
-// PushNotFound: the id matches no record of the entity.
+// PushNotFound is the reason given when the id matches no record of the entity.
 const PushNotFound PushReason = "not_found"
 
 // CRMPushRequest is a push of records to the external CRM.
@@ -171,6 +171,7 @@ type PushIncompleteError struct {
 	Err     error
 }
 
+// Error implements the error interface.
 func (e *PushIncompleteError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "lendgraph: CRM push stopped: %d ids answered", len(e.Done.Results))
@@ -181,6 +182,7 @@ func (e *PushIncompleteError) Error() string {
 	return b.String()
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *PushIncompleteError) Unwrap() error { return e.Err }
 
 // outcomeKnown reports whether a failed push certainly wrote nothing: the

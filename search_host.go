@@ -306,6 +306,7 @@ type SearchHostError struct {
 	Err error
 }
 
+// Error implements the error interface.
 func (e *SearchHostError) Error() string {
 	s := fmt.Sprintf("lendgraph: search host POST %s: %d %s", searchPath(e.Index), e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Message != "" {
@@ -317,6 +318,7 @@ func (e *SearchHostError) Error() string {
 	return s
 }
 
+// Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *SearchHostError) Unwrap() error { return e.Err }
 
 // Is matches the sentinel of the status, as *APIError does.

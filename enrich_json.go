@@ -67,21 +67,21 @@ func (r *EnrichCounts) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 }
 
 // MarshalJSON implements json.Marshaler.
-func (r EnrichJobStatus) MarshalJSON() ([]byte, error) { return marshal(enrichJobStatusJSON(r)) }
+func (s EnrichJobStatus) MarshalJSON() ([]byte, error) { return marshal(enrichJobStatusJSON(s)) }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (r *EnrichJobStatus) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*enrichJobStatusJSON)(r))
+func (s *EnrichJobStatus) UnmarshalJSON(b []byte) error {
+	return unmarshal(b, (*enrichJobStatusJSON)(s))
 }
 
 // MarshalJSONTo implements the encoding/json/v2 MarshalerTo.
-func (r EnrichJobStatus) MarshalJSONTo(e *jsontext.Encoder) error {
-	return encodeTo(e, enrichJobStatusJSON(r))
+func (s EnrichJobStatus) MarshalJSONTo(e *jsontext.Encoder) error {
+	return encodeTo(e, enrichJobStatusJSON(s))
 }
 
 // UnmarshalJSONFrom implements the encoding/json/v2 UnmarshalerFrom.
-func (r *EnrichJobStatus) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return decodeFrom(d, (*enrichJobStatusJSON)(r))
+func (s *EnrichJobStatus) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return decodeFrom(d, (*enrichJobStatusJSON)(s))
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -121,17 +121,17 @@ func (r *EnrichmentResultEntry) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 }
 
 // MarshalJSON implements json.Marshaler.
-func (r Person) MarshalJSON() ([]byte, error) { return marshal(personJSON(r)) }
+func (p Person) MarshalJSON() ([]byte, error) { return marshal(personJSON(p)) }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (r *Person) UnmarshalJSON(b []byte) error { return unmarshal(b, (*personJSON)(r)) }
+func (p *Person) UnmarshalJSON(b []byte) error { return unmarshal(b, (*personJSON)(p)) }
 
 // MarshalJSONTo implements the encoding/json/v2 MarshalerTo.
-func (r Person) MarshalJSONTo(e *jsontext.Encoder) error { return encodeTo(e, personJSON(r)) }
+func (p Person) MarshalJSONTo(e *jsontext.Encoder) error { return encodeTo(e, personJSON(p)) }
 
 // UnmarshalJSONFrom implements the encoding/json/v2 UnmarshalerFrom.
-func (r *Person) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return decodeFrom(d, (*personJSON)(r))
+func (p *Person) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return decodeFrom(d, (*personJSON)(p))
 }
 
 // MarshalJSON implements json.Marshaler.

@@ -222,7 +222,9 @@ func (s EnrichJobStatus) LogValue() slog.Value {
 
 // jobProgress reports the rows handled and the rows to handle, for the
 // poller's completion estimate.
-func (s *EnrichJobStatus) jobProgress() (done, total int64) { return s.Succeeded + s.Failed, s.Total }
+func (s *EnrichJobStatus) jobProgress() (done, total int64) {
+	return s.Succeeded + s.FromCache + s.Failed, s.Total
+}
 
 // jobProgress reports the rows written and the rows expected.
 func (s *DeliveryStatus) jobProgress() (done, total int64) { return s.Processed, s.EstimatedTotal }

@@ -72,17 +72,17 @@ func (r *OrganizationMatch) UnmarshalJSONFrom(d *jsontext.Decoder) error {
 }
 
 // MarshalJSON implements json.Marshaler.
-func (r SearchToken) MarshalJSON() ([]byte, error) { return marshal(searchTokenJSON(r)) }
+func (t SearchToken) MarshalJSON() ([]byte, error) { return marshal(searchTokenJSON(t)) }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (r *SearchToken) UnmarshalJSON(b []byte) error { return unmarshal(b, (*searchTokenJSON)(r)) }
+func (t *SearchToken) UnmarshalJSON(b []byte) error { return unmarshal(b, (*searchTokenJSON)(t)) }
 
 // MarshalJSONTo implements the encoding/json/v2 MarshalerTo.
-func (r SearchToken) MarshalJSONTo(e *jsontext.Encoder) error { return encodeTo(e, searchTokenJSON(r)) }
+func (t SearchToken) MarshalJSONTo(e *jsontext.Encoder) error { return encodeTo(e, searchTokenJSON(t)) }
 
 // UnmarshalJSONFrom implements the encoding/json/v2 UnmarshalerFrom.
-func (r *SearchToken) UnmarshalJSONFrom(d *jsontext.Decoder) error {
-	return decodeFrom(d, (*searchTokenJSON)(r))
+func (t *SearchToken) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	return decodeFrom(d, (*searchTokenJSON)(t))
 }
 
 // MarshalJSON implements json.Marshaler.

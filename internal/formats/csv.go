@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -18,36 +19,133 @@ import (
 // type does not know are inferred (see appendInferred). Quotes are strict:
 // a bare or unterminated quote, or a row with a different number of
 // fields, is an error naming the row.
+//
+// The producer only finds where records end (a newline outside quotes);
+// workers parse chunks of records with encoding/csv and build the JSON, so
+// parsing runs on every core. A malformed quote makes the split wrong only
+// from that record on, and encoding/csv reports that record.
 func CSV(r io.Reader, schema Schema) Producer {
 	return func(e *emitter) error {
 		br := bufio.NewReaderSize(r, 256<<10)
 		if bom, _ := br.Peek(3); len(bom) == 3 && bom[0] == 0xEF && bom[1] == 0xBB && bom[2] == 0xBF {
 			_, _ = br.Discard(3)
 		}
-		cr := csv.NewReader(br)
-		cr.ReuseRecord = true
-		header, err := cr.Read()
-		if err == io.EOF {
+		sp := &csvSplitter{br: br, line: 1}
+		head, err := sp.record(nil)
+		if len(head) == 0 && err == io.EOF {
 			return nil // an empty file has no rows
 		}
-		if err != nil {
+		if err != nil && err != io.EOF {
 			return fmt.Errorf("csv: reading the header: %w", err)
 		}
-		header = slices.Clone(header) // ReuseRecord reuses its array
-		names := make([][]byte, len(header))
-		kinds := make([]Kind, len(header))
-		skip := make([]bool, len(header))
-		seen := map[string]bool{}
-		for i, h := range header {
-			if seen[h] {
-				return fmt.Errorf("csv: the header names column %q twice", h)
-			}
-			seen[h] = true
-			names[i], _ = jsontext.AppendQuote(nil, h)
-			names[i] = append(names[i], ':')
-			k, known := schema[h]
-			kinds[i], skip[i] = k, !known && !schema.keepsUnknown() || h == ""
+		header, herr := csv.NewReader(bytes.NewReader(head)).Read()
+		if herr != nil {
+			return fmt.Errorf("csv: reading the header: %w", herr)
 		}
+		cols, err := newCSVColumns(header, schema)
+		if err != nil {
+			return err
+		}
+		for err == nil {
+			raw := e.pool.Get().(*Batch)
+			raw.buf = raw.buf[:0]
+			startLine, n := sp.line, 0
+			var rerr error
+			for err == nil && n < batchRows && len(raw.buf) < batchBytes {
+				before := len(raw.buf)
+				if raw.buf, err = sp.record(raw.buf); err != nil && err != io.EOF {
+					raw.buf, rerr = raw.buf[:before], err // the records before it are whole
+				} else if len(raw.buf) > before {
+					n++
+				}
+			}
+			if n > 0 && !e.later(cols.chunk(raw, startLine, e.pool), int64(n), 4) {
+				return errStopped
+			}
+			if rerr != nil {
+				return fmt.Errorf("csv: row %d: %w", e.next, rerr)
+			}
+			if n == 0 {
+				e.pool.Put(raw)
+			}
+		}
+		return nil
+	}
+}
+
+// csvSplitter cuts a csv stream into records: lines are joined while a
+// quoted field is open (an odd number of quotes so far); blank lines
+// between records are skipped, as encoding/csv does.
+type csvSplitter struct {
+	br   *bufio.Reader
+	line int // number of the next line
+}
+
+// maxRecord bounds one csv record (a quoted cell may hold newlines).
+const maxRecord = DefaultMaxLine
+
+// record appends the next record (with its line end) to dst; it appends
+// nothing at the end of the stream (io.EOF).
+func (s *csvSplitter) record(dst []byte) ([]byte, error) {
+	start, quoted := len(dst), false
+	for {
+		l, err := s.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			err = nil
+		} else if len(l) > 0 && l[len(l)-1] == '\n' {
+			s.line++
+		}
+		if !quoted && len(dst) == start && (len(l) == 1 && l[0] == '\n' || len(l) == 2 && l[0] == '\r' && l[1] == '\n') {
+			if err != nil {
+				return dst, err
+			}
+			continue // a blank line
+		}
+		dst = append(dst, l...)
+		if bytes.Count(l, []byte{'"'})%2 == 1 {
+			quoted = !quoted
+		}
+		if len(dst)-start > maxRecord {
+			return dst[:start], fmt.Errorf("record longer than %d bytes", maxRecord)
+		}
+		if err != nil || !quoted && len(dst) > start && dst[len(dst)-1] == '\n' {
+			return dst, err
+		}
+	}
+}
+
+type csvColumns struct {
+	header []string
+	names  [][]byte
+	kinds  []Kind
+	skip   []bool
+}
+
+func newCSVColumns(header []string, schema Schema) (*csvColumns, error) {
+	c := &csvColumns{header: slices.Clone(header), names: make([][]byte, len(header)),
+		kinds: make([]Kind, len(header)), skip: make([]bool, len(header))}
+	seen := map[string]bool{}
+	for i, h := range header {
+		if seen[h] {
+			return nil, fmt.Errorf("csv: the header names column %q twice", h)
+		}
+		seen[h] = true
+		c.names[i], _ = jsontext.AppendQuote(nil, h)
+		c.names[i] = append(c.names[i], ':')
+		k, known := schema[h]
+		c.kinds[i], c.skip[i] = k, !known && !schema.keepsUnknown() || h == ""
+	}
+	return c, nil
+}
+
+// chunk parses the records in raw (starting at line startLine) on a
+// worker, emitting one JSON object per record.
+func (c *csvColumns) chunk(raw *Batch, startLine int, pool interface{ Put(any) }) Producer {
+	return func(e *emitter) error {
+		defer pool.Put(raw)
+		cr := csv.NewReader(bytes.NewReader(raw.buf))
+		cr.ReuseRecord = true
+		cr.FieldsPerRecord = len(c.header)
 		for {
 			rec, err := cr.Read()
 			if err == io.EOF {
@@ -56,26 +154,26 @@ func CSV(r io.Reader, schema Schema) Producer {
 			if err != nil {
 				var pe *csv.ParseError
 				if errors.As(err, &pe) {
-					return fmt.Errorf("csv: row %d (line %d, column %d): %w", e.next, pe.StartLine, pe.Column, pe.Err)
+					return fmt.Errorf("csv: row %d (line %d, column %d): %w", e.next, startLine+pe.StartLine-1, pe.Column, pe.Err)
 				}
 				return fmt.Errorf("csv: row %d: %w", e.next, err)
 			}
 			buf := append(e.begin(), '{')
 			first := true
 			for i, cell := range rec {
-				k := kinds[i]
-				if skip[i] || cell == "" && k != Unknown && k != String {
+				k := c.kinds[i]
+				if c.skip[i] || cell == "" && k != Unknown && k != String {
 					continue
 				}
 				mark := len(buf)
 				if !first {
 					buf = append(buf, ',')
 				}
-				buf = append(buf, names[i]...)
+				buf = append(buf, c.names[i]...)
 				var ok bool
 				if buf, ok = appendText(buf, k, cell); !ok {
 					e.cur.buf = buf[:mark]
-					return fmt.Errorf("csv: row %d, column %q: %q is not a valid %s", e.next, header[i], cell, kindName[k])
+					return fmt.Errorf("csv: row %d, column %q: %q is not a valid %s", e.next, c.header[i], cell, kindName[k])
 				}
 				first = false
 			}

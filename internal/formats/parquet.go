@@ -24,6 +24,9 @@ import (
 // JSON-encoded strings of the row type's nested fields, which are
 // inlined. The file is opened (and its footer checked) before any row: a
 // corrupt file is an error, never a panic.
+// ParquetInFlight bounds the row groups decoded ahead of the one being read.
+const ParquetInFlight = 1
+
 func Parquet(r io.ReaderAt, size int64, schema Schema) Producer {
 	return func(e *emitter) error {
 		f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))

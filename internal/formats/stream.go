@@ -47,6 +47,8 @@ type emitter struct {
 	next int64 // number of the next row
 	send func(*Batch) bool
 	pool *sync.Pool
+	// sendRun hands a Producer to a worker (see later).
+	sendRun func(run Producer, first int64, outCap int) bool
 }
 
 // begin returns the batch buffer to append the next row to.
@@ -90,23 +92,45 @@ type result[T any] struct {
 	err  error
 }
 
+// work is one unit in file order: a batch of JSON rows ready to decode, or
+// a job (run) that a worker turns into batches itself, such as a csv chunk
+// or a parquet row group.
 type work[T any] struct {
-	b   *Batch
-	err error // a producer error: ends the stream after the rows before it
-	out chan result[T]
+	b     *Batch
+	run   Producer // on a worker, emitting rows numbered from first
+	first int64
+	err   error // a producer error: ends the stream after the rows before it
+	out   chan result[T]
+}
+
+// later hands run to a worker: it emits rows rows numbered from the next
+// row, whose decoded batches wait in a buffer of outCap batches. False
+// means stop.
+func (e *emitter) later(run Producer, rows int64, outCap int) bool {
+	if !e.flush() {
+		return false
+	}
+	first := e.next
+	e.next += rows
+	return e.sendRun(run, first, outCap)
 }
 
 // Stream runs produce on one goroutine, decodes its batches on
-// GOMAXPROCS workers with decode, and yields the rows in file order. format
-// names the file format in errors. Stopping the loop stops every goroutine
-// before Stream's iterator returns (a producer blocked in Read is waited
-// for: close its reader to unblock it).
-func Stream[T any](format string, produce Producer, decode func([]byte, *T) error) iter.Seq2[T, error] {
+// GOMAXPROCS workers (each with its own decoder from newDecode), and
+// yields the rows in file order. format names the file format in errors.
+// inFlight bounds the units queued ahead of the one being yielded (0: two
+// per worker). Stopping the loop stops every goroutine before Stream's
+// iterator returns (a producer blocked in Read is waited for: close its
+// reader to unblock it).
+func Stream[T any](format string, produce Producer, newDecode func() func([]byte, *T) error, inFlight int) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		workers := max(runtime.GOMAXPROCS(0), 1)
+		if inFlight <= 0 {
+			inFlight = 2 * workers
+		}
 		stop := make(chan struct{})
-		order := make(chan work[T], 2*workers) // in file order
-		jobs := make(chan work[T], 2*workers)
+		order := make(chan work[T], inFlight) // in file order
+		jobs := make(chan work[T], inFlight)
 		pool := &sync.Pool{New: func() any { return new(Batch) }}
 		var wg sync.WaitGroup
 
@@ -121,7 +145,7 @@ func Stream[T any](format string, produce Producer, decode func([]byte, *T) erro
 				case <-stop:
 					return false
 				}
-				if w.b == nil {
+				if w.err != nil {
 					return true
 				}
 				select {
@@ -131,14 +155,16 @@ func Stream[T any](format string, produce Producer, decode func([]byte, *T) erro
 					return false
 				}
 			}
-			e := &emitter{next: 1, pool: pool, send: func(b *Batch) bool {
+			e := &emitter{next: 1, pool: pool}
+			e.send = func(b *Batch) bool {
 				return send(work[T]{b: b, out: make(chan result[T], 1)})
-			}}
+			}
+			e.sendRun = func(run Producer, first int64, outCap int) bool {
+				return send(work[T]{run: run, first: first, out: make(chan result[T], max(outCap, 1))})
+			}
 			err := safeProduce(format, produce, e)
 			if err == nil {
-				if !e.flush() {
-					return
-				}
+				e.flush()
 				return
 			}
 			if errors.Is(err, errStopped) {
@@ -152,28 +178,51 @@ func Stream[T any](format string, produce Producer, decode func([]byte, *T) erro
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for w := range jobs {
-					rows := make([]T, w.b.Len())
+				decode := newDecode()
+				decodeBatch := func(b *Batch) result[T] {
+					rows := make([]T, b.Len())
 					var err error
 					for i := range rows {
-						if derr := decode(w.b.Row(i), &rows[i]); derr != nil {
-							err = fmt.Errorf("%s: row %d: %w", format, w.b.first+int64(i), derr)
+						if derr := decode(b.Row(i), &rows[i]); derr != nil {
+							err = fmt.Errorf("%s: row %d: %w", format, b.first+int64(i), derr)
 							rows = rows[:i]
 							break
 						}
 					}
-					w.b.buf = w.b.buf[:0]
-					if cap(w.b.buf) <= 4*batchBytes {
-						pool.Put(w.b)
+					b.buf = b.buf[:0]
+					if cap(b.buf) <= 4*batchBytes {
+						pool.Put(b)
 					}
-					w.out <- result[T]{rows: rows, err: err}
+					return result[T]{rows: rows, err: err}
+				}
+				for w := range jobs {
+					if w.b != nil {
+						w.out <- decodeBatch(w.b)
+						close(w.out)
+						continue
+					}
+					put := func(r result[T]) bool {
+						select {
+						case w.out <- r:
+							return r.err == nil
+						case <-stop:
+							return false
+						}
+					}
+					we := &emitter{next: w.first, pool: pool, send: func(b *Batch) bool { return put(decodeBatch(b)) }}
+					err := safeProduce(format, w.run, we)
+					if err == nil {
+						we.flush()
+					} else if !errors.Is(err, errStopped) && we.flush() {
+						put(result[T]{err: err})
+					}
+					close(w.out)
 				}
 			}()
 		}
 		defer func() {
 			close(stop)
-			// Drain so that workers blocked on nothing remain; their out
-			// channels are buffered, so they never block on a send.
+			// Drain so that no worker is left waiting for the consumer.
 			for range order {
 			}
 			wg.Wait()
@@ -184,16 +233,17 @@ func Stream[T any](format string, produce Producer, decode func([]byte, *T) erro
 				yield(zero, w.err)
 				return
 			}
-			r := <-w.out
-			for _, row := range r.rows {
-				if !yield(row, nil) {
+			for r := range w.out {
+				for _, row := range r.rows {
+					if !yield(row, nil) {
+						return
+					}
+				}
+				if r.err != nil {
+					var zero T
+					yield(zero, r.err)
 					return
 				}
-			}
-			if r.err != nil {
-				var zero T
-				yield(zero, r.err)
-				return
 			}
 		}
 	}

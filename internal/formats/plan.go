@@ -1,0 +1,479 @@
+package formats
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// RowDecoder returns a factory of row decoders for T, one per worker
+// goroutine. For struct rows of plain fields (and map[string]jsontext.Value
+// rows) it scans the JSON object once, sets scalar fields directly and
+// keeps unknown members as sub-slices of one per-row buffer with interned
+// names. Anything it does not handle exactly as slow would (escapes that do
+// not unquote cleanly, a type mismatch, invalid JSON, unusual tags, a row
+// type with its own unmarshal methods unless trusted) goes to slow, which
+// decodes the whole row: the result and every error are slow's.
+//
+// slow decodes a whole JSON value into a pointer; trusted means T's own
+// unmarshal methods (if any) decode exactly like its fields would.
+func RowDecoder[T any](slow func([]byte, any) error, trusted bool) func() func([]byte, *T) error {
+	p := newPlan(reflect.TypeFor[T](), trusted)
+	if p == nil {
+		return func() func([]byte, *T) error {
+			return func(b []byte, v *T) error { return slow(b, v) }
+		}
+	}
+	p.slow = slow
+	return func() func([]byte, *T) error {
+		s := &scratch{names: map[string]string{}}
+		return func(b []byte, v *T) error {
+			if p.decode(b, unsafe.Pointer(v), s) {
+				return nil
+			}
+			var zero T
+			*v = zero
+			return slow(b, v)
+		}
+	}
+}
+
+type setKind uint8
+
+const (
+	setOther setKind = iota // decoded by slow into the field
+	setString
+	setInt
+	setUint
+	setFloat
+	setBool
+)
+
+type planField struct {
+	offset uintptr
+	typ    reflect.Type
+	kind   setKind
+	bits   int
+}
+
+type plan struct {
+	fields  map[string]*planField
+	extra   int // offset of the unknown-members map, or -1
+	rootMap bool
+	slow    func([]byte, any) error
+}
+
+var fieldsType = reflect.TypeFor[map[string]jsontext.Value]()
+
+func hasUnmarshaler(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	for _, m := range []string{"UnmarshalJSON", "UnmarshalJSONFrom", "UnmarshalText"} {
+		if _, ok := pt.MethodByName(m); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// newPlan returns nil when t is not a type the plan decodes exactly as the
+// slow path does.
+func newPlan(t reflect.Type, trusted bool) *plan {
+	if t.Kind() == reflect.Map && t.ConvertibleTo(fieldsType) && t.Key() == fieldsType.Key() && t.Elem() == fieldsType.Elem() {
+		if !trusted && hasUnmarshaler(t) {
+			return nil
+		}
+		return &plan{extra: 0, rootMap: true}
+	}
+	if t.Kind() != reflect.Struct || !trusted && hasUnmarshaler(t) {
+		return nil
+	}
+	p := &plan{fields: map[string]*planField{}, extra: -1}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, hasTag := f.Tag.Lookup("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous || strings.Contains(tag, "'") {
+			return nil
+		}
+		if !f.IsExported() || name == "-" && opts == "" {
+			continue
+		}
+		unknown := false
+		for o := range strings.SplitSeq(opts, ",") {
+			switch o {
+			case "", "omitempty", "omitzero":
+			case "unknown":
+				unknown = true
+			default: // string, inline, nocase, case:, format:, ...
+				return nil
+			}
+		}
+		if unknown {
+			if p.extra >= 0 || f.Type.Kind() != reflect.Map || !f.Type.ConvertibleTo(fieldsType) ||
+				f.Type.Key() != fieldsType.Key() || f.Type.Elem() != fieldsType.Elem() || hasUnmarshaler(f.Type) {
+				return nil
+			}
+			p.extra = int(f.Offset)
+			continue
+		}
+		if !hasTag || name == "" {
+			name = f.Name
+		}
+		if _, dup := p.fields[name]; dup {
+			return nil
+		}
+		pf := &planField{offset: f.Offset, typ: f.Type}
+		if !hasUnmarshaler(f.Type) {
+			switch f.Type.Kind() {
+			case reflect.String:
+				pf.kind = setString
+			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+				pf.kind, pf.bits = setInt, f.Type.Bits()
+			case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+				pf.kind, pf.bits = setUint, f.Type.Bits()
+			case reflect.Float32, reflect.Float64:
+				pf.kind, pf.bits = setFloat, f.Type.Bits()
+			case reflect.Bool:
+				pf.kind = setBool
+			}
+		}
+		p.fields[name] = pf
+	}
+	return p
+}
+
+// scratch is one worker's reusable state.
+type scratch struct {
+	names   map[string]string // interned unknown member names
+	unknown []span
+}
+
+type span struct {
+	name       string
+	start, end int
+}
+
+func (s *scratch) intern(b []byte) string {
+	if n, ok := s.names[string(b)]; ok {
+		return n
+	}
+	n := string(b)
+	if len(s.names) < 4096 {
+		s.names[n] = n
+	}
+	return n
+}
+
+// decode reports false when the row must go to the slow path.
+func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipWS(b, i+1)
+	s.unknown = s.unknown[:0]
+	var unq []byte
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return false
+			}
+			ne, esc, hi, ok := scanString(b, i)
+			if !ok {
+				return false
+			}
+			name := b[i+1 : ne-1]
+			if esc || hi && !utf8.Valid(name) {
+				var err error
+				if unq, err = jsontext.AppendUnquote(unq[:0], b[i:ne]); err != nil {
+					return false
+				}
+				name = unq
+			}
+			i = skipWS(b, ne)
+			if i >= len(b) || b[i] != ':' {
+				return false
+			}
+			vs := skipWS(b, i+1)
+			ve, ok := skipValue(b, vs, 0)
+			if !ok {
+				return false
+			}
+			if f := p.fields[string(name)]; f != nil {
+				if !p.set(f, unsafe.Add(v, f.offset), b[vs:ve]) {
+					return false
+				}
+			} else if p.extra >= 0 {
+				s.unknown = append(s.unknown, span{s.intern(name), vs, ve})
+			}
+			i = skipWS(b, ve)
+			if i < len(b) && b[i] == ',' {
+				i = skipWS(b, i+1)
+				continue
+			}
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			return false
+		}
+	}
+	if skipWS(b, i) != len(b) {
+		return false
+	}
+	if p.rootMap && len(s.unknown) == 0 {
+		*(*map[string]jsontext.Value)(v) = map[string]jsontext.Value{}
+	}
+	if len(s.unknown) > 0 {
+		n := 0
+		for _, u := range s.unknown {
+			n += u.end - u.start
+		}
+		buf := make([]byte, 0, n)
+		m := make(map[string]jsontext.Value, len(s.unknown))
+		for _, u := range s.unknown {
+			a := len(buf)
+			buf = append(buf, b[u.start:u.end]...)
+			m[u.name] = buf[a:len(buf):len(buf)]
+		}
+		*(*map[string]jsontext.Value)(unsafe.Add(v, p.extra)) = m
+	}
+	return true
+}
+
+// set stores the JSON value raw into the field at ptr.
+func (p *plan) set(f *planField, ptr unsafe.Pointer, raw []byte) bool {
+	if f.kind == setOther {
+		return p.slow(raw, reflect.NewAt(f.typ, ptr).Interface()) == nil
+	}
+	if raw[0] == 'n' { // null: the zero value
+		switch f.kind {
+		case setString:
+			*(*string)(ptr) = ""
+		case setBool:
+			*(*bool)(ptr) = false
+		default:
+			setNumber(f, ptr, 0, 0, 0)
+		}
+		return true
+	}
+	switch f.kind {
+	case setString:
+		if raw[0] != '"' {
+			return false
+		}
+		body := raw[1 : len(raw)-1]
+		if !needsUnquote(body) {
+			*(*string)(ptr) = string(body)
+			return true
+		}
+		out, err := jsontext.AppendUnquote(nil, raw)
+		if err != nil {
+			return false
+		}
+		*(*string)(ptr) = string(out)
+	case setBool:
+		switch raw[0] {
+		case 't':
+			*(*bool)(ptr) = true
+		case 'f':
+			*(*bool)(ptr) = false
+		default:
+			return false
+		}
+	case setInt:
+		n, err := strconv.ParseInt(unsafe.String(&raw[0], len(raw)), 10, f.bits)
+		if err != nil || raw[0] == '+' {
+			return false
+		}
+		setNumber(f, ptr, n, 0, 0)
+	case setUint:
+		n, err := strconv.ParseUint(unsafe.String(&raw[0], len(raw)), 10, f.bits)
+		if err != nil || raw[0] == '+' {
+			return false
+		}
+		setNumber(f, ptr, 0, n, 0)
+	case setFloat:
+		if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+			return false
+		}
+		x, err := strconv.ParseFloat(unsafe.String(&raw[0], len(raw)), f.bits)
+		if err != nil {
+			return false
+		}
+		setNumber(f, ptr, 0, 0, x)
+	}
+	return true
+}
+
+func setNumber(f *planField, ptr unsafe.Pointer, i int64, u uint64, x float64) {
+	switch f.kind {
+	case setInt:
+		switch f.bits {
+		case 8:
+			*(*int8)(ptr) = int8(i)
+		case 16:
+			*(*int16)(ptr) = int16(i)
+		case 32:
+			*(*int32)(ptr) = int32(i)
+		default:
+			*(*int64)(ptr) = i
+		}
+	case setUint:
+		switch f.bits {
+		case 8:
+			*(*uint8)(ptr) = uint8(u)
+		case 16:
+			*(*uint16)(ptr) = uint16(u)
+		case 32:
+			*(*uint32)(ptr) = uint32(u)
+		default:
+			*(*uint64)(ptr) = u
+		}
+	case setFloat:
+		if f.bits == 32 {
+			*(*float32)(ptr) = float32(x)
+		} else {
+			*(*float64)(ptr) = x
+		}
+	}
+}
+
+// needsUnquote reports whether a JSON string body has escapes or bytes
+// that are not plain valid UTF-8.
+func needsUnquote(body []byte) bool {
+	hi := false
+	for _, c := range body {
+		if c == '\\' {
+			return true
+		}
+		hi = hi || c >= 0x80
+	}
+	return hi && !utf8.Valid(body)
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// scanString scans the JSON string starting at b[i] == '"' and returns the
+// index after its closing quote, whether it has escapes and bytes >= 0x80.
+func scanString(b []byte, i int) (end int, esc, hi, ok bool) {
+	for i++; i < len(b); {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, esc, hi, true
+		case c == '\\':
+			esc = true
+			if i+1 >= len(b) {
+				return 0, false, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return 0, false, false, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return 0, false, false, false
+					}
+				}
+				i += 6
+			default:
+				return 0, false, false, false
+			}
+		case c < 0x20:
+			return 0, false, false, false
+		default:
+			hi = hi || c >= 0x80
+			i++
+		}
+	}
+	return 0, false, false, false
+}
+
+// skipValue returns the end of the JSON value starting at b[i], checking
+// its syntax (strings may hold invalid UTF-8, as the SDK's options allow;
+// duplicate names inside nested objects are allowed too).
+func skipValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) || depth > 64 {
+		return 0, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, _, _, ok := scanString(b, i)
+		return end, ok
+	case c == '{' || c == '[':
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		i = skipWS(b, i+1)
+		if i < len(b) && b[i] == closer {
+			return i + 1, true
+		}
+		for {
+			if c == '{' {
+				if i >= len(b) || b[i] != '"' {
+					return 0, false
+				}
+				end, _, _, ok := scanString(b, i)
+				if !ok {
+					return 0, false
+				}
+				i = skipWS(b, end)
+				if i >= len(b) || b[i] != ':' {
+					return 0, false
+				}
+				i = skipWS(b, i+1)
+			}
+			end, ok := skipValue(b, i, depth+1)
+			if !ok {
+				return 0, false
+			}
+			i = skipWS(b, end)
+			if i >= len(b) {
+				return 0, false
+			}
+			if b[i] == closer {
+				return i + 1, true
+			}
+			if b[i] != ',' {
+				return 0, false
+			}
+			i = skipWS(b, i+1)
+		}
+	case c == 't':
+		return literal(b, i, "true")
+	case c == 'f':
+		return literal(b, i, "false")
+	case c == 'n':
+		return literal(b, i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		j := i
+		for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || '0' <= b[j] && b[j] <= '9') {
+			j++
+		}
+		return j, isNumber(unsafe.String(&b[i], j-i))
+	}
+	return 0, false
+}
+
+func literal(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return 0, false
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -24,9 +25,6 @@ import (
 // JSON-encoded strings of the row type's nested fields, which are
 // inlined. The file is opened (and its footer checked) before any row: a
 // corrupt file is an error, never a panic.
-// ParquetInFlight bounds the row groups decoded ahead of the one being read.
-const ParquetInFlight = 1
-
 func Parquet(r io.ReaderAt, size int64, schema Schema) Producer {
 	return func(e *emitter) error {
 		f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
@@ -37,18 +35,52 @@ func Parquet(r io.ReaderAt, size int64, schema Schema) Producer {
 		if err != nil {
 			return err
 		}
-		rows := make([]parquet.Row, 256)
+		if len(f.RowGroups()) == 0 {
+			return nil
+		}
+		var chunks []parquet.ColumnChunk
+		for c, cc := range f.RowGroups()[0].ColumnChunks() {
+			if !cols[c].skip || c == len(cols)-1 && len(chunks) == 0 {
+				chunks = append(chunks, cc) // at least one column, to count rows
+			}
+		}
+		// Row groups are decoded in parallel on the workers, in file order,
+		// reading only the columns the row type needs.
 		for g, rg := range f.RowGroups() {
-			if err := readRowGroup(rg, g, cols, rows, e); err != nil {
-				return err
+			proj := projected{rg, chunks}
+			if g > 0 {
+				proj.chunks = make([]parquet.ColumnChunk, 0, len(chunks))
+				for _, cc := range chunks {
+					proj.chunks = append(proj.chunks, rg.ColumnChunks()[cc.Column()])
+				}
+			}
+			run := func(e *emitter) error { return readRowGroup(proj, g, cols, make([]parquet.Row, 256), e) }
+			// A worker decoding ahead may buffer (workers-1)/workers of a
+			// row group: enough to keep every worker busy, no more.
+			w := int64(max(runtime.GOMAXPROCS(0), 1))
+			if !e.later(run, rg.NumRows(), int((rg.NumRows()/batchRows+1)*(w-1)/w)+1) {
+				return errStopped
 			}
 		}
 		return nil
 	}
 }
 
+// ParquetInFlight bounds the row groups queued behind the one being
+// yielded: with the one a worker decodes ahead, at most three row groups
+// of rows exist at once.
+const ParquetInFlight = 1
+
+// projected is a row group narrowed to some of its columns.
+type projected struct {
+	parquet.RowGroup
+	chunks []parquet.ColumnChunk
+}
+
+func (p projected) ColumnChunks() []parquet.ColumnChunk { return p.chunks }
+
 func readRowGroup(rg parquet.RowGroup, g int, cols []column, buf []parquet.Row, e *emitter) error {
-	rr := rg.Rows()
+	rr := parquet.NewRowGroupRowReader(rg)
 	defer rr.Close()
 	for {
 		n, err := rr.ReadRows(buf)

@@ -56,9 +56,10 @@ func Parquet(r io.ReaderAt, size int64, schema Schema) Producer {
 			}
 			run := func(e *emitter) error { return readRowGroup(proj, g, cols, make([]parquet.Row, 256), e) }
 			// A worker decoding ahead may buffer (workers-1)/workers of a
-			// row group: enough to keep every worker busy, no more.
+			// row group (enough to keep every worker busy), at most
+			// maxAhead batches (to bound memory for wide rows).
 			w := int64(max(runtime.GOMAXPROCS(0), 1))
-			if !e.later(run, rg.NumRows(), int((rg.NumRows()/batchRows+1)*(w-1)/w)+1) {
+			if !e.later(run, rg.NumRows(), int(min((rg.NumRows()/batchRows+1)*(w-1)/w, maxAhead))+1) {
 				return errStopped
 			}
 		}
@@ -70,6 +71,9 @@ func Parquet(r io.ReaderAt, size int64, schema Schema) Producer {
 // yielded: with the one a worker decodes ahead, at most three row groups
 // of rows exist at once.
 const ParquetInFlight = 1
+
+// maxAhead bounds the batches a parquet worker decodes ahead of the reader.
+const maxAhead = 16
 
 // projected is a row group narrowed to some of its columns.
 type projected struct {

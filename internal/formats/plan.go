@@ -1,6 +1,8 @@
 package formats
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -150,6 +152,14 @@ func newPlan(t reflect.Type, trusted bool) *plan {
 type scratch struct {
 	names   map[string]string // interned unknown member names
 	unknown []span
+	// pos remembers, per member position, the last name seen there and its
+	// field: rows of one file list their members in the same order.
+	pos []posEntry
+}
+
+type posEntry struct {
+	name string
+	f    *planField
 }
 
 type span struct {
@@ -177,6 +187,7 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 	i = skipWS(b, i+1)
 	s.unknown = s.unknown[:0]
 	var unq []byte
+	k := 0 // member position
 	if i < len(b) && b[i] == '}' {
 		i++
 	} else {
@@ -205,12 +216,20 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 			if !ok {
 				return false
 			}
-			if f := p.fields[string(name)]; f != nil {
+			if k >= len(s.pos) {
+				s.pos = append(s.pos, posEntry{})
+			}
+			pe := &s.pos[k]
+			if pe.name != string(name) {
+				*pe = posEntry{s.intern(name), p.fields[string(name)]}
+			}
+			k++
+			if f := pe.f; f != nil {
 				if !p.set(f, unsafe.Add(v, f.offset), b[vs:ve]) {
 					return false
 				}
 			} else if p.extra >= 0 {
-				s.unknown = append(s.unknown, span{s.intern(name), vs, ve})
+				s.unknown = append(s.unknown, span{pe.name, vs, ve})
 			}
 			i = skipWS(b, ve)
 			if i < len(b) && b[i] == ',' {
@@ -358,6 +377,15 @@ func needsUnquote(body []byte) bool {
 	return hi && !utf8.Valid(body)
 }
 
+const (
+	lo8 = 0x0101010101010101
+	hi8 = 0x8080808080808080
+)
+
+// hasZero has the top bit set in (at least) the first zero byte of x; a
+// false positive only follows a true one, so it is exact as a test.
+func hasZero(x uint64) uint64 { return (x - lo8) & ^x & hi8 }
+
 func skipWS(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
 		i++
@@ -369,6 +397,21 @@ func skipWS(b []byte, i int) int {
 // index after its closing quote, whether it has escapes and bytes >= 0x80.
 func scanString(b []byte, i int) (end int, esc, hi, ok bool) {
 	for i++; i < len(b); {
+		// 8 bytes at a time: jump to the first quote, backslash, control
+		// character or byte above 0x7f (a borrow can only mark bytes after
+		// the first such byte, so the lowest mark is exact).
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			m := (x - lo8*0x20 | hasZero(x^(lo8*'"')) | hasZero(x^(lo8*'\\')) | x) & hi8
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':

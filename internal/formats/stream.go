@@ -15,9 +15,10 @@ import (
 
 // Batch is a run of consecutive rows, each one JSON object.
 type Batch struct {
-	buf   []byte
-	ends  []int // ends[i] is the end of row i in buf
-	first int64 // 1-based number of the batch's first row
+	buf    []byte
+	ends   []int // ends[i] is the end of row i in buf
+	starts []int // starts[i] is the start of row i; when nil, row i starts where row i-1 ends
+	first  int64 // 1-based number of the batch's first row
 }
 
 // batch limits: a batch is handed to a worker once it holds this many rows
@@ -35,7 +36,9 @@ func (b *Batch) Len() int { return len(b.ends) }
 // Row returns row i's JSON.
 func (b *Batch) Row(i int) []byte {
 	start := 0
-	if i > 0 {
+	if b.starts != nil {
+		start = b.starts[i]
+	} else if i > 0 {
 		start = b.ends[i-1]
 	}
 	return b.buf[start:b.ends[i]]
@@ -55,7 +58,7 @@ type emitter struct {
 func (e *emitter) begin() []byte {
 	if e.cur == nil {
 		e.cur = e.pool.Get().(*Batch)
-		e.cur.buf, e.cur.ends, e.cur.first = e.cur.buf[:0], e.cur.ends[:0], e.next
+		e.cur.buf, e.cur.ends, e.cur.starts, e.cur.first = e.cur.buf[:0], e.cur.ends[:0], nil, e.next
 	}
 	return e.cur.buf
 }

@@ -93,7 +93,7 @@ func DecodeParquet[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
 // rowDecoder decodes one row's JSON object into T: a direct scan for plain
 // struct rows (scalar fields set in place, unknown members kept as slices of
 // one buffer per row), unmarshal for anything else or anything unusual.
-func rowDecoder[T any]() func() func([]byte, *T) error {
+func rowDecoder[T any]() func() *formats.RowDec[T] {
 	return formats.RowDecoder[T](func(b []byte, v any) error { return unmarshal(b, v) }, plainRecords[reflect.TypeFor[T]()])
 }
 

@@ -144,7 +144,6 @@ func (c *csvColumns) chunk(raw *Batch, startLine int, pool interface{ Put(any) }
 	return func(e *emitter) error {
 		defer pool.Put(raw)
 		cr := csv.NewReader(bytes.NewReader(raw.buf))
-		cr.ReuseRecord = true
 		cr.FieldsPerRecord = len(c.header)
 		for {
 			rec, err := cr.Read()
@@ -158,30 +157,34 @@ func (c *csvColumns) chunk(raw *Batch, startLine int, pool interface{ Put(any) }
 				}
 				return fmt.Errorf("csv: row %d: %w", e.next, err)
 			}
-			buf := append(e.begin(), '{')
-			first := true
-			for i, cell := range rec {
-				k := c.kinds[i]
-				if c.skip[i] || cell == "" && k != Unknown && k != String {
-					continue
-				}
-				mark := len(buf)
-				if !first {
-					buf = append(buf, ',')
-				}
-				buf = append(buf, c.names[i]...)
-				var ok bool
-				if buf, ok = appendText(buf, k, cell); !ok {
-					e.cur.buf = buf[:mark]
-					return fmt.Errorf("csv: row %d, column %q: %q is not a valid %s", e.next, c.header[i], cell, kindName[k])
-				}
-				first = false
-			}
-			if !e.end(append(buf, '}')) {
+			if !e.record(c, rec) {
 				return errStopped
 			}
 		}
 	}
+}
+
+// appendJSON appends the JSON object a record converts to; bad is the
+// index of a cell that cannot convert to its field's kind, or -1.
+func (c *csvColumns) appendJSON(buf []byte, rec []string) (out []byte, bad int) {
+	buf = append(buf, '{')
+	first := true
+	for i, cell := range rec {
+		k := c.kinds[i]
+		if c.skip[i] || cell == "" && k != Unknown && k != String {
+			continue
+		}
+		if !first {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, c.names[i]...)
+		var ok bool
+		if buf, ok = appendText(buf, k, cell); !ok {
+			return buf, i
+		}
+		first = false
+	}
+	return append(buf, '}'), -1
 }
 
 var kindName = map[Kind]string{String: "string", Int: "integer", Float: "number", Bool: "boolean", Nested: "JSON value"}

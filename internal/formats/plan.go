@@ -2,6 +2,7 @@ package formats
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"reflect"
 	"strconv"
@@ -16,32 +17,57 @@ import (
 // goroutine. For struct rows of plain fields (and map[string]jsontext.Value
 // rows) it scans the JSON object once, sets scalar fields directly and
 // keeps unknown members as sub-slices of one per-row buffer with interned
-// names. Anything it does not handle exactly as slow would (escapes that do
-// not unquote cleanly, a type mismatch, invalid JSON, unusual tags, a row
-// type with its own unmarshal methods unless trusted) goes to slow, which
-// decodes the whole row: the result and every error are slow's.
+// names; csv records set scalar fields straight from their cells. Anything
+// it does not handle exactly as slow would (escapes that do not unquote
+// cleanly, a type mismatch, invalid JSON, unusual tags, a row type with its
+// own unmarshal methods unless trusted) goes to slow, which decodes the
+// whole row as JSON: the result and every error are slow's.
 //
 // slow decodes a whole JSON value into a pointer; trusted means T's own
 // unmarshal methods (if any) decode exactly like its fields would.
-func RowDecoder[T any](slow func([]byte, any) error, trusted bool) func() func([]byte, *T) error {
+func RowDecoder[T any](slow func([]byte, any) error, trusted bool) func() *RowDec[T] {
 	p := newPlan(reflect.TypeFor[T](), trusted)
-	if p == nil {
-		return func() func([]byte, *T) error {
-			return func(b []byte, v *T) error { return slow(b, v) }
-		}
+	if p != nil {
+		p.slow = slow
 	}
-	p.slow = slow
-	return func() func([]byte, *T) error {
-		s := &scratch{names: map[string]string{}}
-		return func(b []byte, v *T) error {
-			if p.decode(b, unsafe.Pointer(v), s) {
-				return nil
-			}
-			var zero T
-			*v = zero
-			return slow(b, v)
-		}
+	return func() *RowDec[T] {
+		return &RowDec[T]{plan: p, slow: slow, s: &scratch{names: map[string]string{}}}
 	}
+}
+
+// RowDec decodes rows into T on one worker goroutine.
+type RowDec[T any] struct {
+	plan *plan // nil: always slow
+	slow func([]byte, any) error
+	s    *scratch
+	buf  []byte
+}
+
+// JSON decodes one row's JSON object into v.
+func (d *RowDec[T]) JSON(b []byte, v *T) error {
+	if d.plan != nil && d.plan.decode(b, unsafe.Pointer(v), d.s) {
+		return nil
+	}
+	var zero T
+	*v = zero
+	return d.slow(b, v)
+}
+
+// csv decodes one csv record into v; row numbers its errors.
+func (d *RowDec[T]) csv(c *csvColumns, rec []string, row int64, v *T) error {
+	if d.plan != nil && d.plan.setCSV(c, rec, unsafe.Pointer(v), d.s) {
+		return nil
+	}
+	var zero T
+	*v = zero
+	var bad int
+	if d.buf, bad = c.appendJSON(d.buf[:0], rec); bad >= 0 {
+		return fmt.Errorf("csv: row %d, column %q: %q is not a valid %s", row, c.header[bad], rec[bad], kindName[c.kinds[bad]])
+	}
+	if err := d.JSON(d.buf, v); err != nil {
+		return fmt.Errorf("csv: row %d: %w", row, err)
+	}
+	return nil
 }
 
 type setKind uint8
@@ -155,6 +181,10 @@ type scratch struct {
 	// pos remembers, per member position, the last name seen there and its
 	// field: rows of one file list their members in the same order.
 	pos []posEntry
+	// csvFields maps the columns of csvCols to fields.
+	csvCols   *csvColumns
+	csvFields []*planField
+	ebuf      []byte
 }
 
 type posEntry struct {
@@ -249,20 +279,95 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 	if p.rootMap && len(s.unknown) == 0 {
 		*(*map[string]jsontext.Value)(v) = map[string]jsontext.Value{}
 	}
-	if len(s.unknown) > 0 {
-		n := 0
-		for _, u := range s.unknown {
-			n += u.end - u.start
-		}
-		buf := make([]byte, 0, n)
-		m := make(map[string]jsontext.Value, len(s.unknown))
-		for _, u := range s.unknown {
-			a := len(buf)
-			buf = append(buf, b[u.start:u.end]...)
-			m[u.name] = buf[a:len(buf):len(buf)]
-		}
-		*(*map[string]jsontext.Value)(unsafe.Add(v, p.extra)) = m
+	p.setExtra(v, b, s.unknown)
+	return true
+}
+
+// setExtra stores the unknown members (spans of b) in one new buffer.
+func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span) {
+	if len(unknown) == 0 {
+		return
 	}
+	n := 0
+	for _, u := range unknown {
+		n += u.end - u.start
+	}
+	buf := make([]byte, 0, n)
+	m := make(map[string]jsontext.Value, len(unknown))
+	for _, u := range unknown {
+		a := len(buf)
+		buf = append(buf, b[u.start:u.end]...)
+		m[u.name] = buf[a:len(buf):len(buf)]
+	}
+	*(*map[string]jsontext.Value)(unsafe.Add(v, p.extra)) = m
+}
+
+// setCSV sets the fields of the row at v from a csv record, as the JSON
+// the record converts to would; false means use that JSON instead.
+func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch) bool {
+	if p.rootMap {
+		return false
+	}
+	if s.csvCols != c {
+		s.csvCols, s.csvFields = c, make([]*planField, len(c.header))
+		for i, h := range c.header {
+			s.csvFields[i] = p.fields[h]
+		}
+	}
+	s.unknown, s.ebuf = s.unknown[:0], s.ebuf[:0]
+	for i, cell := range rec {
+		if c.skip[i] {
+			continue
+		}
+		f := s.csvFields[i]
+		if f == nil {
+			if p.extra < 0 {
+				continue
+			}
+			a := len(s.ebuf)
+			s.ebuf = appendInferred(s.ebuf, cell)
+			s.unknown = append(s.unknown, span{c.header[i], a, len(s.ebuf)})
+			continue
+		}
+		if cell == "" && f.kind != setOther {
+			continue // the zero value
+		}
+		ptr := unsafe.Add(v, f.offset)
+		switch f.kind {
+		case setString:
+			if !utf8.ValidString(cell) {
+				return false
+			}
+			*(*string)(ptr) = cell
+		case setInt:
+			n, err := strconv.ParseInt(cell, 10, f.bits)
+			if err != nil || !isNumber(cell) {
+				return false
+			}
+			setNumber(f, ptr, n, 0, 0)
+		case setUint:
+			n, err := strconv.ParseUint(cell, 10, f.bits)
+			if err != nil || !isNumber(cell) {
+				return false
+			}
+			setNumber(f, ptr, 0, n, 0)
+		case setFloat:
+			x, err := strconv.ParseFloat(cell, f.bits)
+			if err != nil || !isNumber(cell) {
+				return false
+			}
+			setNumber(f, ptr, 0, 0, x)
+		case setBool:
+			b, err := strconv.ParseBool(cell)
+			if err != nil {
+				return false
+			}
+			*(*bool)(ptr) = b
+		default:
+			return false
+		}
+	}
+	p.setExtra(v, s.ebuf, s.unknown)
 	return true
 }
 

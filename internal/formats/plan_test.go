@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"reflect"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -50,7 +51,7 @@ func TestPlanMatchesSlowPath(t *testing.T) {
 func checkPlan[T any](t *testing.T, in []byte) {
 	t.Helper()
 	var fast, slow T
-	ferr := RowDecoder[T](slowUnmarshal, false)()(in, &fast)
+	ferr := RowDecoder[T](slowUnmarshal, false)().JSON(in, &fast)
 	serr := slowUnmarshal(in, &slow)
 	if (ferr == nil) != (serr == nil) || ferr != nil && ferr.Error() != serr.Error() {
 		t.Errorf("%T %q: error %v, want %v", fast, in, ferr, serr)
@@ -69,5 +70,57 @@ func FuzzPlan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		checkPlan[planRow](t, in)
 		checkPlan[map[string]jsontext.Value](t, in)
+	})
+}
+
+type csvRow struct {
+	ID    string                    `json:"id"`
+	N     int64                     `json:"n"`
+	U     uint8                     `json:"u"`
+	F     float64                   `json:"f"`
+	B     bool                      `json:"b"`
+	P     *int64                    `json:"p"`
+	Tags  []string                  `json:"tags"`
+	Extra map[string]jsontext.Value `json:",unknown"`
+}
+
+// TestCSVDirectMatchesJSON: setting fields from cells gives the row (or
+// the error) that converting the record to JSON gives.
+func TestCSVDirectMatchesJSON(t *testing.T) {
+	for _, rec := range [][]string{
+		{"a", "1", "2", "1.5", "true", "3", `["x"]`, "12", "007"},
+		{"", "", "", "", "", "", "", "", ""},
+		{"caf\xe9", "+1", "300", "1e400", "1", "x", "[", "1.50", `{"k":1}`},
+		{"é", "007", "-1", "0x1p3", "maybe", "", "null", "true", "-0"},
+		{"b", "1.0", "1e2", "Inf", "T", "1", `[]`, "x\ny", `"q"`},
+	} {
+		checkCSV[csvRow](t, rec)
+		checkCSV[struct{ ID string }](t, rec)
+	}
+}
+
+func checkCSV[T any](t *testing.T, rec []string) {
+	t.Helper()
+	c, err := newCSVColumns([]string{"id", "n", "u", "f", "b", "p", "tags", "x", "y"}, SchemaOf(reflect.TypeFor[T]()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fast, slow T
+	d := RowDecoder[T](slowUnmarshal, false)()
+	ferr := d.csv(c, rec, 7, &fast)
+	d.plan = nil
+	serr := d.csv(c, rec, 7, &slow)
+	if (ferr == nil) != (serr == nil) || ferr != nil && ferr.Error() != serr.Error() {
+		t.Errorf("%q: error %v, want %v", rec, ferr, serr)
+	}
+	if d := cmp.Diff(slow, fast); serr == nil && d != "" {
+		t.Errorf("%q: %s", rec, d)
+	}
+}
+
+func FuzzCSVDirect(f *testing.F) {
+	f.Add("a", "1", "2", "1.5", "true", "x")
+	f.Fuzz(func(t *testing.T, a, b, c, d, e, g string) {
+		checkCSV[csvRow](t, []string{a, b, c, d, e, "", "", g, b})
 	})
 }

@@ -19,6 +19,9 @@ type Batch struct {
 	ends   []int // ends[i] is the end of row i in buf
 	starts []int // starts[i] is the start of row i; when nil, row i starts where row i-1 ends
 	first  int64 // 1-based number of the batch's first row
+	// csv records instead of JSON rows, when cols is set
+	cols *csvColumns
+	recs [][]string
 }
 
 // batch limits: a batch is handed to a worker once it holds this many rows
@@ -28,10 +31,17 @@ const (
 	batchBytes = 256 << 10
 )
 
-func (b *Batch) full() bool { return len(b.ends) >= batchRows || len(b.buf) >= batchBytes }
+func (b *Batch) full() bool {
+	return len(b.ends) >= batchRows || len(b.buf) >= batchBytes || len(b.recs) >= batchRows
+}
 
 // Len is the number of rows in the batch.
-func (b *Batch) Len() int { return len(b.ends) }
+func (b *Batch) Len() int {
+	if b.cols != nil {
+		return len(b.recs)
+	}
+	return len(b.ends)
+}
 
 // Row returns row i's JSON.
 func (b *Batch) Row(i int) []byte {
@@ -59,6 +69,7 @@ func (e *emitter) begin() []byte {
 	if e.cur == nil {
 		e.cur = e.pool.Get().(*Batch)
 		e.cur.buf, e.cur.ends, e.cur.starts, e.cur.first = e.cur.buf[:0], e.cur.ends[:0], nil, e.next
+		e.cur.cols, e.cur.recs = nil, e.cur.recs[:0]
 	}
 	return e.cur.buf
 }
@@ -74,11 +85,23 @@ func (e *emitter) end(buf []byte) bool {
 	return true
 }
 
+// record appends one csv record of columns c; false means stop.
+func (e *emitter) record(c *csvColumns, rec []string) bool {
+	e.begin()
+	e.cur.cols = c
+	e.cur.recs = append(e.cur.recs, rec)
+	e.next++
+	if e.cur.full() {
+		return e.flush()
+	}
+	return true
+}
+
 // add appends one complete row.
 func (e *emitter) add(row []byte) bool { return e.end(append(e.begin(), row...)) }
 
 func (e *emitter) flush() bool {
-	if e.cur == nil || len(e.cur.ends) == 0 {
+	if e.cur == nil || e.cur.Len() == 0 {
 		return true
 	}
 	b := e.cur
@@ -125,7 +148,7 @@ func (e *emitter) later(run Producer, rows int64, outCap int) bool {
 // per worker). Stopping the loop stops every goroutine before Stream's
 // iterator returns (a producer blocked in Read is waited for: close its
 // reader to unblock it).
-func Stream[T any](format string, produce Producer, newDecode func() func([]byte, *T) error, inFlight int) iter.Seq2[T, error] {
+func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T], inFlight int) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		workers := max(runtime.GOMAXPROCS(0), 1)
 		if inFlight <= 0 {
@@ -186,13 +209,18 @@ func Stream[T any](format string, produce Producer, newDecode func() func([]byte
 					rows := make([]T, b.Len())
 					var err error
 					for i := range rows {
-						if derr := decode(b.Row(i), &rows[i]); derr != nil {
+						if b.cols != nil {
+							err = decode.csv(b.cols, b.recs[i], b.first+int64(i), &rows[i])
+						} else if derr := decode.JSON(b.Row(i), &rows[i]); derr != nil {
 							err = fmt.Errorf("%s: row %d: %w", format, b.first+int64(i), derr)
+						}
+						if err != nil {
 							rows = rows[:i]
 							break
 						}
 					}
 					b.buf = b.buf[:0]
+					clear(b.recs)
 					if cap(b.buf) <= 4*batchBytes {
 						pool.Put(b)
 					}

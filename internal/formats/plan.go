@@ -3,6 +3,7 @@ package formats
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"reflect"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/parquet-go/parquet-go"
 )
 
 // RowDecoder returns a factory of row decoders for T, one per worker
@@ -66,6 +68,23 @@ func (d *RowDec[T]) csv(c *csvColumns, rec []string, row int64, v *T) error {
 	}
 	if err := d.JSON(d.buf, v); err != nil {
 		return fmt.Errorf("csv: row %d: %w", row, err)
+	}
+	return nil
+}
+
+// parquet decodes row number n of row group g into v.
+func (d *RowDec[T]) parquet(c *pqColumns, g int, row parquet.Row, n int64, v *T) error {
+	if d.plan != nil && d.plan.setParquet(c, row, unsafe.Pointer(v), d.s) {
+		return nil
+	}
+	var zero T
+	*v = zero
+	var err error
+	if d.buf, err = c.appendJSON(d.buf[:0], g, row, n); err != nil {
+		return err
+	}
+	if err := d.JSON(d.buf, v); err != nil {
+		return fmt.Errorf("parquet: row %d: %w", n, err)
 	}
 	return nil
 }
@@ -184,6 +203,8 @@ type scratch struct {
 	// csvFields maps the columns of csvCols to fields.
 	csvCols   *csvColumns
 	csvFields []*planField
+	pqCols    *pqColumns
+	pqFields  []*planField
 	ebuf      []byte
 }
 
@@ -300,6 +321,77 @@ func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span) {
 		m[u.name] = buf[a:len(buf):len(buf)]
 	}
 	*(*map[string]jsontext.Value)(unsafe.Add(v, p.extra)) = m
+}
+
+// setParquet sets the fields of the row at v from a parquet row, as the
+// JSON the row converts to would; false means use that JSON instead.
+func (p *plan) setParquet(c *pqColumns, row parquet.Row, v unsafe.Pointer, s *scratch) bool {
+	if p.rootMap {
+		return false
+	}
+	if s.pqCols != c {
+		s.pqCols, s.pqFields = c, make([]*planField, len(c.cols))
+		for i, col := range c.cols {
+			s.pqFields[i] = p.fields[col.key]
+		}
+	}
+	s.unknown, s.ebuf = s.unknown[:0], s.ebuf[:0]
+	for _, val := range row {
+		i := val.Column()
+		if i < 0 || i >= len(c.cols) {
+			return false
+		}
+		col := &c.cols[i]
+		if col.skip {
+			continue
+		}
+		f := s.pqFields[i]
+		if f == nil {
+			if p.extra < 0 {
+				continue
+			}
+			a := len(s.ebuf)
+			var err error
+			if s.ebuf, err = col.conv(s.ebuf, val); err != nil {
+				return false
+			}
+			s.unknown = append(s.unknown, span{col.key, a, len(s.ebuf)})
+			continue
+		}
+		if val.IsNull() {
+			continue // the zero value
+		}
+		ptr := unsafe.Add(v, f.offset)
+		switch {
+		case f.kind == setString && col.direct == dString:
+			b := val.ByteArray()
+			if !utf8.Valid(b) {
+				return false
+			}
+			*(*string)(ptr) = string(b)
+		case f.kind == setInt && col.direct == dInt:
+			n := val.Int64()
+			if val.Kind() == parquet.Int32 {
+				n = int64(val.Int32())
+			}
+			if f.bits < 64 && (n < -1<<(f.bits-1) || n >= 1<<(f.bits-1)) {
+				return false
+			}
+			setNumber(f, ptr, n, 0, 0)
+		case f.kind == setFloat && f.bits == 64 && col.direct == dDouble:
+			x := val.Double()
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return false
+			}
+			*(*float64)(ptr) = x
+		case f.kind == setBool && col.direct == dBool:
+			*(*bool)(ptr) = val.Boolean()
+		default:
+			return false
+		}
+	}
+	p.setExtra(v, s.ebuf, s.unknown)
+	return true
 }
 
 // setCSV sets the fields of the row at v from a csv record, as the JSON

@@ -11,6 +11,8 @@ import (
 	"iter"
 	"runtime"
 	"sync"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // Batch is a run of consecutive rows, each one JSON object.
@@ -22,6 +24,10 @@ type Batch struct {
 	// csv records instead of JSON rows, when cols is set
 	cols *csvColumns
 	recs [][]string
+	// parquet rows instead, when pq is set
+	pq    *pqColumns
+	group int
+	prows []parquet.Row
 }
 
 // batch limits: a batch is handed to a worker once it holds this many rows
@@ -37,8 +43,11 @@ func (b *Batch) full() bool {
 
 // Len is the number of rows in the batch.
 func (b *Batch) Len() int {
-	if b.cols != nil {
+	switch {
+	case b.cols != nil:
 		return len(b.recs)
+	case b.pq != nil:
+		return len(b.prows)
 	}
 	return len(b.ends)
 }
@@ -69,7 +78,7 @@ func (e *emitter) begin() []byte {
 	if e.cur == nil {
 		e.cur = e.pool.Get().(*Batch)
 		e.cur.buf, e.cur.ends, e.cur.starts, e.cur.first = e.cur.buf[:0], e.cur.ends[:0], nil, e.next
-		e.cur.cols, e.cur.recs = nil, e.cur.recs[:0]
+		e.cur.cols, e.cur.recs, e.cur.pq, e.cur.prows = nil, e.cur.recs[:0], nil, nil
 	}
 	return e.cur.buf
 }
@@ -95,6 +104,19 @@ func (e *emitter) record(c *csvColumns, rec []string) bool {
 		return e.flush()
 	}
 	return true
+}
+
+// parquetRows sends rows of row group g as one batch; false means stop.
+// Only for an emitter on a worker, which decodes the batch before
+// returning.
+func (e *emitter) parquetRows(c *pqColumns, g int, rows []parquet.Row) bool {
+	if !e.flush() {
+		return false
+	}
+	e.begin()
+	e.cur.pq, e.cur.group, e.cur.prows = c, g, rows
+	e.next += int64(len(rows))
+	return e.flush()
 }
 
 // add appends one complete row.
@@ -211,6 +233,8 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 					for i := range rows {
 						if b.cols != nil {
 							err = decode.csv(b.cols, b.recs[i], b.first+int64(i), &rows[i])
+						} else if b.pq != nil {
+							err = decode.parquet(b.pq, b.group, b.prows[i], b.first+int64(i), &rows[i])
 						} else if derr := decode.JSON(b.Row(i), &rows[i]); derr != nil {
 							err = fmt.Errorf("%s: row %d: %w", format, b.first+int64(i), derr)
 						}
@@ -221,6 +245,7 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 					}
 					b.buf = b.buf[:0]
 					clear(b.recs)
+					b.prows = nil
 					if cap(b.buf) <= 4*batchBytes {
 						pool.Put(b)
 					}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -31,7 +32,7 @@ func CSV(r io.Reader, schema Schema) Producer {
 			_, _ = br.Discard(3)
 		}
 		sp := &csvSplitter{br: br, line: 1}
-		head, err := sp.record(nil)
+		head, _, err := sp.record(nil)
 		if len(head) == 0 && err == io.EOF {
 			return nil // an empty file has no rows
 		}
@@ -48,18 +49,20 @@ func CSV(r io.Reader, schema Schema) Producer {
 		}
 		for err == nil {
 			raw := e.pool.Get().(*Batch)
-			raw.buf = raw.buf[:0]
-			startLine, n := sp.line, 0
+			raw.buf, raw.ends, raw.starts = raw.buf[:0], raw.ends[:0], raw.starts[:0]
+			n := 0
 			var rerr error
 			for err == nil && n < batchRows && len(raw.buf) < batchBytes {
 				before := len(raw.buf)
-				if raw.buf, err = sp.record(raw.buf); err != nil && err != io.EOF {
+				var line int
+				if raw.buf, line, err = sp.record(raw.buf); err != nil && err != io.EOF {
 					raw.buf, rerr = raw.buf[:before], err // the records before it are whole
 				} else if len(raw.buf) > before {
 					n++
+					raw.ends, raw.starts = append(raw.ends, len(raw.buf)), append(raw.starts, line)
 				}
 			}
-			if n > 0 && !e.later(cols.chunk(raw, startLine, e.pool), int64(n), 4) {
+			if n > 0 && !e.later(cols.chunk(raw, e.pool), int64(n), 4) {
 				return errStopped
 			}
 			if rerr != nil {
@@ -84,11 +87,13 @@ type csvSplitter struct {
 // maxRecord bounds one csv record (a quoted cell may hold newlines).
 const maxRecord = DefaultMaxLine
 
-// record appends the next record (with its line end) to dst; it appends
-// nothing at the end of the stream (io.EOF).
-func (s *csvSplitter) record(dst []byte) ([]byte, error) {
+// record appends the next record (with its line end) to dst and returns
+// the number of its first line; it appends nothing at the end of the
+// stream (io.EOF).
+func (s *csvSplitter) record(dst []byte) (_ []byte, line int, _ error) {
 	start, quoted := len(dst), false
 	for {
+		line = s.line
 		l, err := s.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			err = nil
@@ -97,7 +102,7 @@ func (s *csvSplitter) record(dst []byte) ([]byte, error) {
 		}
 		if !quoted && len(dst) == start && (len(l) == 1 && l[0] == '\n' || len(l) == 2 && l[0] == '\r' && l[1] == '\n') {
 			if err != nil {
-				return dst, err
+				return dst, line, err
 			}
 			continue // a blank line
 		}
@@ -106,10 +111,10 @@ func (s *csvSplitter) record(dst []byte) ([]byte, error) {
 			quoted = !quoted
 		}
 		if len(dst)-start > maxRecord {
-			return dst[:start], fmt.Errorf("record longer than %d bytes", maxRecord)
+			return dst[:start], line, fmt.Errorf("record longer than %d bytes", maxRecord)
 		}
 		if err != nil || !quoted && len(dst) > start && dst[len(dst)-1] == '\n' {
-			return dst, err
+			return dst, line, err
 		}
 	}
 }
@@ -138,29 +143,100 @@ func newCSVColumns(header []string, schema Schema) (*csvColumns, error) {
 	return c, nil
 }
 
-// chunk parses the records in raw (starting at line startLine) on a
-// worker, emitting one JSON object per record.
-func (c *csvColumns) chunk(raw *Batch, startLine int, pool interface{ Put(any) }) Producer {
+// chunk parses the records of raw (ends and first lines in raw.ends and
+// raw.starts) on a worker. A record in the common form is split here;
+// anything else (a stray quote, a carriage return in a quoted field, a
+// wrong number of fields) is parsed by encoding/csv, which also words the
+// error.
+func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
 	return func(e *emitter) error {
 		defer pool.Put(raw)
-		cr := csv.NewReader(bytes.NewReader(raw.buf))
-		cr.FieldsPerRecord = len(c.header)
-		for {
-			rec, err := cr.Read()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				var pe *csv.ParseError
-				if errors.As(err, &pe) {
-					return fmt.Errorf("csv: row %d (line %d, column %d): %w", e.next, startLine+pe.StartLine-1, pe.Column, pe.Err)
+		w := len(c.header)
+		fields := make([]string, w*len(raw.ends))
+		start := 0
+		for k, end := range raw.ends {
+			b := raw.buf[start:end]
+			start = end
+			rec, ok := splitCSV(b, fields[k*w:k*w:(k+1)*w])
+			if !ok {
+				cr := csv.NewReader(bytes.NewReader(b))
+				cr.FieldsPerRecord = w
+				var err error
+				if rec, err = cr.Read(); err != nil {
+					var pe *csv.ParseError
+					if errors.As(err, &pe) {
+						return fmt.Errorf("csv: row %d (line %d, column %d): %w", e.next, raw.starts[k]+pe.StartLine-1, pe.Column, pe.Err)
+					}
+					return fmt.Errorf("csv: row %d: %w", e.next, err)
 				}
-				return fmt.Errorf("csv: row %d: %w", e.next, err)
 			}
 			if !e.record(c, rec) {
 				return errStopped
 			}
 		}
+		return nil
+	}
+}
+
+// splitCSV splits one record (with its line end) into out, as
+// encoding/csv would; false means it is not in the plain form handled
+// here or does not have cap(out) fields.
+func splitCSV(b []byte, out []string) ([]string, bool) {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+		if n > 1 && b[n-2] == '\r' {
+			b = b[:n-2]
+		}
+	}
+	s := string(b)
+	for i := 0; ; {
+		if len(out) == cap(out) {
+			return out, false
+		}
+		if i < len(s) && s[i] == '"' {
+			j, escaped := i+1, false
+			for {
+				k := strings.IndexByte(s[j:], '"')
+				if k < 0 {
+					return out, false
+				}
+				j += k
+				if j+1 < len(s) && s[j+1] == '"' {
+					j, escaped = j+2, true
+					continue
+				}
+				break
+			}
+			f := s[i+1 : j]
+			if strings.IndexByte(f, '\r') >= 0 {
+				return out, false
+			}
+			if escaped {
+				f = strings.ReplaceAll(f, `""`, `"`)
+			}
+			out = append(out, f)
+			if j+1 == len(s) {
+				return out, len(out) == cap(out)
+			}
+			if s[j+1] != ',' {
+				return out, false
+			}
+			i = j + 2
+			continue
+		}
+		k := strings.IndexByte(s[i:], ',')
+		f := s[i:]
+		if k >= 0 {
+			f = s[i : i+k]
+		}
+		if strings.ContainsAny(f, "\"\r\n") {
+			return out, false
+		}
+		out = append(out, f)
+		if k < 0 {
+			return out, len(out) == cap(out)
+		}
+		i += k + 1
 	}
 }
 

@@ -1,7 +1,11 @@
 package formats
 
 import (
+	"bytes"
+	"encoding/csv"
+	"io"
 	"reflect"
+	"slices"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -122,5 +126,28 @@ func FuzzCSVDirect(f *testing.F) {
 	f.Add("a", "1", "2", "1.5", "true", "x")
 	f.Fuzz(func(t *testing.T, a, b, c, d, e, g string) {
 		checkCSV[csvRow](t, []string{a, b, c, d, e, "", "", g, b})
+	})
+}
+
+// FuzzSplitCSV: whenever splitCSV takes a record, encoding/csv reads the
+// same single record.
+func FuzzSplitCSV(f *testing.F) {
+	for _, s := range []string{"a,b,c\n", "\"a\"\"b\",\"x\ny\",\r\n", "a,\"b\",c", "a,b\"c,d\n", "\"a\"x,b,c\n", ",,\n", "a,b,\"c\r\nd\"\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, ok := splitCSV(b, make([]string, 0, 3))
+		if !ok {
+			return
+		}
+		cr := csv.NewReader(bytes.NewReader(b))
+		cr.FieldsPerRecord = 3
+		rec, err := cr.Read()
+		if err != nil || !slices.Equal(rec, out) {
+			t.Fatalf("%q: split %q, encoding/csv %q %v", b, out, rec, err)
+		}
+		if _, err := cr.Read(); err != io.EOF {
+			t.Fatalf("%q: more than one record (%v)", b, err)
+		}
 	})
 }

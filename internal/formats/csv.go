@@ -157,7 +157,7 @@ func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
 		for k, end := range raw.ends {
 			b := raw.buf[start:end]
 			start = end
-			rec, ok := splitCSV(b, fields[k*w:k*w:(k+1)*w])
+			rec, ok := splitCSV(b, fields[k*w:k*w:(k+1)*w], c.skip)
 			if !ok {
 				cr := csv.NewReader(bytes.NewReader(b))
 				cr.FieldsPerRecord = w
@@ -179,9 +179,10 @@ func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
 }
 
 // splitCSV splits one record (with its line end) into out, as
-// encoding/csv would; false means it is not in the plain form handled
-// here or does not have cap(out) fields.
-func splitCSV(b []byte, out []string) ([]string, bool) {
+// encoding/csv would, except that fields marked in skip are left empty;
+// false means it is not in the plain form handled here or does not have
+// cap(out) fields.
+func splitCSV(b []byte, out []string, skip []bool) ([]string, bool) {
 	if n := len(b); n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 		if n > 1 && b[n-2] == '\r' {
@@ -211,7 +212,9 @@ func splitCSV(b []byte, out []string) ([]string, bool) {
 			if strings.IndexByte(f, '\r') >= 0 {
 				return out, false
 			}
-			if escaped {
+			if skip[len(out)] {
+				f = ""
+			} else if escaped {
 				f = strings.ReplaceAll(f, `""`, `"`)
 			}
 			out = append(out, f)
@@ -224,21 +227,28 @@ func splitCSV(b []byte, out []string) ([]string, bool) {
 			i = j + 2
 			continue
 		}
-		k := strings.IndexByte(s[i:], ',')
-		f := s[i:]
-		if k >= 0 {
-			f = s[i : i+k]
+		j := i
+		for j < len(s) && csvPlain[s[j]] {
+			j++
 		}
-		if strings.ContainsAny(f, "\"\r\n") {
-			return out, false
+		if j < len(s) && s[j] != ',' {
+			return out, false // a quote, CR or LF in an unquoted field
 		}
-		out = append(out, f)
-		if k < 0 {
+		out = append(out, s[i:j])
+		if j == len(s) {
 			return out, len(out) == cap(out)
 		}
-		i += k + 1
+		i = j + 1
 	}
 }
+
+// csvPlain marks the bytes that may appear in an unquoted field.
+var csvPlain = func() (t [256]bool) {
+	for i := range t {
+		t[i] = i != ',' && i != '"' && i != '\r' && i != '\n'
+	}
+	return t
+}()
 
 // appendJSON appends the JSON object a record converts to; bad is the
 // index of a cell that cannot convert to its field's kind, or -1.

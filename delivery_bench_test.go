@@ -153,7 +153,6 @@ func peakHeap(b *testing.B, fn func()) {
 	b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/op")
 }
 
-
 func reportRows(b *testing.B, rows int) {
 	b.ReportMetric(float64(rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }

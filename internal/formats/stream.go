@@ -1,8 +1,10 @@
 // Package formats decodes bulk delivery files (ndjson.gz, json, csv,
-// parquet) into typed rows. Every format is turned into one JSON object per
-// row on a producer goroutine; the objects are decoded into rows in
-// parallel batches and yielded in file order. One conversion path: the
-// caller's JSON decoder decides what a row looks like.
+// parquet) into typed rows. A producer goroutine cuts the file into units
+// (batches of JSON rows; chunks of csv records; parquet row groups) that
+// GOMAXPROCS workers decode in parallel; rows are yielded in file order.
+// Workers set plain fields directly (see RowDecoder); anything else is
+// converted to the row's JSON and decoded by the caller's JSON decoder,
+// which decides what a row looks like and words every error.
 package formats
 
 import (

@@ -205,12 +205,51 @@ type scratch struct {
 	csvFields []*planField
 	pqCols    *pqColumns
 	pqFields  []*planField
-	ebuf      []byte
+	// A row's string fields are built in sbuf and made one string at the
+	// end of the row (one allocation a row, not one a field).
+	sbuf []byte
+	strs []strSpan
+	ebuf []byte
 }
 
 type posEntry struct {
 	name string
 	f    *planField
+}
+
+type strSpan struct {
+	ptr  unsafe.Pointer // *string
+	a, n int            // in sbuf
+}
+
+// addString queues the field at ptr to get bytes b (appended to sbuf).
+func (s *scratch) addString(ptr unsafe.Pointer, b []byte) {
+	a := len(s.sbuf)
+	s.sbuf = append(s.sbuf, b...)
+	s.strs = append(s.strs, strSpan{ptr, a, len(b)})
+}
+
+// setStrings sets the queued string fields, in order (the last of a
+// duplicated member wins), from one new string.
+func (s *scratch) setStrings() {
+	if len(s.strs) == 0 {
+		return
+	}
+	all := string(s.sbuf)
+	for _, sp := range s.strs {
+		if sp.n == 0 {
+			*(*string)(sp.ptr) = ""
+		} else {
+			*(*string)(sp.ptr) = all[sp.a : sp.a+sp.n]
+		}
+	}
+	clear(s.strs)
+	s.strs = s.strs[:0]
+}
+
+func (s *scratch) resetStrings() {
+	clear(s.strs)
+	s.strs, s.sbuf = s.strs[:0], s.sbuf[:0]
 }
 
 type span struct {
@@ -237,6 +276,7 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 	}
 	i = skipWS(b, i+1)
 	s.unknown = s.unknown[:0]
+	s.resetStrings()
 	var unq []byte
 	k := 0 // member position
 	if i < len(b) && b[i] == '}' {
@@ -276,7 +316,7 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 			}
 			k++
 			if f := pe.f; f != nil {
-				if !p.set(f, unsafe.Add(v, f.offset), b[vs:ve]) {
+				if !p.set(f, unsafe.Add(v, f.offset), b[vs:ve], s) {
 					return false
 				}
 			} else if p.extra >= 0 {
@@ -300,6 +340,7 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 	if p.rootMap && len(s.unknown) == 0 {
 		*(*map[string]jsontext.Value)(v) = map[string]jsontext.Value{}
 	}
+	s.setStrings()
 	p.setExtra(v, b, s.unknown)
 	return true
 }
@@ -336,6 +377,7 @@ func (p *plan) setParquet(c *pqColumns, row parquet.Row, v unsafe.Pointer, s *sc
 		}
 	}
 	s.unknown, s.ebuf = s.unknown[:0], s.ebuf[:0]
+	s.resetStrings()
 	for _, val := range row {
 		i := val.Column()
 		if i < 0 || i >= len(c.cols) {
@@ -368,7 +410,7 @@ func (p *plan) setParquet(c *pqColumns, row parquet.Row, v unsafe.Pointer, s *sc
 			if !utf8.Valid(b) {
 				return false
 			}
-			*(*string)(ptr) = string(b)
+			s.addString(ptr, b)
 		case f.kind == setInt && col.direct == dInt:
 			n := val.Int64()
 			if val.Kind() == parquet.Int32 {
@@ -390,6 +432,7 @@ func (p *plan) setParquet(c *pqColumns, row parquet.Row, v unsafe.Pointer, s *sc
 			return false
 		}
 	}
+	s.setStrings()
 	p.setExtra(v, s.ebuf, s.unknown)
 	return true
 }
@@ -464,14 +507,14 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 }
 
 // set stores the JSON value raw into the field at ptr.
-func (p *plan) set(f *planField, ptr unsafe.Pointer, raw []byte) bool {
+func (p *plan) set(f *planField, ptr unsafe.Pointer, raw []byte, s *scratch) bool {
 	if f.kind == setOther {
 		return p.slow(raw, reflect.NewAt(f.typ, ptr).Interface()) == nil
 	}
 	if raw[0] == 'n' { // null: the zero value
 		switch f.kind {
 		case setString:
-			*(*string)(ptr) = ""
+			s.addString(ptr, nil)
 		case setBool:
 			*(*bool)(ptr) = false
 		default:
@@ -486,14 +529,15 @@ func (p *plan) set(f *planField, ptr unsafe.Pointer, raw []byte) bool {
 		}
 		body := raw[1 : len(raw)-1]
 		if !needsUnquote(body) {
-			*(*string)(ptr) = string(body)
+			s.addString(ptr, body)
 			return true
 		}
-		out, err := jsontext.AppendUnquote(nil, raw)
-		if err != nil {
+		a := len(s.sbuf)
+		var err error
+		if s.sbuf, err = jsontext.AppendUnquote(s.sbuf, raw); err != nil {
 			return false
 		}
-		*(*string)(ptr) = string(out)
+		s.strs = append(s.strs, strSpan{ptr, a, len(s.sbuf) - a})
 	case setBool:
 		switch raw[0] {
 		case 't':

@@ -57,11 +57,11 @@ func DecodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T,
 	}
 	switch f {
 	case FormatNDJSON:
-		return formats.Stream(string(f), formats.NDJSON(r, cfg.maxLine), decodeRow[T])
+		return formats.Stream(string(f), formats.NDJSON(r, cfg.maxLine), rowDecoder[T](), 0)
 	case FormatJSON:
-		return formats.Stream(string(f), formats.JSONArray(r, jsonTextOptions...), decodeRow[T])
+		return formats.Stream(string(f), formats.JSONArray(r, jsonTextOptions...), rowDecoder[T](), 0)
 	case FormatCSV:
-		return formats.Stream(string(f), formats.CSV(r, schemaOf[T]()), decodeRow[T])
+		return formats.Stream(string(f), formats.CSV(r, schemaOf[T]()), rowDecoder[T](), 0)
 	case FormatParquet:
 		return func(yield func(T, error) bool) {
 			b, err := io.ReadAll(r)
@@ -87,10 +87,24 @@ func DecodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T,
 // narrowed by `fields` stay zero; columns the row type lacks land in its
 // Extra fields. A corrupt file is an error, never a panic.
 func DecodeParquet[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
-	return formats.Stream("parquet", formats.Parquet(r, size, schemaOf[T]()), decodeRow[T])
+	return formats.Stream("parquet", formats.Parquet(r, size, schemaOf[T]()), rowDecoder[T](), formats.ParquetInFlight)
 }
 
-func decodeRow[T any](b []byte, v *T) error { return unmarshal(b, v) }
+// rowDecoder decodes one row's JSON object into T: a direct scan for plain
+// struct rows (scalar fields set in place, unknown members kept as slices of
+// one buffer per row), unmarshal for anything else or anything unusual.
+func rowDecoder[T any]() func() *formats.RowDec[T] {
+	return formats.RowDecoder[T](func(b []byte, v any) error { return unmarshal(b, v) }, plainRecords[reflect.TypeFor[T]()])
+}
+
+// plainRecords are the delivery row types whose unmarshal methods decode
+// exactly like their fields (records_json.go), so the direct scan may
+// bypass them.
+var plainRecords = map[reflect.Type]bool{
+	reflect.TypeFor[Agent](): true, reflect.TypeFor[Originator](): true, reflect.TypeFor[Company](): true,
+	reflect.TypeFor[Loan](): true, reflect.TypeFor[Property](): true, reflect.TypeFor[Branch](): true,
+	reflect.TypeFor[Fields](): true,
+}
 
 func schemaOf[T any]() formats.Schema { return formats.SchemaOf(reflect.TypeFor[T]()) }
 

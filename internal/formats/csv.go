@@ -2,11 +2,13 @@ package formats
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -18,72 +20,257 @@ import (
 // type does not know are inferred (see appendInferred). Quotes are strict:
 // a bare or unterminated quote, or a row with a different number of
 // fields, is an error naming the row.
+//
+// The producer only finds where records end (a newline outside quotes);
+// workers parse chunks of records with encoding/csv and build the JSON, so
+// parsing runs on every core. A malformed quote makes the split wrong only
+// from that record on, and encoding/csv reports that record.
 func CSV(r io.Reader, schema Schema) Producer {
 	return func(e *emitter) error {
 		br := bufio.NewReaderSize(r, 256<<10)
 		if bom, _ := br.Peek(3); len(bom) == 3 && bom[0] == 0xEF && bom[1] == 0xBB && bom[2] == 0xBF {
 			_, _ = br.Discard(3)
 		}
-		cr := csv.NewReader(br)
-		cr.ReuseRecord = true
-		header, err := cr.Read()
-		if err == io.EOF {
+		sp := &csvSplitter{br: br, line: 1}
+		head, _, err := sp.record(nil)
+		if len(head) == 0 && err == io.EOF {
 			return nil // an empty file has no rows
 		}
-		if err != nil {
+		if err != nil && err != io.EOF {
 			return fmt.Errorf("csv: reading the header: %w", err)
 		}
-		header = slices.Clone(header) // ReuseRecord reuses its array
-		names := make([][]byte, len(header))
-		kinds := make([]Kind, len(header))
-		skip := make([]bool, len(header))
-		seen := map[string]bool{}
-		for i, h := range header {
-			if seen[h] {
-				return fmt.Errorf("csv: the header names column %q twice", h)
-			}
-			seen[h] = true
-			names[i], _ = jsontext.AppendQuote(nil, h)
-			names[i] = append(names[i], ':')
-			k, known := schema[h]
-			kinds[i], skip[i] = k, !known && !schema.keepsUnknown() || h == ""
+		header, herr := csv.NewReader(bytes.NewReader(head)).Read()
+		if herr != nil {
+			return fmt.Errorf("csv: reading the header: %w", herr)
 		}
-		for {
-			rec, err := cr.Read()
-			if err == io.EOF {
-				return nil
+		cols, err := newCSVColumns(header, schema)
+		if err != nil {
+			return err
+		}
+		for err == nil {
+			raw := e.pool.Get().(*Batch)
+			raw.buf, raw.ends, raw.starts = raw.buf[:0], raw.ends[:0], raw.starts[:0]
+			n := 0
+			var rerr error
+			for err == nil && n < batchRows && len(raw.buf) < batchBytes {
+				before := len(raw.buf)
+				var line int
+				if raw.buf, line, err = sp.record(raw.buf); err != nil && err != io.EOF {
+					raw.buf, rerr = raw.buf[:before], err // the records before it are whole
+				} else if len(raw.buf) > before {
+					n++
+					raw.ends, raw.starts = append(raw.ends, len(raw.buf)), append(raw.starts, line)
+				}
 			}
+			if n > 0 && !e.later(cols.chunk(raw, e.pool), int64(n), 4) {
+				return errStopped
+			}
+			if rerr != nil {
+				return fmt.Errorf("csv: row %d: %w", e.next, rerr)
+			}
+			if n == 0 {
+				e.pool.Put(raw)
+			}
+		}
+		return nil
+	}
+}
+
+// csvSplitter cuts a csv stream into records: lines are joined while a
+// quoted field is open (an odd number of quotes so far); blank lines
+// between records are skipped, as encoding/csv does.
+type csvSplitter struct {
+	br   *bufio.Reader
+	line int // number of the next line
+}
+
+// maxRecord bounds one csv record (a quoted cell may hold newlines).
+const maxRecord = DefaultMaxLine
+
+// record appends the next record (with its line end) to dst and returns
+// the number of its first line; it appends nothing at the end of the
+// stream (io.EOF).
+func (s *csvSplitter) record(dst []byte) (_ []byte, line int, _ error) {
+	start, quoted := len(dst), false
+	for {
+		line = s.line
+		l, err := s.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			err = nil
+		} else if len(l) > 0 && l[len(l)-1] == '\n' {
+			s.line++
+		}
+		if !quoted && len(dst) == start && (len(l) == 1 && l[0] == '\n' || len(l) == 2 && l[0] == '\r' && l[1] == '\n') {
 			if err != nil {
-				var pe *csv.ParseError
-				if errors.As(err, &pe) {
-					return fmt.Errorf("csv: row %d (line %d, column %d): %w", e.next, pe.StartLine, pe.Column, pe.Err)
-				}
-				return fmt.Errorf("csv: row %d: %w", e.next, err)
+				return dst, line, err
 			}
-			buf := append(e.begin(), '{')
-			first := true
-			for i, cell := range rec {
-				k := kinds[i]
-				if skip[i] || cell == "" && k != Unknown && k != String {
-					continue
+			continue // a blank line
+		}
+		dst = append(dst, l...)
+		if bytes.Count(l, []byte{'"'})%2 == 1 {
+			quoted = !quoted
+		}
+		if len(dst)-start > maxRecord {
+			return dst[:start], line, fmt.Errorf("record longer than %d bytes", maxRecord)
+		}
+		if err != nil || !quoted && len(dst) > start && dst[len(dst)-1] == '\n' {
+			return dst, line, err
+		}
+	}
+}
+
+type csvColumns struct {
+	header []string
+	names  [][]byte
+	kinds  []Kind
+	skip   []bool
+}
+
+func newCSVColumns(header []string, schema Schema) (*csvColumns, error) {
+	c := &csvColumns{header: slices.Clone(header), names: make([][]byte, len(header)),
+		kinds: make([]Kind, len(header)), skip: make([]bool, len(header))}
+	seen := map[string]bool{}
+	for i, h := range header {
+		if seen[h] {
+			return nil, fmt.Errorf("csv: the header names column %q twice", h)
+		}
+		seen[h] = true
+		c.names[i], _ = jsontext.AppendQuote(nil, h)
+		c.names[i] = append(c.names[i], ':')
+		k, known := schema[h]
+		c.kinds[i], c.skip[i] = k, !known && !schema.keepsUnknown() || h == ""
+	}
+	return c, nil
+}
+
+// chunk parses the records of raw (ends and first lines in raw.ends and
+// raw.starts) on a worker. A record in the common form is split here;
+// anything else (a stray quote, a carriage return in a quoted field, a
+// wrong number of fields) is parsed by encoding/csv, which also words the
+// error.
+func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
+	return func(e *emitter) error {
+		defer pool.Put(raw)
+		w := len(c.header)
+		fields := make([]string, w*len(raw.ends))
+		start := 0
+		for k, end := range raw.ends {
+			b := raw.buf[start:end]
+			start = end
+			rec, ok := splitCSV(b, fields[k*w:k*w:(k+1)*w], c.skip)
+			if !ok {
+				cr := csv.NewReader(bytes.NewReader(b))
+				cr.FieldsPerRecord = w
+				var err error
+				if rec, err = cr.Read(); err != nil {
+					var pe *csv.ParseError
+					if errors.As(err, &pe) {
+						return fmt.Errorf("csv: row %d (line %d, column %d): %w", e.next, raw.starts[k]+pe.StartLine-1, pe.Column, pe.Err)
+					}
+					return fmt.Errorf("csv: row %d: %w", e.next, err)
 				}
-				mark := len(buf)
-				if !first {
-					buf = append(buf, ',')
-				}
-				buf = append(buf, names[i]...)
-				var ok bool
-				if buf, ok = appendText(buf, k, cell); !ok {
-					e.cur.buf = buf[:mark]
-					return fmt.Errorf("csv: row %d, column %q: %q is not a valid %s", e.next, header[i], cell, kindName[k])
-				}
-				first = false
 			}
-			if !e.end(append(buf, '}')) {
+			if !e.record(c, rec) {
 				return errStopped
 			}
 		}
+		return nil
 	}
+}
+
+// splitCSV splits one record (with its line end) into out, as
+// encoding/csv would, except that fields marked in skip are left empty;
+// false means it is not in the plain form handled here or does not have
+// cap(out) fields.
+func splitCSV(b []byte, out []string, skip []bool) ([]string, bool) {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+		if n > 1 && b[n-2] == '\r' {
+			b = b[:n-2]
+		}
+	}
+	s := string(b)
+	for i := 0; ; {
+		if len(out) == cap(out) {
+			return out, false
+		}
+		if i < len(s) && s[i] == '"' {
+			j, escaped := i+1, false
+			for {
+				k := strings.IndexByte(s[j:], '"')
+				if k < 0 {
+					return out, false
+				}
+				j += k
+				if j+1 < len(s) && s[j+1] == '"' {
+					j, escaped = j+2, true
+					continue
+				}
+				break
+			}
+			f := s[i+1 : j]
+			if strings.IndexByte(f, '\r') >= 0 {
+				return out, false
+			}
+			if skip[len(out)] {
+				f = ""
+			} else if escaped {
+				f = strings.ReplaceAll(f, `""`, `"`)
+			}
+			out = append(out, f)
+			if j+1 == len(s) {
+				return out, len(out) == cap(out)
+			}
+			if s[j+1] != ',' {
+				return out, false
+			}
+			i = j + 2
+			continue
+		}
+		j := i
+		for j < len(s) && csvPlain[s[j]] {
+			j++
+		}
+		if j < len(s) && s[j] != ',' {
+			return out, false // a quote, CR or LF in an unquoted field
+		}
+		out = append(out, s[i:j])
+		if j == len(s) {
+			return out, len(out) == cap(out)
+		}
+		i = j + 1
+	}
+}
+
+// csvPlain marks the bytes that may appear in an unquoted field.
+var csvPlain = func() (t [256]bool) {
+	for i := range t {
+		t[i] = i != ',' && i != '"' && i != '\r' && i != '\n'
+	}
+	return t
+}()
+
+// appendJSON appends the JSON object a record converts to; bad is the
+// index of a cell that cannot convert to its field's kind, or -1.
+func (c *csvColumns) appendJSON(buf []byte, rec []string) (out []byte, bad int) {
+	buf = append(buf, '{')
+	first := true
+	for i, cell := range rec {
+		k := c.kinds[i]
+		if c.skip[i] || cell == "" && k != Unknown && k != String {
+			continue
+		}
+		if !first {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, c.names[i]...)
+		var ok bool
+		if buf, ok = appendText(buf, k, cell); !ok {
+			return buf, i
+		}
+		first = false
+	}
+	return append(buf, '}'), -1
 }
 
 var kindName = map[Kind]string{String: "string", Int: "integer", Float: "number", Bool: "boolean", Nested: "JSON value"}

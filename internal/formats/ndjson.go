@@ -37,61 +37,75 @@ func NDJSON(r io.Reader, maxLine int) Producer {
 	}
 }
 
-// splitLines emits each non-blank line of src as one row.
+// splitLines emits each non-blank line of src as one row. The stream is
+// read straight into batch buffers and rows are slices of them (no copy
+// but the unfinished line at the end of a buffer), so the producer does
+// little besides decompressing.
 func splitLines(src io.Reader, maxLine int, e *emitter) error {
-	buf := make([]byte, 256<<10)
-	var carry []byte // a line started in an earlier chunk
-	var offset int64 // decompressed bytes before buf
+	var carry []byte // an unfinished line from the previous buffer
+	var offset int64 // decompressed bytes read before this buffer
 	line := int64(1)
-	emit := func(l []byte) bool {
-		l = bytes.TrimSuffix(l, []byte{'\r'})
-		if len(bytes.TrimSpace(l)) == 0 {
-			return true
-		}
-		return e.add(l)
+	tooLong := func() error {
+		return fmt.Errorf("ndjson: line %d is longer than the limit of %d bytes", line, maxLine)
 	}
 	for {
-		n, rerr := src.Read(buf)
-		chunk := buf[:n]
-		for len(chunk) > 0 {
-			i := bytes.IndexByte(chunk, '\n')
+		b := e.pool.Get().(*Batch)
+		need := len(carry) + max(batchBytes, len(carry))
+		if cap(b.buf) < need {
+			b.buf = make([]byte, 0, need)
+		}
+		buf := append(b.buf[:0], carry...)
+		n, rerr := 0, error(nil)
+		for len(buf) < need && rerr == nil {
+			var k int
+			k, rerr = src.Read(buf[len(buf):need])
+			buf, n = buf[:len(buf)+k], n+k
+		}
+		b.buf, b.first = buf, e.next
+		b.starts, b.ends = b.starts[:0], b.ends[:0]
+		b.cols, b.recs, b.pq, b.prows = nil, b.recs[:0], nil, nil
+		add := func(start, end int) {
+			row := buf[start:end]
+			row = bytes.TrimSuffix(row, []byte{'\r'})
+			if len(bytes.TrimSpace(row)) > 0 {
+				b.starts, b.ends = append(b.starts, start), append(b.ends, start+len(row))
+				e.next++
+			}
+		}
+		pos := 0
+		for {
+			i := bytes.IndexByte(buf[pos:], '\n')
 			if i < 0 {
-				if len(carry)+len(chunk) > maxLine {
-					return fmt.Errorf("ndjson: line %d is longer than the limit of %d bytes", line, maxLine)
-				}
-				carry = append(carry, chunk...)
 				break
 			}
-			var l []byte
-			if len(carry) > 0 {
-				if len(carry)+i > maxLine {
-					return fmt.Errorf("ndjson: line %d is longer than the limit of %d bytes", line, maxLine)
-				}
-				carry = append(carry, chunk[:i]...)
-				l = carry
-			} else {
-				if i > maxLine {
-					return fmt.Errorf("ndjson: line %d is longer than the limit of %d bytes", line, maxLine)
-				}
-				l = chunk[:i]
+			if i > maxLine {
+				e.pool.Put(b)
+				return tooLong()
 			}
-			if !emit(l) {
+			add(pos, pos+i)
+			line++
+			pos += i + 1
+		}
+		carry = append(carry[:0], buf[pos:]...)
+		if len(carry) > maxLine {
+			e.pool.Put(b)
+			return tooLong()
+		}
+		if rerr == io.EOF && len(carry) > 0 {
+			add(pos, len(buf)) // a last line without '\n' is a whole row
+		}
+		if len(b.ends) > 0 {
+			if !e.send(b) {
 				return errStopped
 			}
-			if cap(carry) > 4<<20 {
-				carry = nil
-			}
-			carry = carry[:0]
-			line++
-			chunk = chunk[i+1:]
+		} else {
+			e.pool.Put(b)
 		}
-		offset += int64(n)
+		if cap(carry) > 4<<20 && len(carry) < 64<<10 {
+			carry = append([]byte(nil), carry...)
+		}
 		switch {
 		case rerr == io.EOF:
-			// End of stream: a last line without '\n' is a whole row.
-			if len(carry) > 0 && !emit(carry) {
-				return errStopped
-			}
 			return nil
 		case rerr != nil:
 			what := "reading"
@@ -100,7 +114,8 @@ func splitLines(src io.Reader, maxLine int, e *emitter) error {
 			} else if errors.Is(rerr, io.ErrUnexpectedEOF) {
 				what = "file truncated"
 			}
-			return fmt.Errorf("ndjson.gz: %s at line %d (byte %d of the decompressed stream): %w", what, line, offset, rerr)
+			return fmt.Errorf("ndjson.gz: %s at line %d (byte %d of the decompressed stream): %w", what, line, offset+int64(n), rerr)
 		}
+		offset += int64(n)
 	}
 }

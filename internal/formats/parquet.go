@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -30,48 +31,68 @@ func Parquet(r io.ReaderAt, size int64, schema Schema) Producer {
 		if err != nil {
 			return fmt.Errorf("parquet: not a readable parquet file: %w", err)
 		}
-		cols, err := parquetColumns(f.Schema(), schema)
+		list, err := parquetColumns(f.Schema(), schema)
 		if err != nil {
 			return err
 		}
-		rows := make([]parquet.Row, 256)
+		cols := &pqColumns{list}
+		if len(f.RowGroups()) == 0 {
+			return nil
+		}
+		var chunks []parquet.ColumnChunk
+		for c, cc := range f.RowGroups()[0].ColumnChunks() {
+			if !list[c].skip || c == len(list)-1 && len(chunks) == 0 {
+				chunks = append(chunks, cc) // at least one column, to count rows
+			}
+		}
+		// Row groups are decoded in parallel on the workers, in file order,
+		// reading only the columns the row type needs.
 		for g, rg := range f.RowGroups() {
-			if err := readRowGroup(rg, g, cols, rows, e); err != nil {
-				return err
+			proj := projected{rg, chunks}
+			if g > 0 {
+				proj.chunks = make([]parquet.ColumnChunk, 0, len(chunks))
+				for _, cc := range chunks {
+					proj.chunks = append(proj.chunks, rg.ColumnChunks()[cc.Column()])
+				}
+			}
+			run := func(e *emitter) error { return readRowGroup(proj, g, cols, make([]parquet.Row, 256), e) }
+			// A worker decoding ahead may buffer (workers-1)/workers of a
+			// row group (enough to keep every worker busy), at most
+			// maxAhead batches (to bound memory for wide rows).
+			w := int64(max(runtime.GOMAXPROCS(0), 1))
+			if !e.later(run, rg.NumRows(), int(min((rg.NumRows()/batchRows+1)*(w-1)/w, maxAhead))+1) {
+				return errStopped
 			}
 		}
 		return nil
 	}
 }
 
-func readRowGroup(rg parquet.RowGroup, g int, cols []column, buf []parquet.Row, e *emitter) error {
-	rr := rg.Rows()
+// ParquetInFlight bounds the row groups queued behind the one being
+// yielded: with the one a worker decodes ahead, at most three row groups
+// of rows exist at once.
+const ParquetInFlight = 1
+
+// maxAhead bounds the batches a parquet worker decodes ahead of the reader.
+const maxAhead = 16
+
+// projected is a row group narrowed to some of its columns.
+type projected struct {
+	parquet.RowGroup
+	chunks []parquet.ColumnChunk
+}
+
+func (p projected) ColumnChunks() []parquet.ColumnChunk { return p.chunks }
+
+func readRowGroup(rg parquet.RowGroup, g int, cols *pqColumns, buf []parquet.Row, e *emitter) error {
+	rr := parquet.NewRowGroupRowReader(rg)
 	defer rr.Close()
 	for {
 		n, err := rr.ReadRows(buf)
-		for _, row := range buf[:n] {
-			out := append(e.begin(), '{')
-			first := true
-			for _, v := range row {
-				c := v.Column()
-				if c < 0 || c >= len(cols) {
-					return fmt.Errorf("parquet: row %d: value of unknown column %d", e.next, c)
-				}
-				if cols[c].skip || v.IsNull() && cols[c].kind != Unknown {
-					continue // a typed field keeps its zero value
-				}
-				if !first {
-					out = append(out, ',')
-				}
-				first = false
-				out = append(out, cols[c].name...)
-				if out, err = cols[c].conv(out, v); err != nil {
-					return fmt.Errorf("parquet: row %d (row group %d), column %s: %w", e.next, g, cols[c].name[:len(cols[c].name)-1], err)
-				}
-			}
-			if !e.end(append(out, '}')) {
-				return errStopped
-			}
+		// The emitter runs on a worker and decodes each batch before
+		// returning, so the rows (reused by the next read) are done with.
+		if n > 0 && !e.parquetRows(cols, g, buf[:n]) {
+			return errStopped
 		}
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -82,11 +103,42 @@ func readRowGroup(rg parquet.RowGroup, g int, cols []column, buf []parquet.Row, 
 	}
 }
 
+// pqColumns are a file's columns as the row type sees them.
+type pqColumns struct{ cols []column }
+
+// appendJSON appends the JSON object of row number n (of row group g).
+func (c *pqColumns) appendJSON(out []byte, g int, row parquet.Row, n int64) ([]byte, error) {
+	cols := c.cols
+	out = append(out, '{')
+	first := true
+	for _, v := range row {
+		c := v.Column()
+		if c < 0 || c >= len(cols) {
+			return out, fmt.Errorf("parquet: row %d: value of unknown column %d", n, c)
+		}
+		if cols[c].skip || v.IsNull() && cols[c].kind != Unknown {
+			continue // a typed field keeps its zero value
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, cols[c].name...)
+		var err error
+		if out, err = cols[c].conv(out, v); err != nil {
+			return out, fmt.Errorf("parquet: row %d (row group %d), column %s: %w", n, g, cols[c].name[:len(cols[c].name)-1], err)
+		}
+	}
+	return append(out, '}'), nil
+}
+
 type column struct {
-	name []byte // quoted, with the colon
-	kind Kind   // of the row type's field; Unknown when it has none
-	skip bool   // the row type neither has the field nor keeps unknown ones
-	conv func(dst []byte, v parquet.Value) ([]byte, error)
+	key    string // the name
+	direct direct // how a value sets a field of the matching kind without JSON
+	name   []byte // quoted, with the colon
+	kind   Kind   // of the row type's field; Unknown when it has none
+	skip   bool   // the row type neither has the field nor keeps unknown ones
+	conv   func(dst []byte, v parquet.Value) ([]byte, error)
 }
 
 func parquetColumns(s *parquet.Schema, schema Schema) ([]column, error) {
@@ -97,7 +149,7 @@ func parquetColumns(s *parquet.Schema, schema Schema) ([]column, error) {
 		}
 		name, _ := jsontext.AppendQuote(nil, f.Name())
 		k, known := schema[f.Name()]
-		cols = append(cols, column{name: append(name, ':'), kind: k, conv: converter(f.Type(), k),
+		cols = append(cols, column{key: f.Name(), direct: directOf(f.Type()), name: append(name, ':'), kind: k, conv: converter(f.Type(), k),
 			skip: !known && !schema.keepsUnknown() || f.Name() == ""})
 	}
 	return cols, nil
@@ -231,6 +283,55 @@ func converter(t parquet.Type, k Kind) func([]byte, parquet.Value) ([]byte, erro
 		}
 		return strconv.AppendQuote(dst, v.String()), nil
 	}
+}
+
+// direct is a column whose values set a field without JSON in between.
+type direct uint8
+
+const (
+	dNone   direct = iota
+	dString        // text: a string field gets its bytes
+	dInt           // signed integer, no logical type but INT
+	dDouble        // plain DOUBLE
+	dBool          // plain BOOLEAN
+)
+
+func directOf(t parquet.Type) direct {
+	lt := t.LogicalType()
+	var ct deprecated.ConvertedType = -1
+	if p := t.ConvertedType(); p != nil {
+		ct = *p
+	}
+	plain := lt == nil && ct == -1
+	switch t.Kind() {
+	case parquet.Boolean:
+		if plain {
+			return dBool
+		}
+	case parquet.Int32, parquet.Int64:
+		if plain || lt == nil && ct >= deprecated.Int8 && ct <= deprecated.Int64 {
+			return dInt
+		}
+		if lt != nil {
+			if it, ok := lt.Value.(*format.IntType); ok && it.IsSigned {
+				return dInt
+			}
+		}
+	case parquet.Double:
+		if plain {
+			return dDouble
+		}
+	case parquet.ByteArray:
+		if plain || ct == deprecated.UTF8 || ct == deprecated.Enum || ct == deprecated.Json {
+			return dString
+		}
+		if lt != nil {
+			if _, isJSON := lt.Value.(*format.JsonType); isJSON || isStringish(lt) {
+				return dString
+			}
+		}
+	}
+	return dNone
 }
 
 func isStringish(lt *format.LogicalType) bool {

@@ -1,8 +1,10 @@
 // Package formats decodes bulk delivery files (ndjson.gz, json, csv,
-// parquet) into typed rows. Every format is turned into one JSON object per
-// row on a producer goroutine; the objects are decoded into rows in
-// parallel batches and yielded in file order. One conversion path: the
-// caller's JSON decoder decides what a row looks like.
+// parquet) into typed rows. A producer goroutine cuts the file into units
+// (batches of JSON rows; chunks of csv records; parquet row groups) that
+// GOMAXPROCS workers decode in parallel; rows are yielded in file order.
+// Workers set plain fields directly (see RowDecoder); anything else is
+// converted to the row's JSON and decoded by the caller's JSON decoder,
+// which decides what a row looks like and words every error.
 package formats
 
 import (
@@ -11,13 +13,23 @@ import (
 	"iter"
 	"runtime"
 	"sync"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // Batch is a run of consecutive rows, each one JSON object.
 type Batch struct {
-	buf   []byte
-	ends  []int // ends[i] is the end of row i in buf
-	first int64 // 1-based number of the batch's first row
+	buf    []byte
+	ends   []int // ends[i] is the end of row i in buf
+	starts []int // starts[i] is the start of row i; when nil, row i starts where row i-1 ends
+	first  int64 // 1-based number of the batch's first row
+	// csv records instead of JSON rows, when cols is set
+	cols *csvColumns
+	recs [][]string
+	// parquet rows instead, when pq is set
+	pq    *pqColumns
+	group int
+	prows []parquet.Row
 }
 
 // batch limits: a batch is handed to a worker once it holds this many rows
@@ -27,15 +39,27 @@ const (
 	batchBytes = 256 << 10
 )
 
-func (b *Batch) full() bool { return len(b.ends) >= batchRows || len(b.buf) >= batchBytes }
+func (b *Batch) full() bool {
+	return len(b.ends) >= batchRows || len(b.buf) >= batchBytes || len(b.recs) >= batchRows
+}
 
 // Len is the number of rows in the batch.
-func (b *Batch) Len() int { return len(b.ends) }
+func (b *Batch) Len() int {
+	switch {
+	case b.cols != nil:
+		return len(b.recs)
+	case b.pq != nil:
+		return len(b.prows)
+	}
+	return len(b.ends)
+}
 
 // Row returns row i's JSON.
 func (b *Batch) Row(i int) []byte {
 	start := 0
-	if i > 0 {
+	if b.starts != nil {
+		start = b.starts[i]
+	} else if i > 0 {
 		start = b.ends[i-1]
 	}
 	return b.buf[start:b.ends[i]]
@@ -47,13 +71,16 @@ type emitter struct {
 	next int64 // number of the next row
 	send func(*Batch) bool
 	pool *sync.Pool
+	// sendRun hands a Producer to a worker (see later).
+	sendRun func(run Producer, first int64, outCap int) bool
 }
 
 // begin returns the batch buffer to append the next row to.
 func (e *emitter) begin() []byte {
 	if e.cur == nil {
 		e.cur = e.pool.Get().(*Batch)
-		e.cur.buf, e.cur.ends, e.cur.first = e.cur.buf[:0], e.cur.ends[:0], e.next
+		e.cur.buf, e.cur.ends, e.cur.starts, e.cur.first = e.cur.buf[:0], e.cur.ends[:0], nil, e.next
+		e.cur.cols, e.cur.recs, e.cur.pq, e.cur.prows = nil, e.cur.recs[:0], nil, nil
 	}
 	return e.cur.buf
 }
@@ -69,11 +96,36 @@ func (e *emitter) end(buf []byte) bool {
 	return true
 }
 
+// record appends one csv record of columns c; false means stop.
+func (e *emitter) record(c *csvColumns, rec []string) bool {
+	e.begin()
+	e.cur.cols = c
+	e.cur.recs = append(e.cur.recs, rec)
+	e.next++
+	if e.cur.full() {
+		return e.flush()
+	}
+	return true
+}
+
+// parquetRows sends rows of row group g as one batch; false means stop.
+// Only for an emitter on a worker, which decodes the batch before
+// returning.
+func (e *emitter) parquetRows(c *pqColumns, g int, rows []parquet.Row) bool {
+	if !e.flush() {
+		return false
+	}
+	e.begin()
+	e.cur.pq, e.cur.group, e.cur.prows = c, g, rows
+	e.next += int64(len(rows))
+	return e.flush()
+}
+
 // add appends one complete row.
 func (e *emitter) add(row []byte) bool { return e.end(append(e.begin(), row...)) }
 
 func (e *emitter) flush() bool {
-	if e.cur == nil || len(e.cur.ends) == 0 {
+	if e.cur == nil || e.cur.Len() == 0 {
 		return true
 	}
 	b := e.cur
@@ -90,23 +142,45 @@ type result[T any] struct {
 	err  error
 }
 
+// work is one unit in file order: a batch of JSON rows ready to decode, or
+// a job (run) that a worker turns into batches itself, such as a csv chunk
+// or a parquet row group.
 type work[T any] struct {
-	b   *Batch
-	err error // a producer error: ends the stream after the rows before it
-	out chan result[T]
+	b     *Batch
+	run   Producer // on a worker, emitting rows numbered from first
+	first int64
+	err   error // a producer error: ends the stream after the rows before it
+	out   chan result[T]
+}
+
+// later hands run to a worker: it emits rows rows numbered from the next
+// row, whose decoded batches wait in a buffer of outCap batches. False
+// means stop.
+func (e *emitter) later(run Producer, rows int64, outCap int) bool {
+	if !e.flush() {
+		return false
+	}
+	first := e.next
+	e.next += rows
+	return e.sendRun(run, first, outCap)
 }
 
 // Stream runs produce on one goroutine, decodes its batches on
-// GOMAXPROCS workers with decode, and yields the rows in file order. format
-// names the file format in errors. Stopping the loop stops every goroutine
-// before Stream's iterator returns (a producer blocked in Read is waited
-// for: close its reader to unblock it).
-func Stream[T any](format string, produce Producer, decode func([]byte, *T) error) iter.Seq2[T, error] {
+// GOMAXPROCS workers (each with its own decoder from newDecode), and
+// yields the rows in file order. format names the file format in errors.
+// inFlight bounds the units queued ahead of the one being yielded (0: two
+// per worker). Stopping the loop stops every goroutine before Stream's
+// iterator returns (a producer blocked in Read is waited for: close its
+// reader to unblock it).
+func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T], inFlight int) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		workers := max(runtime.GOMAXPROCS(0), 1)
+		if inFlight <= 0 {
+			inFlight = 2 * workers
+		}
 		stop := make(chan struct{})
-		order := make(chan work[T], 2*workers) // in file order
-		jobs := make(chan work[T], 2*workers)
+		order := make(chan work[T], inFlight) // in file order
+		jobs := make(chan work[T], inFlight)
 		pool := &sync.Pool{New: func() any { return new(Batch) }}
 		var wg sync.WaitGroup
 
@@ -121,7 +195,7 @@ func Stream[T any](format string, produce Producer, decode func([]byte, *T) erro
 				case <-stop:
 					return false
 				}
-				if w.b == nil {
+				if w.err != nil {
 					return true
 				}
 				select {
@@ -131,14 +205,16 @@ func Stream[T any](format string, produce Producer, decode func([]byte, *T) erro
 					return false
 				}
 			}
-			e := &emitter{next: 1, pool: pool, send: func(b *Batch) bool {
+			e := &emitter{next: 1, pool: pool}
+			e.send = func(b *Batch) bool {
 				return send(work[T]{b: b, out: make(chan result[T], 1)})
-			}}
+			}
+			e.sendRun = func(run Producer, first int64, outCap int) bool {
+				return send(work[T]{run: run, first: first, out: make(chan result[T], max(outCap, 1))})
+			}
 			err := safeProduce(format, produce, e)
 			if err == nil {
-				if !e.flush() {
-					return
-				}
+				e.flush()
 				return
 			}
 			if errors.Is(err, errStopped) {
@@ -152,28 +228,59 @@ func Stream[T any](format string, produce Producer, decode func([]byte, *T) erro
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for w := range jobs {
-					rows := make([]T, w.b.Len())
+				decode := newDecode()
+				decodeBatch := func(b *Batch) result[T] {
+					rows := make([]T, b.Len())
 					var err error
 					for i := range rows {
-						if derr := decode(w.b.Row(i), &rows[i]); derr != nil {
-							err = fmt.Errorf("%s: row %d: %w", format, w.b.first+int64(i), derr)
+						if b.cols != nil {
+							err = decode.csv(b.cols, b.recs[i], b.first+int64(i), &rows[i])
+						} else if b.pq != nil {
+							err = decode.parquet(b.pq, b.group, b.prows[i], b.first+int64(i), &rows[i])
+						} else if derr := decode.JSON(b.Row(i), &rows[i]); derr != nil {
+							err = fmt.Errorf("%s: row %d: %w", format, b.first+int64(i), derr)
+						}
+						if err != nil {
 							rows = rows[:i]
 							break
 						}
 					}
-					w.b.buf = w.b.buf[:0]
-					if cap(w.b.buf) <= 4*batchBytes {
-						pool.Put(w.b)
+					b.buf = b.buf[:0]
+					clear(b.recs)
+					b.prows = nil
+					if cap(b.buf) <= 4*batchBytes {
+						pool.Put(b)
 					}
-					w.out <- result[T]{rows: rows, err: err}
+					return result[T]{rows: rows, err: err}
+				}
+				for w := range jobs {
+					if w.b != nil {
+						w.out <- decodeBatch(w.b)
+						close(w.out)
+						continue
+					}
+					put := func(r result[T]) bool {
+						select {
+						case w.out <- r:
+							return r.err == nil
+						case <-stop:
+							return false
+						}
+					}
+					we := &emitter{next: w.first, pool: pool, send: func(b *Batch) bool { return put(decodeBatch(b)) }}
+					err := safeProduce(format, w.run, we)
+					if err == nil {
+						we.flush()
+					} else if !errors.Is(err, errStopped) && we.flush() {
+						put(result[T]{err: err})
+					}
+					close(w.out)
 				}
 			}()
 		}
 		defer func() {
 			close(stop)
-			// Drain so that workers blocked on nothing remain; their out
-			// channels are buffered, so they never block on a send.
+			// Drain so that no worker is left waiting for the consumer.
 			for range order {
 			}
 			wg.Wait()
@@ -184,16 +291,17 @@ func Stream[T any](format string, produce Producer, decode func([]byte, *T) erro
 				yield(zero, w.err)
 				return
 			}
-			r := <-w.out
-			for _, row := range r.rows {
-				if !yield(row, nil) {
+			for r := range w.out {
+				for _, row := range r.rows {
+					if !yield(row, nil) {
+						return
+					}
+				}
+				if r.err != nil {
+					var zero T
+					yield(zero, r.err)
 					return
 				}
-			}
-			if r.err != nil {
-				var zero T
-				yield(zero, r.err)
-				return
 			}
 		}
 	}

@@ -175,8 +175,16 @@ func TestDeliverEntitlementAndCeilings(t *testing.T) {
 	if !errors.As(err, &mr) || mr.EstimatedTotal != 3000 || mr.MaxRows != 2000 {
 		t.Fatalf("above maxRows: %v", err)
 	}
-	if _, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, FlatFilters: map[string]any{"state": "CA"}}); err != nil {
+	filtered, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, FlatFilters: map[string]any{"state": "CA"}})
+	if err != nil {
 		t.Fatalf("filtered below maxRows: %v", err)
+	}
+	// Both accepted jobs bill at completion: let them finish before the
+	// balance is set, or their debits land after it.
+	for _, wait := range []func(context.Context, ...lendgraph.WaitOption) (*lendgraph.DeliveryStatus, error){job.Wait, filtered.Wait} {
+		if _, err := wait(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// 402 against the estimate, before any job.
 	srv.SetCredits(org, 10)

@@ -32,9 +32,8 @@ func tourDelivery(t tour) error {
 		}
 		st, err := job.Wait(t.ctx, lendgraph.WithPollInterval(20*time.Millisecond, 200*time.Millisecond),
 			lendgraph.WithProgress(func(s *lendgraph.DeliveryStatus) {
-				fmt.Fprintf(t.out, "\r%s: %-9s %5d of %d rows, %7d bytes", f, s.Status, s.Processed, s.EstimatedTotal, s.Bytes)
+				fmt.Fprintf(t.out, "  %s: %-9s %5d of %d rows, %7d bytes\n", f, s.Status, s.Processed, s.EstimatedTotal, s.Bytes)
 			}))
-		fmt.Fprintln(t.out)
 		if err != nil {
 			return err
 		}

@@ -160,22 +160,12 @@ func isNumber(text string) bool {
 		i++
 	}
 	start := i
-	for i < len(text) && text[i] >= '0' && text[i] <= '9' {
-		i++
-	}
-	if i == start {
-		return false
-	}
-	if text[start] == '0' && i-start > 1 {
-		return false
+	if i = skipDigits(text, i); i == start || text[start] == '0' && i-start > 1 {
+		return false // no integer part, or a leading zero
 	}
 	if i < len(text) && text[i] == '.' {
-		i++
-		d := i
-		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
-			i++
-		}
-		if i == d {
+		d := i + 1
+		if i = skipDigits(text, d); i == d {
 			return false
 		}
 	}
@@ -185,14 +175,19 @@ func isNumber(text string) bool {
 			i++
 		}
 		d := i
-		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = skipDigits(text, d); i == d {
 			return false
 		}
 	}
 	return i == len(text)
+}
+
+// skipDigits returns the index of the first non-digit at or after i.
+func skipDigits(text string, i int) int {
+	for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // isCanonicalNumber is isNumber without forms a JSON encoder does not

@@ -2,7 +2,6 @@ package lendgraph
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -268,20 +267,9 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 			yield(zero, fmt.Errorf("lendgraph: delivery job %s has format %q, which this SDK cannot decode; use Download", j.ID, st.Format))
 			return
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		pr, pw := io.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			_, err := j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, pw, expectedSize(st))
-			pw.CloseWithError(err) // nil: EOF for the decoder
-			done <- err
-		}()
-		defer func() {
-			cancel()
-			pr.CloseWithError(errRowsStopped)
-			<-done
-		}()
-		for row, err := range DecodeRows[T](pr, st.Format, opts...) {
+		rc := j.client.openDownload(ctx, st.ResultsURL, j.freshLink, expectedSize(st))
+		defer rc.Close()
+		for row, err := range DecodeRows[T](rc, st.Format, opts...) {
 			if ctx.Err() != nil {
 				yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, context.Cause(ctx)))
 				return
@@ -292,8 +280,6 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 		}
 	}
 }
-
-var errRowsStopped = errors.New("lendgraph: rows loop ended")
 
 func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yield func(T, error) bool) {
 	var zero T

@@ -56,6 +56,40 @@ func (c *Client) download(ctx context.Context, first SignedURL, link linkFunc, w
 	return c.downloadSized(ctx, first, link, w, -1)
 }
 
+// openDownload streams the object behind a signed link (see
+// downloadSized): the download runs in a goroutine writing into a pipe
+// that the caller reads. Closing the stream cancels the download and waits
+// for the goroutine, so none outlives it; a failed download is the read
+// error after the bytes that did arrive.
+func (c *Client) openDownload(ctx context.Context, first SignedURL, link linkFunc, size int64) io.ReadCloser {
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err := c.downloadSized(ctx, first, link, pw, size)
+		pw.CloseWithError(err) // nil: the reader sees io.EOF
+	}()
+	return &downloadStream{PipeReader: pr, cancel: cancel, done: done}
+}
+
+// downloadStream is the reading end of openDownload.
+type downloadStream struct {
+	*io.PipeReader
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var errStreamClosed = errors.New("lendgraph: download stream closed")
+
+// Close stops the download and waits for it to end.
+func (d *downloadStream) Close() error {
+	d.cancel()
+	_ = d.PipeReader.CloseWithError(errStreamClosed)
+	<-d.done
+	return nil
+}
+
 // downloadSized is download for a file whose size the caller knows (a
 // delivery's status record says it): when the host announces no length (a
 // close-delimited body), a connection cut short is still told from the end

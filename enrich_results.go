@@ -56,29 +56,7 @@ func (j *EnrichJob) Results(ctx context.Context) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	pr, pw := io.Pipe()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, err := j.client.download(ctx, link, j.resultsLink, pw)
-		pw.CloseWithError(err) // nil: the reader sees io.EOF
-	}()
-	return &resultsStream{PipeReader: pr, cancel: cancel, done: done}, nil
-}
-
-type resultsStream struct {
-	*io.PipeReader
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-// Close stops the download and waits for it to end.
-func (r *resultsStream) Close() error {
-	r.cancel()
-	_ = r.PipeReader.Close()
-	<-r.done
-	return nil
+	return j.client.openDownload(ctx, link, j.resultsLink, -1), nil
 }
 
 // ResultRows streams the job's results file and yields one typed entry a

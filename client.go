@@ -519,6 +519,35 @@ func readCapped(r io.Reader, limit int64) ([]byte, bool) {
 	return b, false
 }
 
+// capReader reads at most left bytes of r. Past that the stream is cut
+// (tooLarge nil), or fails with tooLarge once a byte beyond the cap shows
+// up; a stream of exactly the cap ends normally either way.
+type capReader struct {
+	r        io.Reader
+	left     int64
+	tooLarge error
+}
+
+// Read implements io.Reader.
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		if c.tooLarge == nil {
+			return 0, io.EOF
+		}
+		var one [1]byte
+		if n, _ := io.ReadFull(c.r, one[:]); n == 0 {
+			return 0, io.EOF
+		}
+		return 0, c.tooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
 // decodeBody decodes exactly one JSON value from r into out, refusing bodies
 // over limit bytes and anything but whitespace after the value.
 func decodeBody(r io.Reader, out any, limit int64) error {

@@ -115,7 +115,7 @@ func DecodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error
 			}
 			defer zr.Close()
 			// A decompression cap: a small gzip bomb must not decode for hours.
-			br = bufio.NewReaderSize(&budgetReader{r: zr, left: maxResultsSize, what: "the results file (decompressed)"}, 64<<10)
+			br = bufio.NewReaderSize(&capReader{r: zr, left: maxResultsSize, tooLarge: errors.New("the results file (decompressed) is larger than the limit")}, 64<<10)
 		}
 		first, err := skipSpace(br)
 		switch {
@@ -139,25 +139,6 @@ func DecodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error
 const maxResultEntry = 16 << 20
 
 var maxResultsSize int64 = 2 << 30
-
-// budgetReader fails once it has read more than its budget.
-type budgetReader struct {
-	r    io.Reader
-	left int64
-	what string
-}
-
-func (b *budgetReader) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, fmt.Errorf("%s is larger than the limit", b.what)
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
 
 // skipSpace skips whitespace and a byte order mark and peeks the next byte.
 func skipSpace(br *bufio.Reader) (byte, error) {
@@ -219,7 +200,7 @@ func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 }
 
 func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error) bool, fail func(string, ...any)) {
-	budget := &budgetReader{r: br, left: maxResultEntry, what: "one array element"}
+	budget := &capReader{r: br, left: maxResultEntry, tooLarge: errors.New("one array element is larger than the limit")}
 	dec := jsontext.NewDecoder(budget)
 	if _, err := dec.ReadToken(); err != nil {
 		fail("reading the array: %v", err)

@@ -90,35 +90,16 @@ func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // maxResponseBody fails instead of filling the memory.
 func capBody(body io.ReadCloser, status int) io.ReadCloser {
 	if status >= 300 {
-		return &cappedBody{ReadCloser: body, left: maxErrorBody}
+		return cappedBody{&capReader{r: body, left: maxErrorBody}, body}
 	}
-	return &cappedBody{ReadCloser: body, left: maxResponseBody, fail: true}
+	return cappedBody{&capReader{r: body, left: maxResponseBody,
+		tooLarge: fmt.Errorf("response body larger than %d bytes", maxResponseBody)}, body}
 }
 
+// cappedBody reads through a capReader and closes the body under it.
 type cappedBody struct {
-	io.ReadCloser
-	left int64
-	fail bool
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		if !b.fail {
-			return 0, io.EOF
-		}
-		// At the cap: one more byte means the body is too large.
-		var one [1]byte
-		if n, _ := io.ReadFull(b.ReadCloser, one[:]); n == 0 {
-			return 0, io.EOF
-		}
-		return 0, fmt.Errorf("response body larger than %d bytes", maxResponseBody)
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
+	io.Reader
+	io.Closer
 }
 
 // HostSearchRequest is one query on one index of the search host.

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
 
@@ -104,12 +103,8 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 			return written, &DownloadError{Written: written, Size: size, Err: lastErr}
 		}
 		if stalls > 0 {
-			t := time.NewTimer(c.policy.Jitter(stalls - 1))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return written, &DownloadError{Written: written, Size: size, Err: ctx.Err()}
-			case <-t.C:
+			if err := retry.Wait(ctx, c.policy.Jitter(stalls-1)); err != nil {
+				return written, &DownloadError{Written: written, Size: size, Err: err}
 			}
 		}
 		if cur == "" {

@@ -238,8 +238,7 @@ func Interrupted(err error) bool {
 // false when the client's budget is exhausted.
 func (p *Policy) Spend() bool { return p.Budget.take(costTransport) }
 
-// Wait sleeps the backoff of the given attempt (0 first), returning early
-// with the context's error when it ends.
+// Wait sleeps for d, returning early with the context's error when it ends.
 func Wait(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

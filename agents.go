@@ -104,10 +104,7 @@ func (s *ResourceService[T]) Pager(req *ListRequest) (*Pager[T], error) {
 // the cursor for resuming in another process.
 func (s *ResourceService[T]) All(ctx context.Context, req *ListRequest) iter.Seq2[T, error] {
 	p, err := s.Pager(req)
-	if err != nil {
-		return errSeq[T](err)
-	}
-	return p.All(ctx)
+	return pagedAll(ctx, p, err)
 }
 
 // Get returns the complete record with nested data.
@@ -121,13 +118,6 @@ func (s *ResourceService[T]) Get(ctx context.Context, id string) (*T, error) {
 		return nil, err
 	}
 	return &out, nil
-}
-
-func errSeq[T any](err error) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		var zero T
-		yield(zero, err)
-	}
 }
 
 // ListRequest is the common list request: filters, period, sort and page.

@@ -2,6 +2,7 @@ package lendgraph_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -314,4 +315,26 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A breakdown or branch pager with no id fails when it is built, before any
+// request, like the iterators over it.
+func TestBreakdownPagersRejectEmptyID(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
+	c := srv.Client()
+	var inv *lendgraph.InvalidArgumentError
+	if _, err := c.Originators.TitleCompaniesPager("", nil); !errors.As(err, &inv) || inv.Arg != "nmlsID" {
+		t.Fatalf("TitleCompaniesPager: %v", err)
+	}
+	if _, err := c.Companies.BranchesPager("", nil); !errors.As(err, &inv) || inv.Arg != "nmlsID" {
+		t.Fatalf("BranchesPager: %v", err)
+	}
+	for _, err := range c.Companies.AllBranches(context.Background(), "", nil) {
+		if !errors.As(err, &inv) {
+			t.Fatalf("AllBranches: %v", err)
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
 }

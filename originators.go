@@ -224,6 +224,9 @@ func (s *OriginatorsService) TitleCompanies(ctx context.Context, nmlsID string, 
 
 // TitleCompaniesPager returns a pager over every row of the breakdown.
 func (s *OriginatorsService) TitleCompaniesPager(nmlsID string, req *ListRequest) (*Pager[TitleCompanyRow], error) {
+	if _, err := nmlsPath("originators", nmlsID, ""); err != nil {
+		return nil, err
+	}
 	return listPager(req, func(ctx context.Context, body *ListRequest) ([]TitleCompanyRow, string, error) {
 		p, err := s.TitleCompanies(ctx, nmlsID, body)
 		if err != nil {
@@ -235,9 +238,6 @@ func (s *OriginatorsService) TitleCompaniesPager(nmlsID string, req *ListRequest
 
 // AllTitleCompanies yields every row of the breakdown, following cursors.
 func (s *OriginatorsService) AllTitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[TitleCompanyRow, error] {
-	if _, err := nmlsPath("originators", nmlsID, ""); err != nil {
-		return errSeq[TitleCompanyRow](err)
-	}
 	p, err := s.TitleCompaniesPager(nmlsID, req)
 	return pagedAll(ctx, p, err)
 }
@@ -271,6 +271,9 @@ func (s *CompaniesService) Branches(ctx context.Context, nmlsID string, req *Lis
 
 // BranchesPager returns a pager over every branch of the company.
 func (s *CompaniesService) BranchesPager(nmlsID string, req *ListRequest) (*Pager[Branch], error) {
+	if _, err := nmlsPath("companies", nmlsID, ""); err != nil {
+		return nil, err
+	}
 	return listPager(req, func(ctx context.Context, body *ListRequest) ([]Branch, string, error) {
 		p, err := s.Branches(ctx, nmlsID, body)
 		if err != nil {
@@ -282,9 +285,6 @@ func (s *CompaniesService) BranchesPager(nmlsID string, req *ListRequest) (*Page
 
 // AllBranches yields every branch of the company, following cursors.
 func (s *CompaniesService) AllBranches(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[Branch, error] {
-	if _, err := nmlsPath("companies", nmlsID, ""); err != nil {
-		return errSeq[Branch](err)
-	}
 	p, err := s.BranchesPager(nmlsID, req)
 	return pagedAll(ctx, p, err)
 }

@@ -163,3 +163,20 @@ func listPager[T any](req *ListRequest, page func(ctx context.Context, body *Lis
 		return page(ctx, &b)
 	}), nil
 }
+
+// pagedAll is Pager.All for a pager that may have failed to build: the
+// construction error is yielded as the only element.
+func pagedAll[T any](ctx context.Context, p *Pager[T], err error) iter.Seq2[T, error] {
+	if err != nil {
+		return errSeq[T](err)
+	}
+	return p.All(ctx)
+}
+
+// errSeq yields err as its only element.
+func errSeq[T any](err error) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		yield(zero, err)
+	}
+}

@@ -4,7 +4,6 @@ package lendgraph
 
 import (
 	"context"
-	"iter"
 )
 
 // dataEnvelope is the {data: ...} wrapper of the CRM, saved-filter and
@@ -34,11 +33,3 @@ func sendAs[T any](ctx context.Context, c *Client, r request) (*T, error) {
 // Ptr returns a pointer to v, for optional fields where the zero value is
 // meaningful (OrgMembersQuery.Limit: lendgraph.Ptr(0)).
 func Ptr[T any](v T) *T { return &v }
-
-// pagedAll runs a pager built by mk, or yields mk's error.
-func pagedAll[T any](ctx context.Context, p *Pager[T], err error) iter.Seq2[T, error] {
-	if err != nil {
-		return errSeq[T](err)
-	}
-	return p.All(ctx)
-}

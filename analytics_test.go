@@ -2,8 +2,8 @@ package lendgraph_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"strings"

@@ -93,22 +93,3 @@ func (s *CRMService) TranscribeCall(ctx context.Context, callID string) (*Call, 
 	return sendData[Call](ctx, s.client, request{method: http.MethodPost, path: "/v1/crm/calls/transcript",
 		body: map[string]string{"id": callID}, kind: retry.Unrepeatable})
 }
-
-// NoteEdit is the answer of EditNote.
-type NoteEdit struct {
-	EntityID         string `json:"entityId"`
-	PreviousBodyHTML string `json:"previousBodyHtml"`
-	Updated          bool   `json:"updated"`
-	// Extra holds every other member the server sent.
-	Extra Fields `json:",unknown"`
-}
-
-// EditNote replaces a note's body (PATCH /v1/crm/activity). Setting the
-// same body twice leaves the same note, so it is retried like a read.
-func (s *CRMService) EditNote(ctx context.Context, noteID, body string) (*NoteEdit, error) {
-	if err := requireID("noteID", noteID); err != nil {
-		return nil, err
-	}
-	return sendData[NoteEdit](ctx, s.client, request{method: http.MethodPatch, path: "/v1/crm/activity",
-		body: map[string]string{"id": noteID, "body": body}, kind: retry.Idempotent})
-}

@@ -366,3 +366,44 @@ func (e *JobError) Is(target error) bool {
 	return (target == ErrJobFailed && e.Status == "failed") ||
 		(target == ErrJobCancelled && e.Status == "cancelled")
 }
+
+// DecodeError is a 2xx response whose body could not be decoded: truncated
+// JSON, an HTML page from a proxy, a wrong content type.
+type DecodeError struct {
+	Method, Path string
+	StatusCode   int
+	ContentType  string
+	RequestID    string
+	Err          error
+}
+
+// Error implements the error interface.
+func (e *DecodeError) Error() string {
+	s := fmt.Sprintf("lendgraph: %s %s: decoding %d response", e.Method, e.Path, e.StatusCode)
+	if e.ContentType != "" {
+		s += " (" + e.ContentType + ")"
+	}
+	s += ": " + e.Err.Error()
+	if e.RequestID != "" {
+		s += " [request " + e.RequestID + "]"
+	}
+	return s
+}
+
+// Unwrap returns the underlying error, for errors.Is and errors.As.
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// TransportError is a request that got no HTTP response: connection refused
+// or reset, a timeout, a refused redirect. URLs in it carry no query string.
+type TransportError struct {
+	Method, Path string
+	Err          error
+}
+
+// Error implements the error interface.
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("lendgraph: %s %s: %v", e.Method, e.Path, e.Err)
+}
+
+// Unwrap returns the underlying error, for errors.Is and errors.As.
+func (e *TransportError) Unwrap() error { return e.Err }

@@ -2,10 +2,10 @@ package lendgraph
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
@@ -52,7 +52,7 @@ func (r *ChartRequest) prepared() (*ChartRequest, error) {
 // look at Raw.
 type AnalyticsResult struct {
 	// Raw is the response body.
-	Raw jsontext.Value
+	Raw json.RawMessage
 }
 
 // Decode decodes the body into v (a struct, a map, ...).

@@ -1,7 +1,6 @@
 package lendgraph
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -78,6 +77,10 @@ type settings struct {
 	retryMax   time.Duration
 }
 
+// NewClient returns a client configured by opts. Bad options (an empty or
+// relative base URL, an API key with a line break, negative retries) are an
+// *InvalidArgumentError. A missing API key is not an error here: calls that
+// need it fail with ErrMissingAPIKey.
 func NewClient(opts ...Option) (*Client, error) {
 	s := settings{maxRetries: 3}
 	for _, o := range opts {
@@ -88,22 +91,25 @@ func NewClient(opts ...Option) (*Client, error) {
 		key = *s.key
 	}
 	if strings.ContainsAny(key, "\r\n") {
-		return nil, errors.New("lendgraph: the API key contains a line break; check how it was read (a trailing newline from a file?)")
+		return nil, invalidArg("WithAPIKey", "the API key contains a line break; check how it was read (a trailing newline from a file?)")
 	}
 	key = strings.TrimSpace(key)
 	raw := os.Getenv(EnvBaseURL)
 	if s.baseURL != nil {
+		if *s.baseURL == "" {
+			return nil, invalidArg("WithBaseURL", "the base URL is empty; pass an absolute http or https URL, or leave the option out for %s", DefaultBaseURL)
+		}
 		raw = *s.baseURL
 	}
 	if raw == "" {
 		raw = DefaultBaseURL
 	}
-	base, err := url.Parse(strings.TrimRight(raw, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("lendgraph: base URL %q must be an absolute http or https URL", raw)
+	base, err := parseBaseURL(raw)
+	if err != nil {
+		return nil, err
 	}
 	if s.maxRetries < 0 {
-		return nil, fmt.Errorf("lendgraph: WithMaxRetries(%d): use 0 to disable retries", s.maxRetries)
+		return nil, invalidArg("WithMaxRetries", "%d is negative; use 0 to disable retries", s.maxRetries)
 	}
 	policy := retry.New()
 	policy.MaxRetries = s.maxRetries
@@ -158,6 +164,22 @@ func NewClient(opts ...Option) (*Client, error) {
 	c.SavedFilters = &SavedFiltersService{client: c}
 	c.Integrations = &IntegrationsService{client: c}
 	return c, nil
+}
+
+// parseBaseURL checks the API's base URL. Every path the SDK sends starts
+// with /v1, so a base URL that already ends in /v1 (as copied from the
+// reference) has it removed; a path prefix before it (a gateway) is kept.
+func parseBaseURL(raw string) (*url.URL, error) {
+	base, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return nil, invalidArg("base URL", "%q must be an absolute http or https URL such as %s", raw, DefaultBaseURL)
+	}
+	if base.RawQuery != "" || base.Fragment != "" || base.User != nil {
+		return nil, invalidArg("base URL", "%s must not carry a query, a fragment or credentials", base.Scheme+"://"+base.Host+base.Path)
+	}
+	base.Path = strings.TrimSuffix(strings.TrimRight(base.Path, "/"), "/v1")
+	base.RawPath = ""
+	return base, nil
 }
 
 func (c *Client) newRetryClient(hc *http.Client, maxRetries int) *retryablehttp.Client {

@@ -2,10 +2,9 @@ package lendgraph
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"net/http"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
@@ -103,13 +102,13 @@ type TaskDisplay struct {
 	County           string      `json:"county"`
 	CountyFIPS       string      `json:"countyFips"`
 	// Location is kept as sent: its type is not shown by the reference.
-	Location jsontext.Value `json:"location,omitempty"`
-	Name     string         `json:"name"`
-	State    string         `json:"state"`
-	Subtitle string         `json:"subtitle"`
-	Units    float64        `json:"units"`
-	Volume   float64        `json:"volume"`
-	Zip      string         `json:"zip"`
+	Location json.RawMessage `json:"location,omitempty"`
+	Name     string          `json:"name"`
+	State    string          `json:"state"`
+	Subtitle string          `json:"subtitle"`
+	Units    float64         `json:"units"`
+	Volume   float64         `json:"volume"`
+	Zip      string          `json:"zip"`
 	// Extra holds every other member the server sent.
 	Extra Fields `json:",unknown"`
 }

@@ -22,28 +22,6 @@ type linkFunc func(ctx context.Context) (SignedURL, error)
 // byte before a download gives up.
 const maxStalls = 5
 
-// DownloadError is a download from a signed link that could not finish.
-// Its message never holds the link's signature.
-type DownloadError struct {
-	// Written is how many bytes reached the writer before the failure.
-	Written int64
-	// Size is the object's size, when the server said; -1 otherwise.
-	Size int64
-	Err  error
-}
-
-// Error implements the error interface.
-func (e *DownloadError) Error() string {
-	size := "unknown size"
-	if e.Size >= 0 {
-		size = strconv.FormatInt(e.Size, 10) + " bytes"
-	}
-	return fmt.Sprintf("lendgraph: download stopped after %d bytes of %s: %v", e.Written, size, e.Err)
-}
-
-// Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *DownloadError) Unwrap() error { return e.Err }
-
 // download writes the object behind a signed link to w. The link's host
 // gets no API credential and no Authorization header. When the connection
 // drops it resumes with a Range request from the bytes already written;

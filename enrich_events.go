@@ -1,10 +1,9 @@
 package lendgraph
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // EnrichmentEventPrefix starts the name of every bulk enrichment event.
@@ -27,7 +26,7 @@ type EnrichmentEvent struct {
 	// Name starts with EnrichmentEventPrefix.
 	Name string
 	// Payload is the event's data exactly as sent (nil when absent).
-	Payload jsontext.Value
+	Payload json.RawMessage
 	// Extra holds every other member of the event body (ids, timestamps).
 	Extra Fields
 }
@@ -37,13 +36,13 @@ type EnrichmentEvent struct {
 // from "payload" or "data"; the rest goes to Extra. A name without the
 // enrichment.bulk. prefix is an error.
 func ParseEnrichmentEvent(body []byte) (*EnrichmentEvent, error) {
-	var m map[string]jsontext.Value
+	var m map[string]json.RawMessage
 	if err := unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("lendgraph: enrichment event: the body is not a JSON object: %w", err)
 	}
 	ev := &EnrichmentEvent{Extra: Fields{}}
 	for _, k := range []string{"name", "event", "type"} {
-		if v, ok := m[k]; ok && v.Kind() == '"' {
+		if v, ok := m[k]; ok && kindOf(v) == '"' {
 			if err := unmarshal(v, &ev.Name); err == nil {
 				delete(m, k)
 				break

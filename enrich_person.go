@@ -2,10 +2,9 @@ package lendgraph
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"strings"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Person is an owner found by enrichment.
@@ -81,7 +80,7 @@ func (p Person) Flags() PersonFlags {
 	have := [3]bool{p.DNC.Present(), p.Litigator.Present(), p.Death.Present()}
 	for _, name := range p.Extra.Names() {
 		raw := p.Extra[name]
-		if raw.Kind() != '{' {
+		if kindOf(raw) != '{' {
 			continue
 		}
 		var m map[string]Flag
@@ -117,11 +116,11 @@ type Flag struct {
 	// Value is the flag as far as it could be read; false when unreadable.
 	Value bool
 	// Raw is the JSON as sent; empty when the member was absent.
-	Raw jsontext.Value
+	Raw json.RawMessage
 }
 
 // Present reports whether the server sent the flag (null counts as absent).
-func (f Flag) Present() bool { return len(f.Raw) > 0 && f.Raw.Kind() != 'n' }
+func (f Flag) Present() bool { return len(f.Raw) > 0 && kindOf(f.Raw) != 'n' }
 
 // IsZero reports an absent flag, so omitzero drops it.
 func (f Flag) IsZero() bool { return len(f.Raw) == 0 && !f.Value }
@@ -137,13 +136,13 @@ func (f Flag) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads any of the forms listed on Flag; it never fails on
 // valid JSON.
 func (f *Flag) UnmarshalJSON(b []byte) error {
-	f.Raw = jsontext.Value(bytes.Clone(bytes.TrimSpace(b)))
+	f.Raw = json.RawMessage(bytes.Clone(bytes.TrimSpace(b)))
 	f.Value = flagValue(f.Raw, 0)
 	return nil
 }
 
-func flagValue(raw jsontext.Value, depth int) bool {
-	switch raw.Kind() {
+func flagValue(raw json.RawMessage, depth int) bool {
+	switch kindOf(raw) {
 	case 't':
 		return true
 	case '"':
@@ -163,7 +162,7 @@ func flagValue(raw jsontext.Value, depth int) bool {
 		if depth > 2 {
 			return false
 		}
-		var m map[string]jsontext.Value
+		var m map[string]json.RawMessage
 		if unmarshal(raw, &m) != nil {
 			return false
 		}

@@ -1,10 +1,10 @@
 package lendgraph
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,14 +63,42 @@ type APIError struct {
 	Truncated bool
 }
 
-// Error implements the error interface.
+// Error implements the error interface. A nil or hand-built APIError prints
+// what it has.
 func (e *APIError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "lendgraph: %s %s: %d", e.Method, e.Path, e.StatusCode)
-	if t := http.StatusText(e.StatusCode); t != "" {
-		b.WriteString(" " + t)
+	if e == nil {
+		return "lendgraph: API error"
 	}
-	if e.Message != "" && e.Message != http.StatusText(e.StatusCode) {
+	return e.text(0)
+}
+
+// text is the message of e, or of an error with status fallback when e is
+// nil or has no status (a wrapper built by hand).
+func (e *APIError) text(fallback int) string {
+	var b strings.Builder
+	b.WriteString("lendgraph:")
+	var status int
+	if e != nil {
+		if req := strings.TrimSpace(e.Method + " " + e.Path); req != "" {
+			b.WriteString(" " + req + ":")
+		}
+		status = e.StatusCode
+	}
+	if status == 0 {
+		status = fallback
+	}
+	if status != 0 {
+		fmt.Fprintf(&b, " %d", status)
+		if t := http.StatusText(status); t != "" {
+			b.WriteString(" " + t)
+		}
+	} else {
+		b.WriteString(" API error")
+	}
+	if e == nil {
+		return b.String()
+	}
+	if e.Message != "" && e.Message != http.StatusText(status) {
 		fmt.Fprintf(&b, ": %s", e.Message)
 	}
 	if e.Code != "" && e.Code != e.Message {
@@ -82,8 +110,21 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
+// orStatus returns e, or an APIError of the given status when e is nil: the
+// wrapped error of a typed error built by hand, so errors.Is still matches
+// its sentinel.
+func orStatus(e *APIError, status int) *APIError {
+	if e == nil {
+		return &APIError{StatusCode: status}
+	}
+	return e
+}
+
 // Is matches the sentinel of the status code.
 func (e *APIError) Is(target error) bool {
+	if e == nil {
+		return false
+	}
 	switch target {
 	case ErrUnauthorized:
 		return e.StatusCode == http.StatusUnauthorized
@@ -115,11 +156,13 @@ type InsufficientCreditsError struct {
 // Error implements the error interface.
 func (e *InsufficientCreditsError) Error() string {
 	return fmt.Sprintf("%s: balance %s credits, cost %s credits: top up before retrying",
-		e.APIError.Error(), fmtNum(e.Balance), fmtNum(e.Cost))
+		e.APIError.text(http.StatusPaymentRequired), fmtNum(e.Balance), fmtNum(e.Cost))
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *InsufficientCreditsError) Unwrap() error { return e.APIError }
+func (e *InsufficientCreditsError) Unwrap() error {
+	return orStatus(e.APIError, http.StatusPaymentRequired)
+}
 
 // EntitlementError is a 403 entitlement_missing from a bulk delivery submit:
 // the delivery would exceed 1,000 rows and the organization lacks the
@@ -134,11 +177,11 @@ type EntitlementError struct {
 // Error implements the error interface.
 func (e *EntitlementError) Error() string {
 	return fmt.Sprintf("%s: %d rows need entitlement %q (limit without it: %d); narrow the filters or set Limit",
-		e.APIError.Error(), e.EstimatedTotal, e.EntitlementKey, e.MaxRows)
+		e.APIError.text(http.StatusForbidden), e.EstimatedTotal, e.EntitlementKey, e.MaxRows)
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *EntitlementError) Unwrap() error { return e.APIError }
+func (e *EntitlementError) Unwrap() error { return orStatus(e.APIError, http.StatusForbidden) }
 
 // MaxRowsError is a 400 delivery_exceeds_max_rows: the estimate is above the
 // row ceiling of one delivery. No job was started.
@@ -151,11 +194,11 @@ type MaxRowsError struct {
 // Error implements the error interface.
 func (e *MaxRowsError) Error() string {
 	return fmt.Sprintf("%s: estimated %d rows, ceiling %d; narrow the filters or set Limit <= %d",
-		e.APIError.Error(), e.EstimatedTotal, e.MaxRows, e.MaxRows)
+		e.APIError.text(http.StatusBadRequest), e.EstimatedTotal, e.MaxRows, e.MaxRows)
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *MaxRowsError) Unwrap() error { return e.APIError }
+func (e *MaxRowsError) Unwrap() error { return orStatus(e.APIError, http.StatusBadRequest) }
 
 // Issue is one problem reported by a validation error.
 type Issue struct {
@@ -191,7 +234,7 @@ type ValidationError struct {
 
 // Error implements the error interface.
 func (e *ValidationError) Error() string {
-	s := e.APIError.Error()
+	s := e.APIError.text(http.StatusBadRequest)
 	for _, is := range e.Issues {
 		if p := is.PathString(); p != "" {
 			s += fmt.Sprintf("; %s: %s", p, is.Message)
@@ -203,7 +246,7 @@ func (e *ValidationError) Error() string {
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *ValidationError) Unwrap() error { return e.APIError }
+func (e *ValidationError) Unwrap() error { return orStatus(e.APIError, http.StatusBadRequest) }
 
 // LimitError carries the {error, limit, size} body: a request over a size limit.
 type LimitError struct {
@@ -214,11 +257,11 @@ type LimitError struct {
 
 // Error implements the error interface.
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s: size %d over limit %d", e.APIError.Error(), e.Size, e.Limit)
+	return fmt.Sprintf("%s: size %d over limit %d", e.APIError.text(http.StatusRequestEntityTooLarge), e.Size, e.Limit)
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *LimitError) Unwrap() error { return e.APIError }
+func (e *LimitError) Unwrap() error { return orStatus(e.APIError, http.StatusRequestEntityTooLarge) }
 
 // RateLimitError is a 429 that outlasted the retries, or whose Retry-After
 // was longer than the client waits on its own.
@@ -231,13 +274,13 @@ type RateLimitError struct {
 // Error implements the error interface.
 func (e *RateLimitError) Error() string {
 	if e.RetryAfter > 0 {
-		return fmt.Sprintf("%s: retry after %s", e.APIError.Error(), e.RetryAfter)
+		return fmt.Sprintf("%s: retry after %s", e.APIError.text(http.StatusTooManyRequests), e.RetryAfter)
 	}
-	return e.APIError.Error()
+	return e.APIError.text(http.StatusTooManyRequests)
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *RateLimitError) Unwrap() error { return e.APIError }
+func (e *RateLimitError) Unwrap() error { return orStatus(e.APIError, http.StatusTooManyRequests) }
 
 // errorBody is the union of the error body shapes in the reference.
 type errorBody struct {
@@ -268,7 +311,7 @@ func parseError(method, path string, status int, h http.Header, body []byte, tru
 		Truncated:  truncated,
 	}
 	var eb errorBody
-	if err := json.Unmarshal(body, &eb); err == nil {
+	if err := unmarshal(body, &eb); err == nil {
 		base.Message = eb.Error
 		if base.Message == "" {
 			base.Message = eb.Message
@@ -332,7 +375,14 @@ type InvalidArgumentError struct {
 
 // Error implements the error interface.
 func (e *InvalidArgumentError) Error() string {
-	return fmt.Sprintf("lendgraph: invalid %s: %s", e.Arg, e.Problem)
+	arg, problem := "argument", "breaks a rule of the reference"
+	if e != nil && e.Arg != "" {
+		arg = e.Arg
+	}
+	if e != nil && e.Problem != "" {
+		problem = e.Problem
+	}
+	return "lendgraph: invalid " + arg + ": " + problem
 }
 
 func invalidArg(arg, format string, a ...any) error {
@@ -354,16 +404,32 @@ type JobError struct {
 
 // Error implements the error interface.
 func (e *JobError) Error() string {
-	s := fmt.Sprintf("lendgraph: %s job %s %s", e.Kind, e.JobID, e.Status)
-	if e.Message != "" {
-		s += ": " + e.Message
+	if e == nil {
+		return "lendgraph: job error"
 	}
-	return s
+	var b strings.Builder
+	b.WriteString("lendgraph:")
+	if e.Kind != "" {
+		b.WriteString(" " + e.Kind)
+	}
+	b.WriteString(" job")
+	if e.JobID != "" {
+		b.WriteString(" " + e.JobID)
+	}
+	if e.Status != "" {
+		b.WriteString(" " + e.Status)
+	} else {
+		b.WriteString(" ended")
+	}
+	if e.Message != "" {
+		b.WriteString(": " + e.Message)
+	}
+	return b.String()
 }
 
 // Is matches ErrJobFailed or ErrJobCancelled.
 func (e *JobError) Is(target error) bool {
-	return (target == ErrJobFailed && e.Status == "failed") ||
+	return e != nil && (target == ErrJobFailed && e.Status == "failed") ||
 		(target == ErrJobCancelled && e.Status == "cancelled")
 }
 
@@ -379,19 +445,38 @@ type DecodeError struct {
 
 // Error implements the error interface.
 func (e *DecodeError) Error() string {
-	s := fmt.Sprintf("lendgraph: %s %s: decoding %d response", e.Method, e.Path, e.StatusCode)
+	if e == nil {
+		return "lendgraph: decoding a response failed"
+	}
+	var b strings.Builder
+	b.WriteString("lendgraph:")
+	if req := strings.TrimSpace(e.Method + " " + e.Path); req != "" {
+		b.WriteString(" " + req + ":")
+	}
+	b.WriteString(" decoding")
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, " %d", e.StatusCode)
+	}
+	b.WriteString(" response")
 	if e.ContentType != "" {
-		s += " (" + e.ContentType + ")"
+		b.WriteString(" (" + e.ContentType + ")")
 	}
-	s += ": " + e.Err.Error()
+	if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
 	if e.RequestID != "" {
-		s += " [request " + e.RequestID + "]"
+		b.WriteString(" [request " + e.RequestID + "]")
 	}
-	return s
+	return b.String()
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *DecodeError) Unwrap() error { return e.Err }
+func (e *DecodeError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // TransportError is a request that got no HTTP response: connection refused
 // or reset, a timeout, a refused redirect. URLs in it carry no query string.
@@ -402,8 +487,99 @@ type TransportError struct {
 
 // Error implements the error interface.
 func (e *TransportError) Error() string {
-	return fmt.Sprintf("lendgraph: %s %s: %v", e.Method, e.Path, e.Err)
+	if e == nil {
+		return "lendgraph: transport error"
+	}
+	s := "lendgraph:"
+	if req := strings.TrimSpace(e.Method + " " + e.Path); req != "" {
+		s += " " + req + ":"
+	}
+	if e.Err == nil {
+		return s + " no response"
+	}
+	return s + " " + e.Err.Error()
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *TransportError) Unwrap() error { return e.Err }
+func (e *TransportError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
+
+// DownloadError is a download from a signed link that could not finish.
+// Its message never holds the link's signature.
+type DownloadError struct {
+	// Written is how many bytes reached the writer before the failure.
+	Written int64
+	// Size is the object's size, when the server said; -1 otherwise.
+	Size int64
+	Err  error
+}
+
+// Error implements the error interface.
+func (e *DownloadError) Error() string {
+	if e == nil {
+		return "lendgraph: download failed"
+	}
+	size := "unknown size"
+	if e.Size > 0 || (e.Size == 0 && e.Written == 0 && e.Err == nil) {
+		size = strconv.FormatInt(e.Size, 10) + " bytes"
+	}
+	s := fmt.Sprintf("lendgraph: download stopped after %d bytes of %s", e.Written, size)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying error, for errors.Is and errors.As.
+func (e *DownloadError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
+
+// PushIncompleteError is returned by PushCRMAll when a batch failed. Done
+// holds the merged outcome of the batches the server answered; Unknown the
+// ids of the batch whose outcome is unknown (the server may have written
+// them: check the CRM before pushing them again); NotSent the ids never
+// sent. Err is the failure (errors.As reaches *InsufficientCreditsError on
+// a 402).
+type PushIncompleteError struct {
+	Done    *CRMPushResponse
+	Unknown []string
+	NotSent []string
+	Err     error
+}
+
+// Error implements the error interface.
+func (e *PushIncompleteError) Error() string {
+	if e == nil {
+		return "lendgraph: CRM push stopped"
+	}
+	answered := 0
+	if e.Done != nil {
+		answered = len(e.Done.Results)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "lendgraph: CRM push stopped: %d ids answered", answered)
+	if len(e.Unknown) > 0 {
+		fmt.Fprintf(&b, ", %d ids with unknown outcome (may have been written; not re-sent)", len(e.Unknown))
+	}
+	fmt.Fprintf(&b, ", %d ids not sent", len(e.NotSent))
+	if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying error, for errors.Is and errors.As.
+func (e *PushIncompleteError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}

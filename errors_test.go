@@ -208,3 +208,53 @@ func TestJobError(t *testing.T) {
 		t.Fatalf("%v", cancelled)
 	}
 }
+
+// Every exported error type prints something sensible, and never panics,
+// as its zero value or as a value built by hand; errors.Is on it never
+// panics either.
+func TestErrors_ZeroAndHandBuilt(t *testing.T) {
+	cases := []error{
+		&lendgraph.APIError{},
+		&lendgraph.APIError{StatusCode: 404},
+		&lendgraph.InsufficientCreditsError{},
+		&lendgraph.InsufficientCreditsError{Balance: 1, Cost: 2},
+		&lendgraph.EntitlementError{},
+		&lendgraph.MaxRowsError{},
+		&lendgraph.ValidationError{},
+		&lendgraph.ValidationError{Issues: []lendgraph.Issue{{Message: "bad"}}},
+		&lendgraph.LimitError{},
+		&lendgraph.RateLimitError{},
+		&lendgraph.RateLimitError{RetryAfter: 3 * time.Second},
+		&lendgraph.InvalidArgumentError{},
+		&lendgraph.JobError{},
+		&lendgraph.JobError{JobID: "ejob_1", Status: "failed"},
+		&lendgraph.DecodeError{},
+		&lendgraph.TransportError{},
+		&lendgraph.DownloadError{},
+		&lendgraph.PushIncompleteError{},
+	}
+	for _, err := range cases {
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "lendgraph: ") {
+			t.Errorf("%T %+v prints %q: no lendgraph: prefix", err, err, msg)
+		}
+		for _, bad := range []string{"  ", ": :", "<nil>", "%!", " : "} {
+			if strings.Contains(msg, bad) {
+				t.Errorf("%T %+v prints %q (contains %q)", err, err, msg, bad)
+			}
+		}
+		for _, target := range []error{lendgraph.ErrNotFound, lendgraph.ErrRateLimited, lendgraph.ErrJobFailed, context.Canceled} {
+			_ = errors.Is(err, target)
+		}
+	}
+	if got := (&lendgraph.APIError{StatusCode: 404}).Error(); got != "lendgraph: 404 Not Found" {
+		t.Errorf("hand-built APIError prints %q", got)
+	}
+	if got := (&lendgraph.RateLimitError{RetryAfter: 3 * time.Second}).Error(); got != "lendgraph: 429 Too Many Requests: retry after 3s" {
+		t.Errorf("hand-built RateLimitError prints %q", got)
+	}
+	// A typed error built by hand still matches its sentinel.
+	if !errors.Is(&lendgraph.RateLimitError{}, lendgraph.ErrRateLimited) || !errors.Is(&lendgraph.InsufficientCreditsError{}, lendgraph.ErrInsufficientCredits) {
+		t.Error("a hand-built typed error does not match its sentinel")
+	}
+}

@@ -1,19 +1,22 @@
 package lendgraph
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Fields holds the members of a record that the SDK has no typed field for,
 // exactly as the server sent them. The reference shows only some fields of
 // each record; the rest arrive here, without a second request, and are
 // written back when the record is marshalled again.
-type Fields map[string]jsontext.Value
+//
+// Each value is the member's JSON text (json.RawMessage); decode it with
+// Decode, or with encoding/json.
+type Fields map[string]json.RawMessage
 
 // Has reports whether the server sent a member called name.
 func (f Fields) Has(name string) bool { _, ok := f[name]; return ok }

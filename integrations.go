@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
@@ -157,33 +156,6 @@ func (s *IntegrationsService) PushCRM(ctx context.Context, req *CRMPushRequest) 
 func (s *IntegrationsService) push(ctx context.Context, req *CRMPushRequest) (*CRMPushResponse, error) {
 	return sendAs[CRMPushResponse](ctx, s.client, request{method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
 }
-
-// PushIncompleteError is returned by PushCRMAll when a batch failed. Done
-// holds the merged outcome of the batches the server answered; Unknown the
-// ids of the batch whose outcome is unknown (the server may have written
-// them: check the CRM before pushing them again); NotSent the ids never
-// sent. Err is the failure (errors.As reaches *InsufficientCreditsError on
-// a 402).
-type PushIncompleteError struct {
-	Done    *CRMPushResponse
-	Unknown []string
-	NotSent []string
-	Err     error
-}
-
-// Error implements the error interface.
-func (e *PushIncompleteError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "lendgraph: CRM push stopped: %d ids answered", len(e.Done.Results))
-	if len(e.Unknown) > 0 {
-		fmt.Fprintf(&b, ", %d ids with unknown outcome (may have been written; not re-sent)", len(e.Unknown))
-	}
-	fmt.Fprintf(&b, ", %d ids not sent: %v", len(e.NotSent), e.Err)
-	return b.String()
-}
-
-// Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *PushIncompleteError) Unwrap() error { return e.Err }
 
 // outcomeKnown reports whether a failed push certainly wrote nothing: the
 // server answered with a client error (402, 400, 401, 403, 404, 429...).

@@ -2,13 +2,12 @@ package lendgraph
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/lendgraph/lendgraph-go/internal/poll"
 	"github.com/lendgraph/lendgraph-go/internal/retry"
@@ -253,7 +252,7 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 	req := request{method: http.MethodGet, path: "/v1/market/movement/most-gained", query: p, kind: retry.Idempotent}
 	var out *MostGainedResponse
 	err := poll.Until(ctx, poll.Config{Factor: 1}, func(ctx context.Context) (bool, poll.Hint, error) {
-		var raw jsontext.Value
+		var raw json.RawMessage
 		status, err := s.client.send(ctx, req, &raw)
 		if err != nil {
 			return false, poll.Hint{}, err

@@ -54,6 +54,3 @@ func WithUserAgent(ua string) Option { return func(s *settings) { s.userAgent = 
 // WithBearerAuth sends the key as "Authorization: Bearer <key>" instead of
 // the x-api-key header.
 func WithBearerAuth() Option { return func(s *settings) { s.bearer = true } }
-
-// NewClient returns a client configured by opts. A missing API key is not an
-// error here: calls that need it fail with ErrMissingAPIKey.

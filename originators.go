@@ -2,11 +2,10 @@ package lendgraph
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
 	"net/http"
 	"net/url"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
@@ -156,9 +155,9 @@ type TitleCompanyRow struct {
 	PctUnits  float64 `json:"pctUnits"`
 	PctVolume float64 `json:"pctVolume"`
 	// Excluded is kept as sent: its type is not shown by the reference.
-	Excluded jsontext.Value `json:"excluded,omitempty"`
-	Company  *CompanyRef    `json:"company,omitempty"`
-	Office   *OfficeRef     `json:"office,omitempty"`
+	Excluded json.RawMessage `json:"excluded,omitempty"`
+	Company  *CompanyRef     `json:"company,omitempty"`
+	Office   *OfficeRef      `json:"office,omitempty"`
 	// Extra holds every other member the server sent.
 	Extra Fields `json:",unknown"`
 }

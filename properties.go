@@ -2,13 +2,12 @@ package lendgraph
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
@@ -78,8 +77,8 @@ type ChartRow struct {
 	Label string `json:"label"`
 	Count int64  `json:"count"`
 	// Excluded is kept as sent: its type is not shown by the reference.
-	Excluded jsontext.Value `json:"excluded,omitempty"`
-	Value    float64        `json:"value"`
+	Excluded json.RawMessage `json:"excluded,omitempty"`
+	Value    float64         `json:"value"`
 	// Unattributed marks the slice of records without a value for Slice.
 	Unattributed bool           `json:"unattributed"`
 	Segments     []ChartSegment `json:"segments"`

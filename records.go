@@ -1,8 +1,6 @@
 package lendgraph
 
-import (
-	"github.com/go-json-experiment/json/jsontext"
-)
+import "encoding/json"
 
 // Agent is an agent summary or complete record.
 type Agent struct {
@@ -89,7 +87,7 @@ type Branch struct {
 	Location       *GeoPoint `json:"location,omitempty"`
 	TradeNames     []string  `json:"tradeNames,omitempty"`
 	// Managers is kept as sent: its shape is not shown by the reference.
-	Managers jsontext.Value `json:"managers,omitempty"`
+	Managers json.RawMessage `json:"managers,omitempty"`
 	// Extra holds every other member the server sent.
 	Extra Fields `json:",unknown"`
 }

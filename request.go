@@ -3,7 +3,6 @@ package lendgraph
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -80,9 +79,11 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	}
 	var body any
 	if r.body != nil {
-		b, err := json.Marshal(r.body)
+		b, err := marshal(r.body)
 		if err != nil {
-			return nil, fmt.Errorf("lendgraph: encoding %s %s request: %w", r.method, r.path, err)
+			// Only what the caller put in the request can fail to encode
+			// (a filter value such as a channel, a func or a NaN).
+			return nil, &InvalidArgumentError{Arg: "request body", Problem: fmt.Sprintf("cannot be encoded as JSON for %s %s: %v", r.method, r.path, err)}
 		}
 		body = b
 	}
@@ -118,8 +119,16 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 
 // url joins path and the encoded query to the base URL.
 func (c *Client) url(path string, q any) (string, error) {
+	// path arrives escaped (ids went through url.PathEscape), so it is the
+	// wire form: keep it as RawPath, with Path its unescaped twin, and
+	// url.URL does not escape it a second time.
 	u := *c.base
-	u.Path = strings.TrimRight(c.base.Path, "/") + path
+	u.RawPath = strings.TrimRight(c.base.EscapedPath(), "/") + path
+	p, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return "", fmt.Errorf("lendgraph: path %q is not escaped correctly: %w", path, err)
+	}
+	u.Path = p
 	if q != nil {
 		var vals url.Values
 		switch v := q.(type) {
@@ -130,7 +139,6 @@ func (c *Client) url(path string, q any) (string, error) {
 			if rv.Kind() == reflect.Pointer && rv.IsNil() {
 				break
 			}
-			var err error
 			if vals, err = query.Values(q); err != nil {
 				return "", fmt.Errorf("lendgraph: encoding query for %s: %w", path, err)
 			}

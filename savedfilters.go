@@ -2,12 +2,11 @@ package lendgraph
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
 	"time"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
@@ -71,11 +70,11 @@ type SavedFilter struct {
 	OperationID string `json:"operationId,omitempty"`
 	// Query and UIState are kept exactly as sent; decode them with
 	// encoding/json or json/v2 into your own types.
-	Query          jsontext.Value `json:"query,omitempty"`
-	QueryVersion   int            `json:"queryVersion"`
-	UIState        jsontext.Value `json:"uiState,omitempty"`
-	UIStateVersion int            `json:"uiStateVersion"`
-	Fidelity       Fidelity       `json:"fidelity,omitempty"`
+	Query          json.RawMessage `json:"query,omitempty"`
+	QueryVersion   int             `json:"queryVersion"`
+	UIState        json.RawMessage `json:"uiState,omitempty"`
+	UIStateVersion int             `json:"uiStateVersion"`
+	Fidelity       Fidelity        `json:"fidelity,omitempty"`
 	// Stale reports that the stored query no longer matches the target's
 	// fields; StaleIssues says where.
 	Stale       bool       `json:"stale"`

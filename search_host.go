@@ -2,6 +2,7 @@ package lendgraph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/meilisearch/meilisearch-go"
 
@@ -152,7 +152,7 @@ func (r *HostSearchRequest) prepared(index SearchIndex) (*meilisearch.SearchRequ
 type HostSearchResult struct {
 	// Hits are the matching documents as sent; decode them with DecodeHits
 	// (or OriginatorHits for the originators index).
-	Hits []jsontext.Value `json:"hits"`
+	Hits []json.RawMessage `json:"hits"`
 	// Query is the query text the host answered.
 	Query string `json:"query"`
 	// Limit and Offset are the page the host answered.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
@@ -254,7 +255,7 @@ func rowsText(t *testing.T, rows []lendgraph.Row) []map[string]string {
 	for i, r := range rows {
 		out[i] = map[string]string{}
 		for k, v := range r {
-			out[i][k] = cellText(v)
+			out[i][k] = cellText(jsontext.Value(v))
 		}
 	}
 	return out

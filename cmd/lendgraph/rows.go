@@ -204,7 +204,7 @@ func (rw *rowWriter) writeCSV(row lendgraph.Row) error {
 	}
 	rw.cells = rw.cells[:0]
 	for _, f := range rw.fields {
-		rw.cells = append(rw.cells, cellText(row[f]))
+		rw.cells = append(rw.cells, cellText(jsontext.Value(row[f])))
 	}
 	for name := range row {
 		if !rw.named && !rw.header[name] && !rw.warned[name] {
@@ -260,7 +260,7 @@ func appendObject(b []byte, row lendgraph.Row, fields []string) []byte {
 		first = false
 		b, _ = jsontext.AppendQuote(b, f)
 		b = append(b, ':')
-		b = appendCompact(b, v)
+		b = appendCompact(b, jsontext.Value(v))
 	}
 	return append(b, '}')
 }

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/bits"
@@ -16,7 +17,7 @@ import (
 )
 
 // RowDecoder returns a factory of row decoders for T, one per worker
-// goroutine. For struct rows of plain fields (and map[string]jsontext.Value
+// goroutine. For struct rows of plain fields (and map[string]json.RawMessage
 // rows) it scans the JSON object once, sets scalar fields directly and
 // keeps unknown members as sub-slices of one per-row buffer with interned
 // names; csv records set scalar fields straight from their cells. Anything
@@ -114,7 +115,7 @@ type plan struct {
 	slow    func([]byte, any) error
 }
 
-var fieldsType = reflect.TypeFor[map[string]jsontext.Value]()
+var fieldsType = reflect.TypeFor[map[string]json.RawMessage]()
 
 func hasUnmarshaler(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
@@ -338,7 +339,7 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 		return false
 	}
 	if p.rootMap && len(s.unknown) == 0 {
-		*(*map[string]jsontext.Value)(v) = map[string]jsontext.Value{}
+		*(*map[string]json.RawMessage)(v) = map[string]json.RawMessage{}
 	}
 	s.setStrings()
 	p.setExtra(v, b, s.unknown)
@@ -355,13 +356,13 @@ func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span) {
 		n += u.end - u.start
 	}
 	buf := make([]byte, 0, n)
-	m := make(map[string]jsontext.Value, len(unknown))
+	m := make(map[string]json.RawMessage, len(unknown))
 	for _, u := range unknown {
 		a := len(buf)
 		buf = append(buf, b[u.start:u.end]...)
 		m[u.name] = buf[a:len(buf):len(buf)]
 	}
-	*(*map[string]jsontext.Value)(unsafe.Add(v, p.extra)) = m
+	*(*map[string]json.RawMessage)(unsafe.Add(v, p.extra)) = m
 }
 
 // setParquet sets the fields of the row at v from a parquet row, as the

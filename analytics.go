@@ -18,7 +18,15 @@ type AnalyticsAPI interface {
 	Chart(ctx context.Context, req *ChartRequest) (*AnalyticsResult, error)
 }
 
-var _ AnalyticsAPI = (*ResourceService[Agent])(nil)
+var _ AnalyticsAPI = (*AnalyticsService)(nil)
+
+// AnalyticsService is the analytics of one resource. The services of the
+// resources that offer analytics (agents, originators, loans, sales and
+// market) embed it.
+type AnalyticsService struct {
+	client *Client
+	name   string
+}
 
 // ChartRequest is a chart query: list-style filters plus how to slice,
 // measure and segment the matching records. For properties Slice is
@@ -63,7 +71,7 @@ func (r AnalyticsResult) MarshalJSON() ([]byte, error) { return r.Raw, nil }
 
 // Summary returns the analytics summary of the records matching req
 // (POST /v1/<resource>/analytics/summary).
-func (s *ResourceService[T]) Summary(ctx context.Context, req *ListRequest) (*AnalyticsResult, error) {
+func (s *AnalyticsService) Summary(ctx context.Context, req *ListRequest) (*AnalyticsResult, error) {
 	body, err := req.prepared()
 	if err != nil {
 		return nil, err
@@ -73,7 +81,7 @@ func (s *ResourceService[T]) Summary(ctx context.Context, req *ListRequest) (*An
 
 // TimeSeries returns the analytics time series of the records matching req
 // (POST /v1/<resource>/analytics/time-series).
-func (s *ResourceService[T]) TimeSeries(ctx context.Context, req *ListRequest) (*AnalyticsResult, error) {
+func (s *AnalyticsService) TimeSeries(ctx context.Context, req *ListRequest) (*AnalyticsResult, error) {
 	body, err := req.prepared()
 	if err != nil {
 		return nil, err
@@ -84,7 +92,7 @@ func (s *ResourceService[T]) TimeSeries(ctx context.Context, req *ListRequest) (
 // Chart returns the analytics chart of the records matching req
 // (POST /v1/<resource>/analytics/chart). Properties have their own typed
 // chart: c.Properties.Chart.
-func (s *ResourceService[T]) Chart(ctx context.Context, req *ChartRequest) (*AnalyticsResult, error) {
+func (s *AnalyticsService) Chart(ctx context.Context, req *ChartRequest) (*AnalyticsResult, error) {
 	body, err := req.prepared()
 	if err != nil {
 		return nil, err
@@ -93,12 +101,9 @@ func (s *ResourceService[T]) Chart(ctx context.Context, req *ChartRequest) (*Ana
 }
 
 // analytics posts an analytics query. It is a read: safe to retry.
-func (s *ResourceService[T]) analytics(ctx context.Context, kind string, body any) (*AnalyticsResult, error) {
-	if !s.res.analytics {
-		return nil, invalidArg("resource", "%s offers no analytics; agents, originators, loans, sales and market do", s.res.name)
-	}
+func (s *AnalyticsService) analytics(ctx context.Context, kind string, body any) (*AnalyticsResult, error) {
 	var out AnalyticsResult
-	if _, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.res.name + "/analytics/" + kind, body: body, kind: retry.Idempotent}, &out.Raw); err != nil {
+	if _, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.name + "/analytics/" + kind, body: body, kind: retry.Idempotent}, &out.Raw); err != nil {
 		return nil, err
 	}
 	return &out, nil

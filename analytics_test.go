@@ -302,11 +302,6 @@ func TestResourceAnalytics(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv.ResetRequests()
-	_, err = c.Companies.Summary(ctx, nil)
-	wantInvalid(t, srv, err, "resource")
-	_, err = c.Branches.TimeSeries(ctx, nil)
-	wantInvalid(t, srv, err, "resource")
 }
 
 func keys[V any](m map[string]V) []string {

@@ -33,13 +33,13 @@ const (
 // many goroutines; create one and share it.
 type Client struct {
 	// Resource services: list, iterate, fetch and analyse records.
-	Agents      *ResourceService[Agent]
+	Agents      *AgentsService
 	Originators *OriginatorsService
 	Companies   *CompaniesService
-	Loans       *ResourceService[Loan]
+	Loans       *LoansService
 	Properties  *PropertiesService
-	Branches    *ResourceService[Branch]
-	Sales       *ResourceService[Sale]
+	Branches    *BranchesService
+	Sales       *SalesService
 	Market      *MarketService
 
 	// Search is instant search, the search token and the search host.
@@ -150,14 +150,14 @@ func NewClient(opts ...Option) (*Client, error) {
 	c.api = c.newRetryClient(&apiHC, s.maxRetries)
 	c.plain = c.newRetryClient(&plainHC, s.maxRetries)
 
-	c.Agents = newResource[Agent](c, resAgents)
-	c.Originators = &OriginatorsService{ResourceService: newResource[Originator](c, resOriginators)}
-	c.Companies = &CompaniesService{ResourceService: newResource[Company](c, resCompanies)}
-	c.Loans = newResource[Loan](c, resLoans)
-	c.Properties = &PropertiesService{ResourceService: newResource[Property](c, resProperties)}
-	c.Branches = newResource[Branch](c, resBranches)
-	c.Sales = newResource[Sale](c, resSales)
-	c.Market = &MarketService{ResourceService: newResource[MarketRecord](c, resMarket)}
+	c.Agents = &AgentsService{newResource[Agent](c, "agents"), &AnalyticsService{c, "agents"}, &DeliveryService[Agent]{c, "agents"}}
+	c.Originators = &OriginatorsService{newResource[Originator](c, "originators"), &AnalyticsService{c, "originators"}, &DeliveryService[Originator]{c, "originators"}, c}
+	c.Companies = &CompaniesService{newResource[Company](c, "companies"), &DeliveryService[Company]{c, "companies"}, c}
+	c.Loans = &LoansService{newResource[Loan](c, "loans"), &AnalyticsService{c, "loans"}, &DeliveryService[Loan]{c, "loans"}}
+	c.Properties = &PropertiesService{newResource[Property](c, "properties"), &DeliveryService[Property]{c, "properties"}, c}
+	c.Branches = &BranchesService{newResource[Branch](c, "branches"), &DeliveryService[Branch]{c, "branches"}}
+	c.Sales = &SalesService{newResource[Sale](c, "sales"), &AnalyticsService{c, "sales"}}
+	c.Market = &MarketService{newResource[MarketRecord](c, "market"), &AnalyticsService{c, "market"}, c}
 	c.Search = &SearchService{client: c}
 	c.Locations = &LocationsService{client: c}
 	c.CRM = &CRMService{client: c}

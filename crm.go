@@ -91,9 +91,9 @@ func (s *CRMService) LenderChannels(ctx context.Context, loNMLSIDs []string) (ma
 			return nil, invalidArg(fmt.Sprintf("loNMLSIDs[%d]", i), "must not be empty")
 		}
 	}
-	out, err := sendData[struct {
+	out, err := call[struct {
 		ByLO map[string]LenderChannel `json:"byLo"`
-	}](ctx, s.client, request{method: http.MethodPost, path: "/v1/crm/lender-channels",
+	}](ctx, s.client, request{data: true, method: http.MethodPost, path: "/v1/crm/lender-channels",
 		body: map[string]any{"loNmlsIds": loNMLSIDs}, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (s *CRMService) ShareRecord(ctx context.Context, entityID, userID string) (
 	if entityID == "" || userID == "" {
 		return nil, invalidArg("entityID, userID", "both are required")
 	}
-	return sendData[ShareResult](ctx, s.client, request{method: http.MethodPost, path: "/v1/crm/record-shares",
+	return call[ShareResult](ctx, s.client, request{data: true, method: http.MethodPost, path: "/v1/crm/record-shares",
 		body: map[string]string{"entityId": entityID, "userId": userID}, kind: retry.Idempotent})
 }
 
@@ -140,7 +140,7 @@ func (s *CRMService) DeleteRecords(ctx context.Context, entityIDs []string) (*Re
 			return nil, invalidArg(fmt.Sprintf("entityIDs[%d]", i), "must not be empty")
 		}
 	}
-	return sendData[RecordRemoval](ctx, s.client, request{method: http.MethodPost, path: "/v1/crm/records/delete",
+	return call[RecordRemoval](ctx, s.client, request{data: true, method: http.MethodPost, path: "/v1/crm/records/delete",
 		body: map[string]any{"entityIds": entityIDs}, kind: retry.Unrepeatable})
 }
 
@@ -169,9 +169,9 @@ func (s *CRMService) OrgMembers(ctx context.Context, q *OrgMembersQuery) ([]OrgM
 	if q != nil && q.Limit != nil && *q.Limit < 0 {
 		return nil, invalidArg("Limit", "%d is negative; use 0 or more", *q.Limit)
 	}
-	out, err := sendData[struct {
+	out, err := call[struct {
 		Members []OrgMember `json:"members"`
-	}](ctx, s.client, request{method: http.MethodGet, path: "/v1/crm/org-members", query: q, kind: retry.Idempotent})
+	}](ctx, s.client, request{data: true, method: http.MethodGet, path: "/v1/crm/org-members", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
 	}

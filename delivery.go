@@ -80,14 +80,15 @@ type DelivererAPI[T any] interface {
 	DeliveryJob(id string) *DeliveryJob[T]
 }
 
-var (
-	_ DelivererAPI[Agent]      = (*ResourceService[Agent])(nil)
-	_ DelivererAPI[Originator] = (*OriginatorsService)(nil)
-	_ DelivererAPI[Company]    = (*CompaniesService)(nil)
-	_ DelivererAPI[Loan]       = (*ResourceService[Loan])(nil)
-	_ DelivererAPI[Property]   = (*PropertiesService)(nil)
-	_ DelivererAPI[Branch]     = (*ResourceService[Branch])(nil)
-)
+var _ DelivererAPI[Agent] = (*DeliveryService[Agent])(nil)
+
+// DeliveryService is the bulk delivery of one resource, whose rows are T.
+// The services of the resources that offer it (agents, originators,
+// companies, loans, properties and branches) embed it.
+type DeliveryService[T any] struct {
+	client *Client
+	name   string
+}
 
 // DeliveryRequest asks for every row matching a list query in one file.
 // There is no pagination: the whole matching set is delivered.
@@ -155,20 +156,17 @@ type deliveryHandle struct {
 // retried: the reference calls it safe to repeat. Other 5xx answers, a
 // connection reset after sending and a cut response are not: a job may
 // have started, and a second submit would deliver and charge twice.
-func (s *ResourceService[T]) Deliver(ctx context.Context, req *DeliveryRequest) (*DeliveryJob[T], error) {
-	if !s.res.delivery {
-		return nil, invalidArg("Deliver", "the API offers no bulk delivery of %s; it does for agents, originators, companies, loans, properties and branches", s.res.name)
-	}
+func (s *DeliveryService[T]) Deliver(ctx context.Context, req *DeliveryRequest) (*DeliveryJob[T], error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
 	var h deliveryHandle
-	_, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.res.name + "/bulk-delivery", body: req, kind: retry.Launch}, &h)
+	_, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.name + "/bulk-delivery", body: req, kind: retry.Launch}, &h)
 	if err != nil {
 		return nil, err
 	}
 	if h.JobID == "" {
-		return nil, fmt.Errorf("lendgraph: bulk delivery of %s: the server answered without a jobId", s.res.name)
+		return nil, fmt.Errorf("lendgraph: bulk delivery of %s: the server answered without a jobId", s.name)
 	}
 	j := s.DeliveryJob(h.JobID)
 	j.State, j.EntityType, j.Format, j.EstimatedTotal, j.MaxRows = h.Status, h.EntityType, h.Format, h.EstimatedTotal, h.MaxRows
@@ -176,9 +174,9 @@ func (s *ResourceService[T]) Deliver(ctx context.Context, req *DeliveryRequest) 
 }
 
 // DeliveryJob re-attaches to a bulk delivery job of this resource by id.
-func (s *ResourceService[T]) DeliveryJob(id string) *DeliveryJob[T] {
+func (s *DeliveryService[T]) DeliveryJob(id string) *DeliveryJob[T] {
 	return &DeliveryJob[T]{ID: id, job: job{client: s.client, kind: "delivery",
-		path: "/v1/" + s.res.name + "/bulk-delivery/" + url.PathEscape(id), id: id}}
+		path: "/v1/" + s.name + "/bulk-delivery/" + url.PathEscape(id), id: id}}
 }
 
 // Status fetches the job's status record.

@@ -154,7 +154,7 @@ func (s *IntegrationsService) PushCRM(ctx context.Context, req *CRMPushRequest) 
 }
 
 func (s *IntegrationsService) push(ctx context.Context, req *CRMPushRequest) (*CRMPushResponse, error) {
-	return sendAs[CRMPushResponse](ctx, s.client, request{method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
+	return call[CRMPushResponse](ctx, s.client, request{method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
 }
 
 // outcomeKnown reports whether a failed push certainly wrote nothing: the
@@ -235,5 +235,5 @@ type CRMStatus struct {
 // shown by the reference; the SDK follows the API's pattern:
 // GET /v1/integrations/crm/status.
 func (s *IntegrationsService) CRMStatus(ctx context.Context) (*CRMStatus, error) {
-	return sendAs[CRMStatus](ctx, s.client, request{method: http.MethodGet, path: "/v1/integrations/crm/status", kind: retry.Idempotent})
+	return call[CRMStatus](ctx, s.client, request{method: http.MethodGet, path: "/v1/integrations/crm/status", kind: retry.Idempotent})
 }

@@ -103,6 +103,6 @@ func (s *LocationsService) Retrieve(ctx context.Context, mapID string) (*Locatio
 	if mapID == "" {
 		return nil, invalidArg("mapID", "must not be empty: use a suggestion's MapID")
 	}
-	return sendAs[Location](ctx, s.client, request{method: http.MethodGet, path: "/v1/locations/retrieve",
+	return call[Location](ctx, s.client, request{method: http.MethodGet, path: "/v1/locations/retrieve",
 		query: url.Values{"mapId": {mapID}}, kind: retry.Idempotent})
 }

@@ -26,6 +26,8 @@ var _ MarketAPI = (*MarketService)(nil)
 // MarketService serves market records, analytics and market movement.
 type MarketService struct {
 	*ResourceService[MarketRecord]
+	*AnalyticsService
+	client *Client
 }
 
 // DateRange is the window of a market movement query. Build one with the

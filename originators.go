@@ -14,6 +14,7 @@ import (
 type OriginatorsAPI interface {
 	ResourceAPI[Originator]
 	AnalyticsAPI
+	DelivererAPI[Originator]
 	Count(ctx context.Context, req *ListRequest) (*OriginatorCount, error)
 	TitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) (*TitleCompanyPage, error)
 	TitleCompaniesPager(nmlsID string, req *ListRequest) (*Pager[TitleCompanyRow], error)
@@ -23,6 +24,7 @@ type OriginatorsAPI interface {
 // CompaniesAPI is what c.Companies offers.
 type CompaniesAPI interface {
 	ResourceAPI[Company]
+	DelivererAPI[Company]
 	Branches(ctx context.Context, nmlsID string, req *ListRequest) (*BranchPage, error)
 	BranchesPager(nmlsID string, req *ListRequest) (*Pager[Branch], error)
 	AllBranches(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[Branch, error]
@@ -34,14 +36,21 @@ var (
 	_ CompaniesAPI   = (*CompaniesService)(nil)
 )
 
-// OriginatorsService serves originators and their counts and breakdowns.
+// OriginatorsService serves originators: records, analytics, bulk
+// delivery, counts and breakdowns.
 type OriginatorsService struct {
 	*ResourceService[Originator]
+	*AnalyticsService
+	*DeliveryService[Originator]
+	client *Client
 }
 
-// CompaniesService serves companies, their branches and the lender count.
+// CompaniesService serves companies: records, bulk delivery, their
+// branches and the lender count.
 type CompaniesService struct {
 	*ResourceService[Company]
+	*DeliveryService[Company]
+	client *Client
 }
 
 // MatchedVia says how a lender filter value was matched. Observed: "id";
@@ -111,7 +120,7 @@ func (s *OriginatorsService) Count(ctx context.Context, req *ListRequest) (*Orig
 	if err != nil {
 		return nil, err
 	}
-	return sendAs[OriginatorCount](ctx, s.client, request{method: http.MethodPost, path: "/v1/originators/count", body: body, kind: retry.Idempotent})
+	return call[OriginatorCount](ctx, s.client, request{method: http.MethodPost, path: "/v1/originators/count", body: body, kind: retry.Idempotent})
 }
 
 // TitleCompanyPage is one page of an originator's title-company breakdown.
@@ -200,7 +209,7 @@ func (s *OriginatorsService) TitleCompanies(ctx context.Context, nmlsID string, 
 	if err != nil {
 		return nil, err
 	}
-	return sendAs[TitleCompanyPage](ctx, s.client, request{method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
+	return call[TitleCompanyPage](ctx, s.client, request{method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
 }
 
 // TitleCompaniesPager returns a pager over every row of the breakdown.
@@ -247,7 +256,7 @@ func (s *CompaniesService) Branches(ctx context.Context, nmlsID string, req *Lis
 	if err != nil {
 		return nil, err
 	}
-	return sendAs[BranchPage](ctx, s.client, request{method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
+	return call[BranchPage](ctx, s.client, request{method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
 }
 
 // BranchesPager returns a pager over every branch of the company.
@@ -279,5 +288,5 @@ func (s *CompaniesService) LenderCount(ctx context.Context, req *ListRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return sendAs[Count](ctx, s.client, request{method: http.MethodPost, path: "/v1/lenders/count", body: body, kind: retry.Idempotent})
+	return call[Count](ctx, s.client, request{method: http.MethodPost, path: "/v1/lenders/count", body: body, kind: retry.Idempotent})
 }

@@ -30,6 +30,8 @@ var _ PropertiesQueryAPI = (*PropertiesService)(nil)
 // property-only calls (enrichment, count, chart, related records).
 type PropertiesService struct {
 	*ResourceService[Property]
+	*DeliveryService[Property]
+	client *Client
 }
 
 // Count returns the exact number of properties matching req. The path is
@@ -41,7 +43,7 @@ func (s *PropertiesService) Count(ctx context.Context, req *ListRequest) (*Count
 	if err != nil {
 		return nil, err
 	}
-	return sendAs[Count](ctx, s.client, request{method: http.MethodPost, path: "/v1/properties/count", body: body, kind: retry.Idempotent})
+	return call[Count](ctx, s.client, request{method: http.MethodPost, path: "/v1/properties/count", body: body, kind: retry.Idempotent})
 }
 
 // ChartResponse is one page of a property chart.
@@ -120,7 +122,7 @@ func (s *PropertiesService) Chart(ctx context.Context, req *ChartRequest) (*Char
 }
 
 func (s *PropertiesService) chart(ctx context.Context, body *ChartRequest) (*ChartResponse, error) {
-	return sendAs[ChartResponse](ctx, s.client, request{method: http.MethodPost, path: "/v1/properties/analytics/chart", body: body, kind: retry.Idempotent})
+	return call[ChartResponse](ctx, s.client, request{method: http.MethodPost, path: "/v1/properties/analytics/chart", body: body, kind: retry.Idempotent})
 }
 
 // ChartPager returns a pager over every slice of the chart, following
@@ -214,6 +216,6 @@ func (s *PropertiesService) Related(ctx context.Context, id string, to RelatedTo
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	return sendAs[RelatedResponse](ctx, s.client, request{method: http.MethodGet,
+	return call[RelatedResponse](ctx, s.client, request{method: http.MethodGet,
 		path: fmt.Sprintf("/v1/properties/%s/related", url.PathEscape(id)), query: q, kind: retry.Idempotent})
 }

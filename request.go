@@ -24,6 +24,7 @@ type request struct {
 	query  any    // a struct for go-querystring, or url.Values
 	body   any    // encoded as JSON when non-nil
 	kind   retry.Kind
+	data   bool // the answer wraps the result in {"data": ...}
 }
 
 // maxResponseBody caps a JSON response read into memory.
@@ -228,23 +229,18 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	return err
 }
 
-// dataEnvelope is the {data: ...} wrapper of the CRM, saved-filter and
-// lender-channel answers.
-type dataEnvelope[T any] struct {
-	Data T `json:"data"`
-}
-
-// sendData runs r and returns the decoded data member of the answer.
-func sendData[T any](ctx context.Context, c *Client, r request) (*T, error) {
-	var env dataEnvelope[T]
-	if _, err := c.send(ctx, r, &env); err != nil {
-		return nil, err
+// call runs r through the pipeline and returns the decoded answer: its
+// data member when r.data is set.
+func call[T any](ctx context.Context, c *Client, r request) (*T, error) {
+	if r.data {
+		var env struct {
+			Data T `json:"data"`
+		}
+		if _, err := c.send(ctx, r, &env); err != nil {
+			return nil, err
+		}
+		return &env.Data, nil
 	}
-	return &env.Data, nil
-}
-
-// sendAs runs r and returns the decoded answer.
-func sendAs[T any](ctx context.Context, c *Client, r request) (*T, error) {
 	var out T
 	if _, err := c.send(ctx, r, &out); err != nil {
 		return nil, err

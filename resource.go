@@ -12,24 +12,6 @@ import (
 // MaxPageSize is the largest page the API serves.
 const MaxPageSize = 100
 
-// resource describes one resource path and what the API offers on it.
-type resource struct {
-	name      string // path segment: "agents"
-	analytics bool   // offers /analytics/summary, /time-series, /chart
-	delivery  bool   // offers /bulk-delivery
-}
-
-var (
-	resAgents      = resource{name: "agents", analytics: true, delivery: true}
-	resOriginators = resource{name: "originators", analytics: true, delivery: true}
-	resCompanies   = resource{name: "companies", delivery: true}
-	resLoans       = resource{name: "loans", analytics: true, delivery: true}
-	resProperties  = resource{name: "properties", delivery: true}
-	resBranches    = resource{name: "branches", delivery: true}
-	resSales       = resource{name: "sales", analytics: true}
-	resMarket      = resource{name: "market", analytics: true}
-)
-
 // ResourceAPI is what every resource service offers: the interface a test
 // harness stubs instead of starting a server.
 type ResourceAPI[T any] interface {
@@ -41,16 +23,18 @@ type ResourceAPI[T any] interface {
 
 var _ ResourceAPI[Agent] = (*ResourceService[Agent])(nil)
 
-// ResourceService serves one resource: list pages, iterate every match,
-// fetch one complete record. c.Agents, c.Loans, c.Branches and c.Sales are
-// ResourceServices; the other resources embed one and add their own calls.
+// ResourceService serves what every resource offers: list pages, iterate
+// every match, fetch one complete record. Each resource's service embeds
+// one, and embeds AnalyticsService and DeliveryService only where the API
+// offers analytics and bulk delivery on that resource, so a call the API
+// does not have does not compile.
 type ResourceService[T any] struct {
 	client *Client
-	res    resource
+	name   string // the path segment: "agents"
 }
 
-func newResource[T any](c *Client, r resource) *ResourceService[T] {
-	return &ResourceService[T]{client: c, res: r}
+func newResource[T any](c *Client, name string) *ResourceService[T] {
+	return &ResourceService[T]{client: c, name: name}
 }
 
 // Page is one page of a list.
@@ -74,12 +58,7 @@ func (s *ResourceService[T]) List(ctx context.Context, req *ListRequest) (*Page[
 }
 
 func (s *ResourceService[T]) list(ctx context.Context, body *ListRequest) (*Page[T], error) {
-	var page Page[T]
-	_, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.res.name, body: body, kind: retry.Idempotent}, &page)
-	if err != nil {
-		return nil, err
-	}
-	return &page, nil
+	return call[Page[T]](ctx, s.client, request{method: http.MethodPost, path: "/v1/" + s.name, body: body, kind: retry.Idempotent})
 }
 
 // Pager returns a pager over every record matching req, starting at
@@ -107,10 +86,66 @@ func (s *ResourceService[T]) Get(ctx context.Context, id string) (*T, error) {
 	if id == "" {
 		return nil, invalidArg("id", "must not be empty")
 	}
-	var out T
-	_, err := s.client.send(ctx, request{method: http.MethodGet, path: "/v1/" + s.res.name + "/" + url.PathEscape(id), kind: retry.Idempotent}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[T](ctx, s.client, request{method: http.MethodGet, path: "/v1/" + s.name + "/" + url.PathEscape(id), kind: retry.Idempotent})
 }
+
+// AgentsAPI is what c.Agents offers: the interface a test harness stubs.
+type AgentsAPI interface {
+	ResourceAPI[Agent]
+	AnalyticsAPI
+	DelivererAPI[Agent]
+}
+
+// AgentsService serves agents: records, analytics and bulk delivery.
+type AgentsService struct {
+	*ResourceService[Agent]
+	*AnalyticsService
+	*DeliveryService[Agent]
+}
+
+// LoansAPI is what c.Loans offers.
+type LoansAPI interface {
+	ResourceAPI[Loan]
+	AnalyticsAPI
+	DelivererAPI[Loan]
+}
+
+// LoansService serves loans: records, analytics and bulk delivery.
+type LoansService struct {
+	*ResourceService[Loan]
+	*AnalyticsService
+	*DeliveryService[Loan]
+}
+
+// BranchesAPI is what c.Branches offers.
+type BranchesAPI interface {
+	ResourceAPI[Branch]
+	DelivererAPI[Branch]
+}
+
+// BranchesService serves branches: records and bulk delivery (the API has
+// no branch analytics).
+type BranchesService struct {
+	*ResourceService[Branch]
+	*DeliveryService[Branch]
+}
+
+// SalesAPI is what c.Sales offers.
+type SalesAPI interface {
+	ResourceAPI[Sale]
+	AnalyticsAPI
+}
+
+// SalesService serves sales: records and analytics (the API has no bulk
+// delivery of sales).
+type SalesService struct {
+	*ResourceService[Sale]
+	*AnalyticsService
+}
+
+var (
+	_ AgentsAPI   = (*AgentsService)(nil)
+	_ LoansAPI    = (*LoansService)(nil)
+	_ BranchesAPI = (*BranchesService)(nil)
+	_ SalesAPI    = (*SalesService)(nil)
+)

@@ -28,19 +28,19 @@ var deliverable = []string{"agents", "originators", "companies", "loans", "prope
 func resourceOf(c *lendgraph.Client, name string) (records, error) {
 	switch name {
 	case "agents":
-		return withDelivery(recordsOf(c.Agents), c.Agents), nil
+		return withDelivery(recordsOf(c.Agents.ResourceService), c.Agents.DeliveryService), nil
 	case "originators":
-		return withDelivery(recordsOf(c.Originators.ResourceService), c.Originators.ResourceService), nil
+		return withDelivery(recordsOf(c.Originators.ResourceService), c.Originators.DeliveryService), nil
 	case "companies":
-		return withDelivery(recordsOf(c.Companies.ResourceService), c.Companies.ResourceService), nil
+		return withDelivery(recordsOf(c.Companies.ResourceService), c.Companies.DeliveryService), nil
 	case "loans":
-		return withDelivery(recordsOf(c.Loans), c.Loans), nil
+		return withDelivery(recordsOf(c.Loans.ResourceService), c.Loans.DeliveryService), nil
 	case "properties":
-		return withDelivery(recordsOf(c.Properties.ResourceService), c.Properties.ResourceService), nil
+		return withDelivery(recordsOf(c.Properties.ResourceService), c.Properties.DeliveryService), nil
 	case "branches":
-		return withDelivery(recordsOf(c.Branches), c.Branches), nil
+		return withDelivery(recordsOf(c.Branches.ResourceService), c.Branches.DeliveryService), nil
 	case "sales":
-		return recordsOf(c.Sales), nil
+		return recordsOf(c.Sales.ResourceService), nil
 	case "market":
 		return recordsOf(c.Market.ResourceService), nil
 	}
@@ -64,7 +64,7 @@ func recordsOf[T any](s *lendgraph.ResourceService[T]) records {
 
 // withDelivery adds the bulk delivery of s to r, as jobs of untyped rows
 // (the CLI only downloads the files).
-func withDelivery[T any](r records, s *lendgraph.ResourceService[T]) records {
+func withDelivery[T any](r records, s *lendgraph.DeliveryService[T]) records {
 	r.deliver = func(ctx context.Context, req *lendgraph.DeliveryRequest) (*lendgraph.DeliveryJob[lendgraph.Row], error) {
 		j, err := s.Deliver(ctx, req)
 		if err != nil {

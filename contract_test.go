@@ -99,7 +99,7 @@ func TestDesignContract(t *testing.T) {
 	job = c.Properties.EnrichJob(job.ID)
 	_, err = job.Status(ctx)
 	must(t, err)
-	for e, err := range c.Properties.Enrichments(ctx) {
+	for e, err := range c.Properties.AllEnrichments(ctx, nil) {
 		must(t, err)
 		_ = e
 	}

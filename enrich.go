@@ -19,7 +19,9 @@ type EnrichmentAPI interface {
 	Enrich(ctx context.Context, id string, opts *EnrichOptions) (*EnrichResult, error)
 	EnrichBulk(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichJob, error)
 	EnrichJob(id string) *EnrichJob
-	Enrichments(ctx context.Context) iter.Seq2[EnrichmentEntry, error]
+	Enrichments(ctx context.Context, req *EnrichmentsRequest) (*EnrichmentPage, error)
+	EnrichmentsPager(req *EnrichmentsRequest) (*Pager[EnrichmentEntry], error)
+	AllEnrichments(ctx context.Context, req *EnrichmentsRequest) iter.Seq2[EnrichmentEntry, error]
 }
 
 var _ EnrichmentAPI = (*PropertiesService)(nil)
@@ -275,27 +277,53 @@ type EnrichmentEntry struct {
 	Extra Fields `json:",unknown"`
 }
 
-// Enrichments yields every property the caller has enriched (GET
-// /v1/properties/enrichments), following the ?cursor= of each page. Breaking out of the loop stops it.
-func (s *PropertiesService) Enrichments(ctx context.Context) iter.Seq2[EnrichmentEntry, error] {
-	return s.EnrichmentsPager("").All(ctx)
+// EnrichmentsRequest selects a page of the caller's enrichments. The zero
+// value (or nil) asks for the first page.
+type EnrichmentsRequest struct {
+	// Cursor resumes the listing from a saved cursor.
+	Cursor string
 }
 
-// EnrichmentsPager returns a pager over the caller's enrichments starting
-// at cursor (empty for the first page), for listings resumed elsewhere.
-func (s *PropertiesService) EnrichmentsPager(cursor string) *Pager[EnrichmentEntry] {
+// EnrichmentPage is one page of the caller's enrichments.
+type EnrichmentPage struct {
+	Data []EnrichmentEntry `json:"data"`
+	// Cursor fetches the next page; empty on the last page.
+	Cursor string `json:"cursor"`
+}
+
+// Enrichments returns one page of the properties the caller has enriched
+// (GET /v1/properties/enrichments?cursor=).
+func (s *PropertiesService) Enrichments(ctx context.Context, req *EnrichmentsRequest) (*EnrichmentPage, error) {
+	var cursor string
+	if req != nil {
+		cursor = req.Cursor
+	}
+	var q url.Values
+	if cursor != "" {
+		q = url.Values{"cursor": {cursor}}
+	}
+	return call[EnrichmentPage](ctx, s.client, request{method: http.MethodGet, path: "/v1/properties/enrichments", query: q, kind: retry.Idempotent})
+}
+
+// EnrichmentsPager returns a pager over the caller's enrichments, starting
+// at req.Cursor when set, for listings resumed elsewhere.
+func (s *PropertiesService) EnrichmentsPager(req *EnrichmentsRequest) (*Pager[EnrichmentEntry], error) {
+	var cursor string
+	if req != nil {
+		cursor = req.Cursor
+	}
 	return newPager(cursor, func(ctx context.Context, cursor string) ([]EnrichmentEntry, string, error) {
-		var q url.Values
-		if cursor != "" {
-			q = url.Values{"cursor": {cursor}}
-		}
-		var page struct {
-			Data   []EnrichmentEntry `json:"data"`
-			Cursor string            `json:"cursor"`
-		}
-		if _, err := s.client.send(ctx, request{method: http.MethodGet, path: "/v1/properties/enrichments", query: q, kind: retry.Idempotent}, &page); err != nil {
+		page, err := s.Enrichments(ctx, &EnrichmentsRequest{Cursor: cursor})
+		if err != nil {
 			return nil, "", err
 		}
 		return page.Data, page.Cursor, nil
-	})
+	}), nil
+}
+
+// AllEnrichments yields every property the caller has enriched, following
+// cursors until the server returns none.
+func (s *PropertiesService) AllEnrichments(ctx context.Context, req *EnrichmentsRequest) iter.Seq2[EnrichmentEntry, error] {
+	p, err := s.EnrichmentsPager(req)
+	return pagedAll(ctx, p, err)
 }

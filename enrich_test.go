@@ -331,7 +331,7 @@ func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
 	}
 
 	listed := 0
-	for e, err := range c.Properties.Enrichments(ctx) {
+	for e, err := range c.Properties.AllEnrichments(ctx, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
 		t.Fatal("expected several pages")
 	}
 	other := srv.Client(lendgraph.WithAPIKey(srv.NewCaller(lendgraphtest.DefaultOrg).Key))
-	for e, err := range other.Properties.Enrichments(ctx) {
+	for e, err := range other.Properties.AllEnrichments(ctx, nil) {
 		t.Fatalf("another caller sees %+v %v", e, err)
 	}
 }
@@ -699,7 +699,7 @@ func TestEnrichLeavesNoGoroutines(t *testing.T) {
 		}
 		break
 	}
-	for _, err := range c.Properties.Enrichments(ctx) {
+	for _, err := range c.Properties.AllEnrichments(ctx, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}

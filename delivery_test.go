@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
+	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -361,10 +361,10 @@ func TestDeliveryRowsStopsCleanly(t *testing.T) {
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
 	for _, f := range allFormats {
 		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f})
-		opts := []goleak.Option{goleak.IgnoreCurrent(),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*conn).serve")}
+		opts := []leakcheck.Option{leakcheck.IgnoreCurrent(),
+			leakcheck.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			leakcheck.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+			leakcheck.IgnoreAnyFunction("net/http.(*conn).serve")}
 		n := 0
 		for _, err := range job.Rows(context.Background()) {
 			if err != nil {
@@ -374,7 +374,7 @@ func TestDeliveryRowsStopsCleanly(t *testing.T) {
 				break
 			}
 		}
-		if err := goleak.Find(opts...); err != nil {
+		if err := leakcheck.Find(opts...); err != nil {
 			t.Fatalf("%s: break left goroutines: %v", f, err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -390,7 +390,7 @@ func TestDeliveryRowsStopsCleanly(t *testing.T) {
 		if !errors.Is(last, context.Canceled) || n != 6 {
 			t.Fatalf("%s: after cancel: %v (%d rows)", f, last, n)
 		}
-		if err := goleak.Find(opts...); err != nil {
+		if err := leakcheck.Find(opts...); err != nil {
 			t.Fatalf("%s: cancel left goroutines: %v", f, err)
 		}
 	}

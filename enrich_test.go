@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -679,7 +679,7 @@ func TestEnrichBulkAllSplitsAndWaitsForAll(t *testing.T) {
 }
 
 func TestEnrichLeavesNoGoroutines(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.VerifyNone(t, leakcheck.IgnoreCurrent())
 	srv, err := lendgraphtest.Start(lendgraphtest.WithDefaultRows(200))
 	if err != nil {
 		t.Fatal(err)

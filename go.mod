@@ -14,7 +14,6 @@ require (
 	github.com/rs/zerolog v1.33.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
-	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.45.0
 	golang.org/x/time v0.15.0
 )

@@ -3,7 +3,7 @@ package lendgraph_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 )
 
 // TestMain fails the package when any test leaves a goroutine running
@@ -11,8 +11,8 @@ import (
 // the fault matrix runs in process, leaves link goroutines of its own
 // blocked after a proxy stops; they are the proxy's, not the SDK's.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
-		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),
-		goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).write"))
+	leakcheck.VerifyTestMain(m,
+		leakcheck.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
+		leakcheck.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),
+		leakcheck.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).write"))
 }

@@ -9,7 +9,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
+	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -30,13 +30,13 @@ var (
 // noLeaks checks at the end of a test that it left no goroutine besides
 // those running when it was called and idle HTTP connections.
 func noLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
+	ignore := leakcheck.IgnoreCurrent()
 	t.Cleanup(func() {
-		goleak.VerifyNone(t, ignore,
-			goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
-			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+		leakcheck.VerifyNone(t, ignore,
+			leakcheck.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+			leakcheck.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+			leakcheck.IgnoreAnyFunction("net/http.(*conn).serve"),
+			leakcheck.IgnoreTopFunction("internal/poll.runtime_pollWait"))
 	})
 }
 

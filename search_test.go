@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/meilisearch/meilisearch-go"
-	"go.uber.org/goleak"
+	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -619,7 +619,7 @@ func TestFakeSearchHostIsStrict(t *testing.T) {
 }
 
 func TestSearchNoGoroutineLeft(t *testing.T) {
-	opt := goleak.IgnoreCurrent()
+	opt := leakcheck.IgnoreCurrent()
 	srv, err := lendgraphtest.Start(lendgraphtest.WithDefaultRows(500))
 	if err != nil {
 		t.Fatal(err)
@@ -641,7 +641,7 @@ func TestSearchNoGoroutineLeft(t *testing.T) {
 	_, _ = c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"})
 	srv.Close()
 	hc.CloseIdleConnections()
-	goleak.VerifyNone(t, opt)
+	leakcheck.VerifyNone(t, opt)
 }
 
 func TestSearchHostRetriesTransientFailures(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
@@ -40,6 +41,12 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	// The in-process fake and the commands run in this process too: none
+	// may leave a goroutine behind.
+	if err := leakcheck.Find(); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "leakcheck: %v\n", err)
+		code = 1
+	}
 	os.Exit(code)
 }
 

@@ -3,10 +3,10 @@ package retry
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 )
 
 // TestMain fails the package when a test leaves a goroutine running.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leakcheck.VerifyTestMain(m)
 }

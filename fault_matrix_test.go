@@ -1,9 +1,7 @@
 package lendgraph_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,11 +12,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -678,7 +674,7 @@ func matrixCases() []faultCase {
 	return cs
 }
 
-// --- the same matrix through a real fault proxy (Toxiproxy, in process) ---
+// --- the same matrix through a real fault proxy (a toxiproxy-server process) ---
 
 // toxic returns an arm function that puts a Toxiproxy proxy with one toxic
 // between the client and the route's host (the API or the storage host).
@@ -686,18 +682,19 @@ func toxic(kind, stream string, attrs map[string]any) func(*testing.T, *env, rou
 	return func(t *testing.T, e *env, r route) {
 		upstream := hostOf(e, r)
 		host := strings.TrimPrefix(upstream, "http://")
-		p := toxiproxy.NewProxy(toxiServer, t.Name(), "127.0.0.1:0", host)
-		if err := p.Start(); err != nil {
+		p, err := toxiServer(t).NewProxy(fmt.Sprintf("p%d", toxiProxies.Add(1)), host)
+		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
 			// Close the client's side first: a link whose peer is gone
 			// ends; one stopped under a live connection can block.
 			e.tr.CloseIdleConnections()
-			p.Stop()
+			if err := p.Delete(); err != nil {
+				t.Error(err)
+			}
 		})
-		body, _ := json.Marshal(map[string]any{"type": kind, "stream": stream, "attributes": attrs})
-		if _, err := p.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+		if err := p.AddToxic(kind, stream, attrs); err != nil {
 			t.Fatal(err)
 		}
 		e.divert(upstream, p.Listen)
@@ -705,7 +702,8 @@ func toxic(kind, stream string, attrs map[string]any) func(*testing.T, *env, rou
 	}
 }
 
-var toxiServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+// toxiProxies numbers the proxies: Toxiproxy names go into URL paths.
+var toxiProxies atomic.Int64
 
 func toxiCases() []faultCase {
 	var cs []faultCase

@@ -1,18 +1,43 @@
 package lendgraph_test
 
 import (
+	"fmt"
+	"os"
+	"sync"
 	"testing"
 
 	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+	"github.com/lendgraph/lendgraph-go/internal/toxitest"
 )
 
-// TestMain fails the package when any test leaves a goroutine running
-// (a pager's prefetch, a poller, a download). Toxiproxy, the fault proxy
-// the fault matrix runs in process, leaves link goroutines of its own
-// blocked after a proxy stops; they are the proxy's, not the SDK's.
+// TestMain stops the Toxiproxy server the fault tests started, then fails
+// the package when any test left a goroutine running (a pager's prefetch, a
+// poller, a download).
 func TestMain(m *testing.M) {
-	leakcheck.VerifyTestMain(m,
-		leakcheck.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"),
-		leakcheck.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).read"),
-		leakcheck.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2.(*ToxicLink).write"))
+	code := m.Run()
+	toxi.srv.Close()
+	if err := leakcheck.Find(); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "leakcheck: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// toxi is the package's Toxiproxy server, started by the first test that
+// needs one.
+var toxi struct {
+	once sync.Once
+	srv  *toxitest.Server
+	err  error
+}
+
+// toxiServer returns the package's Toxiproxy server, starting it (and
+// building toxiproxy-server when the machine has none) on first use.
+func toxiServer(t testing.TB) *toxitest.Server {
+	t.Helper()
+	toxi.once.Do(func() { toxi.srv, toxi.err = toxitest.Start() })
+	if toxi.err != nil {
+		t.Fatal(toxi.err)
+	}
+	return toxi.srv
 }

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meilisearch/meilisearch-go"
 	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+	"github.com/meilisearch/meilisearch-go"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"

@@ -60,6 +60,7 @@ type DeliveryStatus struct {
 // DeliveryJob is a handle on a bulk delivery job whose rows are T.
 type DeliveryJob[T any] struct {
 	job
+	double JobBackend[DeliveryStatus] // nil: the API
 	// ID is the job's id.
 	ID string
 	// State, EntityType, Format, EstimatedTotal and MaxRows are the submit
@@ -181,6 +182,12 @@ func (s *DeliveryService[T]) DeliveryJob(id string) *DeliveryJob[T] {
 
 // Status fetches the job's status record.
 func (j *DeliveryJob[T]) Status(ctx context.Context) (*DeliveryStatus, error) {
+	if err := j.ready(); err != nil {
+		return nil, err
+	}
+	if j.double != nil {
+		return j.double.Status(ctx, j.ID)
+	}
 	var st DeliveryStatus
 	if err := j.status(ctx, &st); err != nil {
 		return nil, err
@@ -191,11 +198,20 @@ func (j *DeliveryJob[T]) Status(ctx context.Context) (*DeliveryStatus, error) {
 // Wait polls the job until it is completed, failed or cancelled; see
 // EnrichJob.Wait.
 func (j *DeliveryJob[T]) Wait(ctx context.Context, opts ...WaitOption) (*DeliveryStatus, error) {
-	return waitJob(ctx, j.job, opts, func(s *DeliveryStatus) (JobState, string) { return s.Status, s.Error })
+	if err := j.ready(); err != nil {
+		return nil, err
+	}
+	return waitFor(ctx, "delivery", j.ID, opts, j.Status, func(s *DeliveryStatus) (JobState, string) { return s.Status, s.Error })
 }
 
 // Cancel cancels a queued or running job and returns its settled status.
 func (j *DeliveryJob[T]) Cancel(ctx context.Context) (*DeliveryStatus, error) {
+	if err := j.ready(); err != nil {
+		return nil, err
+	}
+	if j.double != nil {
+		return j.double.Cancel(ctx, j.ID)
+	}
 	var st DeliveryStatus
 	if err := j.cancel(ctx, &st); err != nil {
 		return nil, err
@@ -210,7 +226,7 @@ func (j *DeliveryJob[T]) completed(ctx context.Context) (*DeliveryStatus, error)
 	if err != nil {
 		return nil, err
 	}
-	if st.ResultsURL == "" {
+	if st.ResultsURL == "" && j.double == nil {
 		return nil, fmt.Errorf("lendgraph: delivery job %s completed without a resultsUrl", j.ID)
 	}
 	return st, nil
@@ -239,6 +255,9 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, erro
 	if err != nil {
 		return 0, err
 	}
+	if j.double != nil {
+		return copyDouble(ctx, func(ctx context.Context) (io.ReadCloser, error) { return j.double.Open(ctx, j.ID) }, w)
+	}
 	return j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, w, expectedSize(st))
 }
 
@@ -265,7 +284,11 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 			yield(zero, fmt.Errorf("lendgraph: delivery job %s has format %q, which this SDK cannot decode; use Download", j.ID, st.Format))
 			return
 		}
-		rc := j.client.openDownload(ctx, st.ResultsURL, j.freshLink, expectedSize(st))
+		rc, err := j.open(ctx, st)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
 		defer rc.Close()
 		for row, err := range DecodeRows[T](rc, st.Format, opts...) {
 			if ctx.Err() != nil {
@@ -288,7 +311,7 @@ func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yi
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	n, err := j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, f, expectedSize(st))
+	n, err := j.Download(ctx, f)
 	if err != nil {
 		yield(zero, err)
 		return
@@ -304,11 +327,47 @@ func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yi
 	}
 }
 
+// open streams the result file of the completed job st.
+func (j *DeliveryJob[T]) open(ctx context.Context, st *DeliveryStatus) (io.ReadCloser, error) {
+	if j.double != nil {
+		return j.double.Open(ctx, j.ID)
+	}
+	return j.client.openDownload(ctx, st.ResultsURL, j.freshLink, expectedSize(st)), nil
+}
+
+// NewDeliveryJob returns a handle on delivery job id served by b instead
+// of the API: a test double (lendgraphtest.NewDeliveryJob builds scripted
+// ones). Every method of the handle works through b.
+func NewDeliveryJob[T any](id string, b JobBackend[DeliveryStatus]) *DeliveryJob[T] {
+	return &DeliveryJob[T]{ID: id, job: job{kind: "delivery", id: id}, double: b}
+}
+
+// ready checks that the handle can reach its job.
+func (j *DeliveryJob[T]) ready() error {
+	if j == nil {
+		return invalidArg("DeliveryJob", "is nil")
+	}
+	if j.double != nil {
+		return nil
+	}
+	return j.usable("delivery", j.ID, "c.<Resource>.DeliveryJob(id)")
+}
+
+// copyDouble writes the result file of a test double's job to w.
+func copyDouble(ctx context.Context, open func(context.Context) (io.ReadCloser, error), w io.Writer) (int64, error) {
+	rc, err := open(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	return io.Copy(w, rc)
+}
+
 // DeliveryJobAs returns a handle on the same job whose rows decode as U:
 // for a row type of your own that declares every column you deliver (the
 // SDK's record types keep the others in Extra).
 func DeliveryJobAs[U, T any](j *DeliveryJob[T]) *DeliveryJob[U] {
-	return &DeliveryJob[U]{job: j.job, ID: j.ID, State: j.State, EntityType: j.EntityType,
+	return &DeliveryJob[U]{job: j.job, double: j.double, ID: j.ID, State: j.State, EntityType: j.EntityType,
 		Format: j.Format, EstimatedTotal: j.EstimatedTotal, MaxRows: j.MaxRows}
 }
 

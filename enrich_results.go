@@ -42,6 +42,9 @@ type EnrichmentResultEntry struct {
 // API key. A job that has not completed gives an error (a *JobError for a
 // failed or cancelled one).
 func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (int64, error) {
+	if j.double != nil {
+		return copyDouble(ctx, j.Results, w)
+	}
 	link, err := j.resultsLink(ctx)
 	if err != nil {
 		return 0, err
@@ -55,6 +58,9 @@ func (j *EnrichJob) Results(ctx context.Context) (io.ReadCloser, error) {
 	link, err := j.resultsLink(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if j.double != nil {
+		return j.double.Open(ctx, j.ID)
 	}
 	return j.client.openDownload(ctx, link, j.resultsLink, -1), nil
 }
@@ -87,11 +93,11 @@ func (j *EnrichJob) resultsLink(ctx context.Context) (SignedURL, error) {
 	}
 	switch {
 	case st.Status == JobFailed || st.Status == JobCancelled:
-		return "", &JobError{Kind: j.kind, JobID: j.id, Status: string(st.Status), Message: st.Error}
+		return "", &JobError{Kind: "enrichment", JobID: j.ID, Status: string(st.Status), Message: st.Error}
 	case st.Status != JobCompleted:
-		return "", fmt.Errorf("lendgraph: enrichment job %s is %s: its results exist once it completed (Wait first)", j.id, st.Status)
-	case st.ResultsURL == "":
-		return "", fmt.Errorf("lendgraph: enrichment job %s completed without a resultsUrl", j.id)
+		return "", fmt.Errorf("lendgraph: enrichment job %s is %s: its results exist once it completed (Wait first)", j.ID, st.Status)
+	case st.ResultsURL == "" && j.double == nil:
+		return "", fmt.Errorf("lendgraph: enrichment job %s completed without a resultsUrl", j.ID)
 	}
 	return st.ResultsURL, nil
 }

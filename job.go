@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -89,6 +90,23 @@ func WithPollInterval(initial, max time.Duration) WaitOption {
 	}
 }
 
+// JobBackend serves the calls of a job handle: its status, its
+// cancellation and its result file. Handles from the SDK's services talk to
+// the API; NewEnrichJob and NewDeliveryJob make a handle over any other
+// backend, such as the scripted doubles of lendgraphtest, so a test can run
+// EnrichBulk → Wait → ResultRows or Deliver → Wait → Rows without a server.
+// The handle adds what is the same for every backend: Wait's polling and
+// progress, the terminal-state errors, and decoding the file.
+type JobBackend[S EnrichJobStatus | DeliveryStatus] interface {
+	// Status returns the job's current status record.
+	Status(ctx context.Context, id string) (*S, error)
+	// Cancel cancels the job and returns its settled status record.
+	Cancel(ctx context.Context, id string) (*S, error)
+	// Open returns the result file of a completed job, as delivered (the
+	// bytes Download writes: gzipped ndjson stays gzipped).
+	Open(ctx context.Context, id string) (io.ReadCloser, error)
+}
+
 // job is what both job kinds share: where their status lives and who owns it.
 type job struct {
 	client *Client
@@ -97,10 +115,20 @@ type job struct {
 	id     string
 }
 
-func (j job) status(ctx context.Context, out any) error {
-	if j.id == "" {
-		return invalidArg("id", "the %s job id is empty", j.kind)
+// usable reports why a handle cannot reach its job: one decoded from JSON
+// or built as a struct literal has an ID but no client.
+func (j job) usable(kind, id, attach string) error {
+	if j.client == nil {
+		return &InvalidArgumentError{Arg: kind + " job handle",
+			Problem: fmt.Sprintf("it has no client (was it decoded from JSON or built as a struct literal?); get a usable handle for job %q with %s, or a test double with lendgraphtest", id, attach)}
 	}
+	if id == "" {
+		return invalidArg(kind+" job id", "is empty")
+	}
+	return nil
+}
+
+func (j job) status(ctx context.Context, out any) error {
 	_, err := j.client.send(ctx, request{method: http.MethodGet, path: j.path, kind: retry.Idempotent}, out)
 	return err
 }
@@ -110,9 +138,6 @@ func (j job) status(ctx context.Context, out any) error {
 // earlier attempt may have cancelled the job before its answer was lost),
 // the job's status decides: cancelled is the success the caller asked for.
 func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) error {
-	if j.id == "" {
-		return invalidArg("id", "the %s job id is empty", j.kind)
-	}
 	actx, sent := countAttempts(ctx)
 	_, err := j.client.send(actx, request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
 	if errors.Is(err, ErrJobFinished) && sent.Load() > 1 {
@@ -121,19 +146,6 @@ func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) e
 		}
 	}
 	return err
-}
-
-// waitJob polls the job until it is terminal. state extracts the status and
-// error text from a record.
-func waitJob[S jobStatus](ctx context.Context, j job, opts []WaitOption, state func(*S) (JobState, string)) (*S, error) {
-	fetch := func(ctx context.Context) (*S, error) {
-		var st S
-		if err := j.status(ctx, &st); err != nil {
-			return nil, err
-		}
-		return &st, nil
-	}
-	return waitFor(ctx, j.kind, j.id, opts, fetch, state)
 }
 
 // waitFor is the polling loop behind every Wait: fetch a status record,

@@ -180,3 +180,18 @@ func errSeq[T any](err error) iter.Seq2[T, error] {
 		yield(zero, err)
 	}
 }
+
+// PageFunc fetches the page that cursor names (empty: the first page) and
+// returns its items and the cursor of the next page (empty after the last).
+type PageFunc[T any] func(ctx context.Context, cursor string) (items []T, next string, err error)
+
+// NewPager returns a pager over the pages fetch returns, starting at start
+// (empty for the first page). The SDK's services build their pagers this
+// way; a test double builds one over pages of its own (lendgraphtest.Pages
+// does it from a slice of pages).
+func NewPager[T any](start string, fetch PageFunc[T]) *Pager[T] {
+	if fetch == nil {
+		panic("lendgraph.NewPager: fetch is nil; pass the function that fetches one page")
+	}
+	return newPager(start, fetch)
+}

@@ -27,6 +27,16 @@ type PropertiesQueryAPI interface {
 var _ PropertiesQueryAPI = (*PropertiesService)(nil)
 
 // PropertiesService serves properties: search (List, All), detail, and the
+// PropertiesAPI is everything c.Properties offers: records, counts and
+// charts, enrichment, and bulk delivery.
+type PropertiesAPI interface {
+	PropertiesQueryAPI
+	EnrichmentAPI
+	DelivererAPI[Property]
+}
+
+var _ PropertiesAPI = (*PropertiesService)(nil)
+
 // property-only calls (enrichment, count, chart, related records).
 type PropertiesService struct {
 	*ResourceService[Property]

@@ -408,7 +408,16 @@ func (s *Server) writeDelivery(ctx context.Context, jc *jobCtx, p *deliveryPlan)
 }
 
 func (s *Server) newRowWriter(p *deliveryPlan, w io.Writer) (rowWriter, error) {
-	switch p.format {
+	if p.format == "parquet" {
+		return s.newParquetWriter(p, w), nil
+	}
+	return newRowWriter(p.format, p.columns, nil, w)
+}
+
+// newRowWriter writes rows with the given columns in one of the delivery
+// formats; sample types parquet's columns.
+func newRowWriter(format string, columns []string, sample Record, w io.Writer) (rowWriter, error) {
+	switch format {
 	case "ndjson":
 		zw := gzip.NewWriter(w)
 		return &ndjsonWriter{zw: zw}, nil
@@ -416,14 +425,14 @@ func (s *Server) newRowWriter(p *deliveryPlan, w io.Writer) (rowWriter, error) {
 		return &jsonArrayWriter{w: w}, nil
 	case "csv":
 		cw := csv.NewWriter(w)
-		if err := cw.Write(p.columns); err != nil {
+		if err := cw.Write(columns); err != nil {
 			return nil, err
 		}
-		return &csvWriter{w: cw, cols: p.columns}, nil
+		return &csvWriter{w: cw, cols: columns}, nil
 	case "parquet":
-		return s.newParquetWriter(p, w), nil
+		return newParquetWriter("rows", columns, sample, w), nil
 	}
-	return nil, fmt.Errorf("unknown format %q", p.format)
+	return nil, fmt.Errorf("unknown format %q", format)
 }
 
 type ndjsonWriter struct{ zw *gzip.Writer }
@@ -529,9 +538,14 @@ func (s *Server) newParquetWriter(p *deliveryPlan, w io.Writer) *parquetWriter {
 	if s.data.Len(p.resource) > 0 {
 		sample = s.data.Summary(p.resource, 0)
 	}
+	return newParquetWriter(p.resource, p.columns, sample, w)
+}
+
+// newParquetWriter writes columns typed after the values of sample.
+func newParquetWriter(name string, columns []string, sample Record, w io.Writer) *parquetWriter {
 	group := parquet.Group{}
 	kinds := map[string]string{}
-	for _, c := range p.columns {
+	for _, c := range columns {
 		var node parquet.Node
 		switch sample[c].(type) {
 		case string:
@@ -547,7 +561,7 @@ func (s *Server) newParquetWriter(p *deliveryPlan, w io.Writer) *parquetWriter {
 		}
 		group[c] = parquet.Optional(node)
 	}
-	schema := parquet.NewSchema(p.resource, group)
+	schema := parquet.NewSchema(name, group)
 	pw := &parquetWriter{w: parquet.NewGenericWriter[any](w, schema, parquet.MaxRowsPerRowGroup(parquetRowGroup))}
 	for _, f := range schema.Fields() { // sorted: the column order
 		pw.cols = append(pw.cols, f.Name())

@@ -34,3 +34,5 @@ require (
 	google.golang.org/protobuf v1.36.1 // indirect
 )
 
+require golang.org/x/mod v0.30.0
+

@@ -85,7 +85,8 @@ func pin(rev string) error {
 }
 
 // verify checks that the pinned version names a commit here, that go.sum
-// holds its hashes, and that the tool builds against its SDK.
+// holds its hashes, and that go install of the tool at HEAD works against
+// that SDK.
 func verify() error {
 	v, err := pinned()
 	if err != nil {
@@ -112,33 +113,86 @@ func verify() error {
 			return fmt.Errorf("cmd/lendgraph/go.sum lacks %q: run go run ./cmd/lendgraph/internal/pinroot -rev %s", l, short)
 		}
 	}
-	// Build the tool against the pinned SDK, as go install would.
+	// Install the tool as a user would, from a module proxy that serves
+	// this repository's commits (the tool at HEAD, the SDK at the pin) and
+	// forwards everything else to the usual proxy.
 	tmp, err := os.MkdirTemp("", "pinroot-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	wt := filepath.Join(tmp, "sdk")
-	if _, err := git("worktree", "add", "--detach", wt, full); err != nil {
+	proxy := filepath.Join(tmp, "proxy")
+	if err := serveCommit(proxy, sdk, full, v, ""); err != nil {
 		return err
 	}
-	defer git("worktree", "remove", "--force", wt)
-	abs, err := filepath.Abs("cmd/lendgraph")
+	head, err := git("rev-parse", "HEAD")
 	if err != nil {
 		return err
 	}
-	work := filepath.Join(tmp, "go.work")
-	body := fmt.Sprintf("go 1.25.0\n\nuse (\n\t%s\n\t%s\n)\n\nreplace %s %s => %s\n", wt, abs, sdk, v, wt)
-	if err := os.WriteFile(work, []byte(body), 0o644); err != nil {
+	tool, err := pseudoVersion(head)
+	if err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "build", "-o", os.DevNull, ".")
-	cmd.Dir = "cmd/lendgraph"
-	cmd.Env = append(os.Environ(), "GOWORK="+work)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("the tool does not build against the pinned SDK %s (go install @latest would fail); pin a newer commit with go run ./cmd/lendgraph/internal/pinroot:\n%s", v, out)
+	if err := serveCommit(proxy, sdk+"/cmd/lendgraph", head, tool, "cmd/lendgraph"); err != nil {
+		return err
 	}
-	fmt.Printf("ok: cmd/lendgraph builds against %s %s\n", sdk, v)
+	upstream, err := exec.Command("go", "env", "GOPROXY").Output()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "install", sdk+"/cmd/lendgraph@latest")
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GOBIN="+filepath.Join(tmp, "bin"),
+		"GOPROXY=file://"+filepath.ToSlash(proxy)+","+strings.TrimSpace(string(upstream)),
+		"GONOSUMDB="+sdk, "GOPRIVATE=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go install %s/cmd/lendgraph@latest fails against the pinned SDK %s; pin a newer commit with go run ./cmd/lendgraph/internal/pinroot:\n%s", sdk, v, out)
+	}
+	fmt.Printf("ok: go install %s/cmd/lendgraph@latest (%s) builds against %s %s\n", sdk, tool, sdk, v)
+	return nil
+}
+
+// serveCommit writes module path at version v, from commit rev's directory
+// sub, into a file-based module proxy rooted at dir.
+func serveCommit(dir, path, rev, v, sub string) error {
+	esc, err := module.EscapePath(path)
+	if err != nil {
+		return err
+	}
+	at := filepath.Join(dir, filepath.FromSlash(esc), "@v")
+	if err := os.MkdirAll(at, 0o755); err != nil {
+		return err
+	}
+	top, err := git("rev-parse", "--show-toplevel")
+	if err != nil {
+		return err
+	}
+	z, err := os.Create(filepath.Join(at, v+".zip"))
+	if err != nil {
+		return err
+	}
+	defer z.Close()
+	if err := modzip.CreateFromVCS(z, module.Version{Path: path, Version: v}, top, rev, sub); err != nil {
+		return fmt.Errorf("zipping %s at %s: %w", path, rev, err)
+	}
+	gomod, err := git("show", rev+":"+strings.TrimPrefix(sub+"/go.mod", "/"))
+	if err != nil {
+		return err
+	}
+	ts, err := git("show", "-s", "--format=%cI", rev)
+	if err != nil {
+		return err
+	}
+	files := map[string]string{
+		v + ".mod":  gomod + "\n",
+		v + ".info": fmt.Sprintf(`{"Version":%q,"Time":%q}`, v, ts),
+		"list":      v + "\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(at, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

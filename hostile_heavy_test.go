@@ -8,7 +8,6 @@ package lendgraph_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/gzip"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 )
@@ -79,11 +80,21 @@ func gzipped(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
+// gzipBomb is head, then body repeated times, then tail, each compressed
+// as its own gzip member (readers go on through concatenated members): a
+// file that inflates about 1000 times without compressing it all.
+func gzipBomb(t *testing.T, head, body, tail []byte, times int) (file []byte, inflated int) {
+	t.Helper()
+	unit := gzipped(t, body)
+	file = append(gzipped(t, head), bytes.Repeat(unit, times)...)
+	return append(file, gzipped(t, tail)...), len(head) + times*len(body) + len(tail)
+}
+
 // A 1000x gzip bomb answering an API call (Content-Encoding: gzip, which
 // Go's transport inflates) is cut at the 64 MiB cap, counted after
 // inflating.
 func TestHostileGzipBombOnAPICallCutAtCap(t *testing.T) {
-	body := gzipped(t, []byte(`{"id":"`+strings.Repeat("a", 128*mib)+`"}`))
+	body, inflated := gzipBomb(t, []byte(`{"id":"`), bytes.Repeat([]byte("a"), mib), []byte(`"}`), 128)
 	api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Type", "application/json")
@@ -95,46 +106,58 @@ func TestHostileGzipBombOnAPICallCutAtCap(t *testing.T) {
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "larger than 67108864 bytes") {
 		t.Fatalf("err = %v, want *DecodeError at the 64 MiB cap", err)
 	}
-	t.Logf("gzip bomb %d KiB -> 128 MiB (%dx) on an API call: *DecodeError after %v, peak heap %d MiB",
-		len(body)>>10, 128*mib/len(body), took.Round(time.Millisecond), peak/mib)
+	t.Logf("gzip bomb %d KiB -> %d MiB (%dx) on an API call: *DecodeError after %v, peak heap %d MiB",
+		len(body)>>10, inflated/mib, inflated/len(body), took.Round(time.Millisecond), peak/mib)
 }
 
-// A 1000x delivery file (ndjson.gz) streams every row with a small heap:
-// rows are decoded while the file downloads, never held.
+// A delivery file that is a gzip bomb (ndjson.gz) streams every row with a
+// small heap: rows are decoded while the file downloads, never held. Two
+// shapes: 1000x (rows with a long run of one letter, as close to deflate's
+// limit as a row gets), and 12.6 million tiny rows (11 bytes each, 515x).
 func TestHostileGzipBombDeliveryStreams(t *testing.T) {
-	const rows = 12_600_000
-	line := []byte(`{"id":"a"}` + "\n")
-	file := gzipped(t, bytes.Repeat(line, rows))
-	var api *hostileServer
-	api = newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/file" {
-			w.Header().Set("Content-Length", strconv.Itoa(len(file)))
-			w.Write(file)
-			return
-		}
-		fmt.Fprintf(w, `{"jobId":"dlv_1","status":"completed","format":"ndjson","bytes":%d,"resultsUrl":%q}`, len(file), api.URL+"/file")
-	})
-	n := 0
-	var err error
-	peak, took := measure(func() {
-		for a, rerr := range hostileClient(t, api).Agents.DeliveryJob("dlv_1").Rows(context.Background()) {
-			if rerr != nil {
-				err = rerr
-				return
+	for _, tc := range []struct {
+		name string
+		line string
+		rows int
+	}{
+		{"1000x", `{"id":"a","pad":"` + strings.Repeat("a", 32_000) + `"}` + "\n", 4_000},
+		{"12.6M tiny rows", `{"id":"a"}` + "\n", 12_600_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const members = 40
+			file, inflated := gzipBomb(t, nil, bytes.Repeat([]byte(tc.line), tc.rows/members), nil, members)
+			var api *hostileServer
+			api = newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/file" {
+					w.Header().Set("Content-Length", strconv.Itoa(len(file)))
+					w.Write(file)
+					return
+				}
+				fmt.Fprintf(w, `{"jobId":"dlv_1","status":"completed","format":"ndjson","bytes":%d,"resultsUrl":%q}`, len(file), api.URL+"/file")
+			})
+			n := 0
+			var err error
+			peak, took := measure(func() {
+				for a, rerr := range hostileClient(t, api).Agents.DeliveryJob("dlv_1").Rows(context.Background()) {
+					if rerr != nil {
+						err = rerr
+						return
+					}
+					if a.ID != "a" {
+						err = fmt.Errorf("row %d: %+v", n, a)
+						return
+					}
+					n++
+				}
+			})
+			if err != nil || n != tc.rows {
+				t.Fatalf("%d rows, err %v; want %d", n, err, tc.rows)
 			}
-			if a.ID != "a" {
-				err = fmt.Errorf("row %d: %+v", n, a)
-				return
+			if peak > 64*mib {
+				t.Fatalf("peak heap %d MiB while streaming", peak/mib)
 			}
-			n++
-		}
-	})
-	if err != nil || n != rows {
-		t.Fatalf("%d rows, err %v; want %d", n, err, rows)
+			t.Logf("delivery %d KiB -> %d MiB (%dx): %d rows in %v, peak heap %d MiB",
+				len(file)>>10, inflated/mib, inflated/len(file), n, took.Round(time.Millisecond), peak/mib)
+		})
 	}
-	if peak > 64*mib {
-		t.Fatalf("peak heap %d MiB while streaming", peak/mib)
-	}
-	t.Logf("delivery %d KiB -> %d MiB (%dx): %d rows in %v, peak heap %d MiB",
-		len(file)>>10, rows*len(line)/mib, rows*len(line)/len(file), n, took.Round(time.Millisecond), peak/mib)
 }

@@ -200,6 +200,34 @@ func TestHostileWaitDoesNotSleepTenYears(t *testing.T) {
 	}
 }
 
+// A storage host answering a signed-link download 429 with a ten-year
+// Retry-After: the download ends at once with the *RateLimitError inside its
+// *DownloadError, instead of five rounds of retries.
+func TestHostileDownloadTenYearRetryAfter(t *testing.T) {
+	storage := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", tenYears)
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	api := linkAPI(t, false, func() string { return storage.URL + "/f?X-Signature=0123456789abcdef" })
+	c := hostileClient(t, api) // default retries and backoff
+	for name, dl := range downloads(c) {
+		t.Run(name, func(t *testing.T) {
+			before := storage.total()
+			var err error
+			d := within(t, time.Second, name, func() { _, err = dl(context.Background()) })
+			var rl *lendgraph.RateLimitError
+			var de *lendgraph.DownloadError
+			if !errors.As(err, &rl) || !errors.As(err, &de) || rl.RetryAfter != 10*365*24*time.Hour {
+				t.Fatalf("err = %v, want a *DownloadError holding a *RateLimitError", err)
+			}
+			if n := storage.total() - before; n != 1 {
+				t.Fatalf("%d requests to the storage host, want 1", n)
+			}
+			t.Logf("%s, storage 429 Retry-After ten years: %v after %v", name, err, d)
+		})
+	}
+}
+
 // --- 2. market movement's retryAfterMs ---
 
 func TestHostileMostGainedRetryAfterMsBounds(t *testing.T) {
@@ -382,6 +410,7 @@ func TestHostileHTTPLinkUnderHTTPSAPI(t *testing.T) {
 				if n := storage.total() - before; n != 0 {
 					t.Fatalf("the http storage host got %d requests", n)
 				}
+				t.Logf("%v", err)
 			})
 		}
 	}
@@ -492,21 +521,39 @@ func TestHostileStorageEchoesSignature(t *testing.T) {
 	}
 }
 
-// A search host redirecting to an address that carries the token: the
-// error names no token.
+// A search host echoing the token (in a redirect's address, an HTML page
+// with 200, an error body, a header): the error names no token.
 func TestHostileSearchHostEchoesToken(t *testing.T) {
 	const token = "tok_hostile_0123456789abcdef"
-	search := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/t/"+token+"/"+strconv.Itoa(len(r.URL.Path)), http.StatusFound)
-	})
-	api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"token":%q,"host":%q,"indexes":["agents"],"expiresAt":%q}`,
-			token, search.URL, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
-	})
-	_, err := hostileClient(t, api, lendgraph.WithMaxRetries(0)).Search.Host().Search(context.Background(),
-		lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"})
-	if err == nil || strings.Contains(fmt.Sprintf("%v %+v", err, err), token) {
-		t.Fatalf("err = %v, want an error without the token", err)
+	for name, h := range map[string]http.HandlerFunc{
+		"redirect Location": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/t/"+token+"/"+strconv.Itoa(len(r.URL.Path)), http.StatusFound)
+		},
+		"HTML 200": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; t="+token)
+			fmt.Fprintf(w, "<html>%s</html>", r.Header.Get("Authorization"))
+		},
+		"500 body": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintf(w, `{"message":"bad token %s","code":"x"}`, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		},
+		"500 not JSON": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintf(w, `<html>%s</html>`, r.Header.Get("Authorization"))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			search := newHostile(t, false, h)
+			api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, `{"token":%q,"host":%q,"indexes":["agents"],"expiresAt":%q}`,
+					token, search.URL, time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+			})
+			_, err := hostileClient(t, api, lendgraph.WithMaxRetries(0)).Search.Host().Search(context.Background(),
+				lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"})
+			if err == nil || strings.Contains(fmt.Sprintf("%v %+v", err, err), token) {
+				t.Fatalf("err = %v, want an error without the token", err)
+			}
+		})
 	}
 }
 

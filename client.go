@@ -53,15 +53,17 @@ type Client struct {
 	// Integrations pushes records to a connected external CRM.
 	Integrations *IntegrationsService
 
-	key       *secret // a pointer: printing a Client copied by value shows an address
-	bearer    bool
-	base      *url.URL
-	userAgent string
-	logger    *slog.Logger
-	policy    *retry.Policy
-	api       *retryablehttp.Client // API host: key added, client-side rate limit
-	plain     *retryablehttp.Client // signed links and other hosts: never a credential
-	now       func() time.Time
+	key    *secret // a pointer: printing a Client copied by value shows an address
+	bearer bool
+	// insecureLinks lets links use plain http under an https API (WithInsecureHTTPLinks).
+	insecureLinks bool
+	base          *url.URL
+	userAgent     string
+	logger        *slog.Logger
+	policy        *retry.Policy
+	api           *retryablehttp.Client // API host: key added, client-side rate limit
+	plain         *retryablehttp.Client // signed links and other hosts: never a credential
+	now           func() time.Time
 }
 
 type settings struct {
@@ -75,6 +77,9 @@ type settings struct {
 	bearer     bool
 	retryBase  time.Duration
 	retryMax   time.Duration
+	// maxServerWait is WithMaxServerWait's value, nil when not set.
+	maxServerWait *time.Duration
+	insecureLinks bool
 }
 
 // NewClient returns a client configured by opts. Bad options (an empty or
@@ -119,18 +124,25 @@ func NewClient(opts ...Option) (*Client, error) {
 	if s.retryMax > 0 {
 		policy.MaxDelay = max(s.retryMax, policy.BaseDelay)
 	}
+	if s.maxServerWait != nil {
+		if *s.maxServerWait <= 0 {
+			return nil, fmt.Errorf("lendgraph: WithMaxServerWait(%s): the cap must be positive", *s.maxServerWait)
+		}
+		policy.MaxServerWait = *s.maxServerWait
+	}
 	ua := "lendgraph-go/" + Version
 	if s.userAgent != "" {
 		ua = s.userAgent + " " + ua
 	}
 	c := &Client{
-		key:       (*secret)(&key),
-		bearer:    s.bearer,
-		base:      base,
-		userAgent: ua,
-		logger:    s.logger,
-		policy:    policy,
-		now:       time.Now,
+		key:           (*secret)(&key),
+		bearer:        s.bearer,
+		base:          base,
+		insecureLinks: s.insecureLinks,
+		userAgent:     ua,
+		logger:        s.logger,
+		policy:        policy,
+		now:           time.Now,
 	}
 	hc := s.httpClient
 	if hc == nil {
@@ -140,7 +152,8 @@ func NewClient(opts ...Option) (*Client, error) {
 	if inner == nil {
 		inner = http.DefaultTransport
 	}
-	logged := &logTransport{next: inner, logger: c.logger}
+	// Every response's headers are redacted before anything reads them.
+	logged := &logTransport{next: &redactTransport{next: inner, client: c}, logger: c.logger}
 	apiHC := *hc
 	apiHC.Transport = &apiTransport{next: logged, client: c, limiter: s.limiter}
 	apiHC.CheckRedirect = c.checkRedirect(hc.CheckRedirect)

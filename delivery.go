@@ -201,7 +201,7 @@ func (j *DeliveryJob[T]) Wait(ctx context.Context, opts ...WaitOption) (*Deliver
 	if err := j.ready(); err != nil {
 		return nil, err
 	}
-	return waitFor(ctx, "delivery", j.ID, opts, j.Status, func(s *DeliveryStatus) (JobState, string) { return s.Status, s.Error })
+	return waitFor(ctx, j.client, "delivery", j.ID, opts, j.Status, func(s *DeliveryStatus) (JobState, string) { return s.Status, s.Error })
 }
 
 // Cancel cancels a queued or running job and returns its settled status.
@@ -233,11 +233,15 @@ func (j *DeliveryJob[T]) completed(ctx context.Context) (*DeliveryStatus, error)
 }
 
 // freshLink fetches the status again: the reference re-signs resultsUrl on
-// every fetch.
+// every fetch. A job that is no longer completed (a server saying running
+// after completed) is an error, not a link to follow.
 func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
 	st, err := j.Status(ctx)
 	if err != nil {
 		return "", err
+	}
+	if st.Status != JobCompleted {
+		return "", fmt.Errorf("lendgraph: delivery job %s was completed and is now %s", j.ID, st.Status)
 	}
 	return st.ResultsURL, nil
 }

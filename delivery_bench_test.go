@@ -121,9 +121,30 @@ func setupBench(b *testing.B) *benchFiles {
 
 // peakHeap samples the live heap while fn runs and reports the peak.
 func peakHeap(b *testing.B, fn func()) {
+	var cpu time.Duration
+	peak := heapPeak(func() {
+		cpu0 := cpuTime()
+		fn()
+		cpu = cpuTime() - cpu0
+	})
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	// CPU time of the process per op: on a shared machine, where wall time
+	// depends on the cores other processes leave, this shows the work.
+	b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/op")
+}
+
+// heapPeak runs fn while sampling the live heap (heap objects, after a GC
+// first) every 2 ms, and returns the highest sample in bytes.
+func heapPeak(fn func()) uint64 {
 	runtime.GC()
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	var peak atomic.Uint64
+	read := func() {
+		metrics.Read(sample)
+		if v := sample[0].Value.Uint64(); v > peak.Load() {
+			peak.Store(v)
+		}
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -131,10 +152,7 @@ func peakHeap(b *testing.B, fn func()) {
 		t := time.NewTicker(2 * time.Millisecond)
 		defer t.Stop()
 		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
+			read()
 			select {
 			case <-stop:
 				return
@@ -142,15 +160,11 @@ func peakHeap(b *testing.B, fn func()) {
 			}
 		}
 	}()
-	cpu0 := cpuTime()
 	fn()
-	cpu := cpuTime() - cpu0
 	close(stop)
 	<-done
-	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
-	// CPU time of the process per op: on a shared machine, where wall time
-	// depends on the cores other processes leave, this shows the work.
-	b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/op")
+	read()
+	return peak.Load()
 }
 
 func reportRows(b *testing.B, rows int) {

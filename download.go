@@ -139,6 +139,9 @@ func (e *permanentError) Error() string { return e.err.Error() }
 // complete, and whether the link needs re-signing before the next attempt.
 func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64, w io.Writer, want int64) (n, total int64, done, refresh bool, err error) {
 	total = -1
+	if err := c.checkLinkString("results link", link.Reveal()); err != nil {
+		return 0, -1, false, false, &permanentError{err}
+	}
 	req, err := retryablehttp.NewRequestWithContext(retry.WithKind(ctx, retry.Idempotent), http.MethodGet, link.Reveal(), nil)
 	if err != nil {
 		return 0, -1, false, false, &permanentError{fmt.Errorf("bad link %s: %v", link, redactError(err))}
@@ -156,6 +159,12 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64,
 		return 0, -1, false, false, redactError(err)
 	}
 	defer resp.Body.Close()
+	if d, ok := retry.RetryAfter(resp.Header, c.now()); ok && resp.StatusCode >= 300 {
+		base := &APIError{StatusCode: resp.StatusCode, Method: http.MethodGet, Path: req.URL.Path, Message: "storage host"}
+		if rl := c.refuseWait(base, d); rl != nil {
+			return 0, -1, false, false, &permanentError{rl}
+		}
+	}
 	skip := int64(0)
 	switch {
 	case resp.StatusCode == http.StatusOK:

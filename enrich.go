@@ -265,9 +265,11 @@ func (j *EnrichJob) Status(ctx context.Context) (*EnrichJobStatus, error) {
 // returns the last status record. The first poll is immediate; the interval
 // then grows from 200ms to 1s (WithPollInterval changes both) and is cut
 // short when the rows handled so far say the job ends sooner, a throttled
-// poll waits as long as the server's Retry-After asks, and a status value
-// the SDK does not know counts as still running. WithProgress sees every
-// status record fetched.
+// poll waits as long as the server's Retry-After asks when that is within
+// the client's cap (WithMaxServerWait, default one minute; a longer one
+// ends Wait at once with a *RateLimitError), and a status value the SDK
+// does not know counts as still running. WithProgress sees every status
+// record fetched.
 //
 // A failed job returns an error matching ErrJobFailed (a *JobError carrying
 // the job's error text), a cancelled one ErrJobCancelled. Cancelling ctx
@@ -278,7 +280,7 @@ func (j *EnrichJob) Wait(ctx context.Context, opts ...WaitOption) (*EnrichJobSta
 	if err := j.ready(); err != nil {
 		return nil, err
 	}
-	return waitFor(ctx, "enrichment", j.ID, opts, j.Status, func(s *EnrichJobStatus) (JobState, string) { return s.Status, s.Error })
+	return waitFor(ctx, j.client, "enrichment", j.ID, opts, j.Status, func(s *EnrichJobStatus) (JobState, string) { return s.Status, s.Error })
 }
 
 // Cancel cancels a queued or running job and returns its settled status.

@@ -108,7 +108,7 @@ func (b *EnrichBatch) Wait(ctx context.Context, opts ...WaitOption) ([]*EnrichJo
 		}
 		return s.Status, ""
 	}
-	if _, err := waitFor(ctx, "enrichment", fmt.Sprintf("batch of %d", len(b.Jobs)), opts, fetch, done); err != nil {
+	if _, err := waitFor(ctx, b.Jobs[0].client, "enrichment", fmt.Sprintf("batch of %d", len(b.Jobs)), opts, fetch, done); err != nil {
 		return last, err
 	}
 	var errs []error

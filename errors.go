@@ -21,7 +21,9 @@ var (
 	ErrForbidden = errors.New("lendgraph: forbidden")
 	// ErrNotFound matches a 404: unknown id, or a job past its 30-day retention.
 	ErrNotFound = errors.New("lendgraph: not found")
-	// ErrRateLimited matches a 429 that outlasted the retries (see *RateLimitError).
+	// ErrRateLimited matches every *RateLimitError: a 429 that outlasted the
+	// retries, or a server-requested wait longer than the client waits
+	// (WithMaxServerWait).
 	ErrRateLimited = errors.New("lendgraph: rate limited")
 	// ErrInsufficientCredits matches a 402 (see *InsufficientCreditsError).
 	ErrInsufficientCredits = errors.New("lendgraph: insufficient credits")
@@ -263,24 +265,59 @@ func (e *LimitError) Error() string {
 // Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *LimitError) Unwrap() error { return orStatus(e.APIError, http.StatusRequestEntityTooLarge) }
 
-// RateLimitError is a 429 that outlasted the retries, or whose Retry-After
-// was longer than the client waits on its own.
+// RateLimitError is a 429 that outlasted the retries, or an answer asking
+// the client to wait longer than it waits on its own (WithMaxServerWait,
+// default one minute): a Retry-After on any status, a job poll's 429, or a
+// 202 computing whose retryAfterMs is above the cap. In the second case
+// the call returned at once, without sleeping; StatusCode says which
+// answer it was. It matches ErrRateLimited.
 type RateLimitError struct {
 	*APIError
-	// RetryAfter is the server's Retry-After, zero when absent or unreadable.
+	// RetryAfter is the wait the server asked for, zero when absent or
+	// unreadable.
 	RetryAfter time.Duration
+	// limit is the client's cap when RetryAfter was above it.
+	limit time.Duration
 }
 
 // Error implements the error interface.
 func (e *RateLimitError) Error() string {
-	if e.RetryAfter > 0 {
-		return fmt.Sprintf("%s: retry after %s", e.APIError.text(http.StatusTooManyRequests), e.RetryAfter)
+	s := e.APIError.text(http.StatusTooManyRequests)
+	switch {
+	case e.limit > 0:
+		s += fmt.Sprintf(": the server asks to retry after %s, longer than this client waits (%s, WithMaxServerWait)", e.RetryAfter, e.limit)
+	case e.RetryAfter > 0:
+		s += fmt.Sprintf(": retry after %s", e.RetryAfter)
 	}
-	return e.APIError.text(http.StatusTooManyRequests)
+	return s
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *RateLimitError) Unwrap() error { return orStatus(e.APIError, http.StatusTooManyRequests) }
+
+// Is matches ErrRateLimited, whatever the status.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// refuseWait applies the one rule on server-requested waits (see
+// retry.Policy.Honours) to an answer asking the client to wait d: nil when
+// the client waits that long, otherwise the *RateLimitError the call
+// returns at once.
+func (c *Client) refuseWait(base *APIError, d time.Duration) *RateLimitError {
+	policy := c.retryPolicy()
+	if policy.Honours(d) {
+		return nil
+	}
+	return &RateLimitError{APIError: base, RetryAfter: d, limit: policy.MaxServerWait}
+}
+
+// retryPolicy is the client's retry policy, or the default one for a job
+// handle over a test double, which has no client.
+func (c *Client) retryPolicy() *retry.Policy {
+	if c == nil || c.policy == nil {
+		return retry.New()
+	}
+	return c.policy
+}
 
 // errorBody is the union of the error body shapes in the reference.
 type errorBody struct {

@@ -151,9 +151,11 @@ func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) e
 // waitFor is the polling loop behind every Wait: fetch a status record,
 // show it to the progress callback, stop when state says it is terminal.
 // A throttled fetch (429 that outlasted the pipeline's own retries) is not
-// a failure: the loop waits for the server's Retry-After and polls again.
+// a failure: the loop waits for the server's Retry-After and polls again,
+// within the client's cap on server-requested waits (WithMaxServerWait);
+// a longer Retry-After ends the wait at once with the *RateLimitError.
 // A state the SDK does not know counts as running.
-func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (*S, error) {
+func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (*S, error) {
 	cfg := waitConfig{poll: poll.Default}
 	for _, o := range opts {
 		o(&cfg)
@@ -177,6 +179,9 @@ func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOptio
 		if err != nil {
 			var rl *RateLimitError
 			if errors.As(err, &rl) && ctx.Err() == nil {
+				if refused := c.refuseWait(rl.APIError, rl.RetryAfter); refused != nil {
+					return false, poll.Hint{}, refused
+				}
 				// Throttled polling is not a failed job: wait as asked and poll again.
 				return false, poll.Hint{AtLeast: max(rl.RetryAfter, cfg.poll.Max)}, nil
 			}

@@ -229,7 +229,8 @@ func OnComputing(fn func(retryAfter time.Duration)) MovementOption {
 	return func(c *movementConfig) { c.onComputing = fn }
 }
 
-// computingFallback is the wait when a 202 carries no usable retryAfterMs.
+// computingFallback is the wait when a 202 carries no usable retryAfterMs
+// (or the client's cap on server-requested waits, when that is shorter).
 const computingFallback = time.Second
 
 // computingBody is the 202 answer of a query still being computed.
@@ -241,8 +242,12 @@ type computingBody struct {
 // MostGained returns the companies that gained the most loan officers. A
 // query the server has not finished computing answers 202 {status:
 // computing, retryAfterMs}; MostGained waits that long and repeats the same
-// request until rows come, or ctx ends (at once, no goroutine left).
-// The parameters are checked before any request.
+// request until rows come, or ctx ends (at once, no goroutine left). A
+// retryAfterMs above the client's cap on server-requested waits
+// (WithMaxServerWait, default one minute) is not waited for: MostGained
+// returns a *RateLimitError carrying it at once. Without a usable
+// retryAfterMs (absent, zero, negative) it waits a second. The parameters
+// are checked before any request.
 func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opts ...MovementOption) (*MostGainedResponse, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -262,9 +267,13 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 		var body computingBody
 		_ = unmarshal(raw, &body) // a rows answer has no status: body stays zero
 		if status == http.StatusAccepted || body.Status == "computing" {
-			wait := time.Duration(body.RetryAfterMS) * time.Millisecond
-			if wait <= 0 {
-				wait = computingFallback
+			wait, ok := retry.FromMillis(body.RetryAfterMS)
+			if !ok {
+				wait = min(computingFallback, s.client.policy.MaxServerWait)
+			}
+			if rl := s.client.refuseWait(&APIError{StatusCode: status, Method: req.method, Path: req.path,
+				Message: "still computing"}, wait); rl != nil {
+				return false, poll.Hint{}, rl
 			}
 			if cfg.onComputing != nil {
 				cfg.onComputing(wait)
@@ -273,7 +282,8 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 		}
 		var rows MostGainedResponse
 		if err := unmarshal(raw, &rows); err != nil {
-			return false, poll.Hint{}, &DecodeError{Method: req.method, Path: req.path, StatusCode: status, Err: err}
+			return false, poll.Hint{}, &DecodeError{Method: req.method, Path: req.path, StatusCode: status,
+				Err: redactError(err, string(*s.client.key))}
 		}
 		out = &rows
 		return true, poll.Hint{}, nil

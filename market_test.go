@@ -86,7 +86,8 @@ func TestMostGainedRankByNetAndEncoding(t *testing.T) {
 func TestMostGainedCancelStopsWaiting(t *testing.T) {
 	srv := marketServer(t)
 	srv.SetComputeDelay(time.Hour)
-	c := srv.Client()
+	// The fake asks for the whole hour: a cap above it, so the client waits.
+	c := srv.Client(lendgraph.WithMaxServerWait(2 * time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err := c.Market.MostGained(ctx, &lendgraph.MostGainedParams{State: "CA"},
 		lendgraph.OnComputing(func(time.Duration) { cancel() }))

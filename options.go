@@ -30,12 +30,32 @@ func WithHTTPClient(hc *http.Client) Option { return func(s *settings) { s.httpC
 func WithMaxRetries(n int) Option { return func(s *settings) { s.maxRetries = n } }
 
 // WithRetryBackoff sets the first step and the bound of the exponential
-// backoff between retries (defaults 250ms and 8s). A server's Retry-After is
-// honoured regardless (up to a minute). Tests against lendgraphtest use a few
-// milliseconds.
+// backoff between retries (defaults 250ms and 8s). A server's Retry-After
+// replaces the backoff, within the cap of WithMaxServerWait. Tests against
+// lendgraphtest use a few milliseconds.
 func WithRetryBackoff(base, max time.Duration) Option {
 	return func(s *settings) { s.retryBase, s.retryMax = base, max }
 }
+
+// WithMaxServerWait sets the cap on every wait a server asks for (default
+// one minute): a Retry-After on any response (the retries of every call, the
+// status polls of both job kinds' Wait, signed-link downloads) and market
+// movement's retryAfterMs. A wait up to the cap is slept through (and ends
+// when the context does); a longer one is not waited for: the call returns
+// a *RateLimitError carrying the server's value at once, so a script is
+// never parked for a day by "Retry-After: 86400". d must be positive.
+func WithMaxServerWait(d time.Duration) Option {
+	return func(s *settings) { s.maxServerWait = &d }
+}
+
+// WithInsecureHTTPLinks lets the SDK follow plain http:// links (signed
+// download links, the search host a search token names, redirects) while
+// the API is https. Without it such a link fails with an error matching
+// ErrUnsafeLink before anything is sent, because the link's signature, the
+// search token and the data would cross the network unencrypted. A client
+// whose API base URL is itself http (a loopback fake) follows http links
+// without it. Links that are not http or https are never followed.
+func WithInsecureHTTPLinks() Option { return func(s *settings) { s.insecureLinks = true } }
 
 // WithRateLimit limits the requests this client sends to the API host to r
 // per second with bursts of burst. Every attempt, retries included, takes a

@@ -465,24 +465,37 @@ func portOf(r *http.Request) string {
 	return p
 }
 
+// An https API redirecting to plain http: the redirect is refused (the
+// data would cross the network unencrypted); with WithInsecureHTTPLinks it
+// is followed, without the key.
 func TestKeyNotSentOnHTTPSToHTTPRedirect(t *testing.T) {
 	const key = "lg_secret_key_456"
 	plain := newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"id":"a"}`) })
 	secure := newRecorder(t, true, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://127.0.0.1:"+plain.port+r.URL.Path, http.StatusMovedPermanently)
 	})
-	for _, bearer := range []bool{false, true} {
-		opts := []lendgraph.Option{lendgraph.WithAPIKey(key), lendgraph.WithBaseURL(secure.srv.URL),
-			lendgraph.WithHTTPClient(secure.srv.Client())}
-		if bearer {
-			opts = append(opts, lendgraph.WithBearerAuth())
-		}
-		c, err := lendgraph.NewClient(opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Agents.Get(context.Background(), "a"); err != nil {
-			t.Fatal(err)
+	for _, insecure := range []bool{false, true} {
+		for _, bearer := range []bool{false, true} {
+			opts := []lendgraph.Option{lendgraph.WithAPIKey(key), lendgraph.WithBaseURL(secure.srv.URL),
+				lendgraph.WithHTTPClient(secure.srv.Client())}
+			if bearer {
+				opts = append(opts, lendgraph.WithBearerAuth())
+			}
+			if insecure {
+				opts = append(opts, lendgraph.WithInsecureHTTPLinks())
+			}
+			c, err := lendgraph.NewClient(opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := len(plain.headers())
+			_, err = c.Agents.Get(context.Background(), "a")
+			if insecure && err != nil {
+				t.Fatal(err)
+			}
+			if !insecure && (!errors.Is(err, lendgraph.ErrUnsafeLink) || len(plain.headers()) != before) {
+				t.Fatalf("https to http redirect: err %v, %d requests over http", err, len(plain.headers())-before)
+			}
 		}
 	}
 	for _, h := range plain.headers() {

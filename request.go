@@ -1,7 +1,6 @@
 package lendgraph
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,8 +61,11 @@ func (c *Client) sendOnce(ctx context.Context, r request, out any) (int, error) 
 		return resp.StatusCode, nil
 	}
 	if err := decodeBody(resp.Body, out, maxResponseBody); err != nil {
+		// The headers are redacted already (redactTransport); the decoder's
+		// message may quote the body.
 		return resp.StatusCode, &DecodeError{Method: r.method, Path: r.path, StatusCode: resp.StatusCode,
-			ContentType: resp.Header.Get("Content-Type"), RequestID: resp.Header.Get("X-Request-Id"), Err: err}
+			ContentType: resp.Header.Get("Content-Type"), RequestID: resp.Header.Get("X-Request-Id"),
+			Err: redactError(err, string(*c.key))}
 	}
 	return resp.StatusCode, nil
 }
@@ -105,15 +107,26 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, ctx.Err())
 		}
-		return nil, &TransportError{Method: r.method, Path: r.path, Err: redactError(err)}
+		return nil, &TransportError{Method: r.method, Path: r.path, Err: redactError(err, string(*c.key))}
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		b, truncated := readCapped(resp.Body, maxErrorBody)
 		// A server echoing the key back ("invalid key lg_...") must not
-		// put it in an error text.
-		b = bytes.ReplaceAll(b, []byte(*c.key), []byte("[redacted]"))
-		return nil, parseError(r.method, r.path, resp.StatusCode, resp.Header, b, truncated, c.now())
+		// put it in an error text (its headers are redacted already).
+		b = []byte(redact(string(b), string(*c.key)))
+		err := parseError(r.method, r.path, resp.StatusCode, resp.Header, b, truncated, c.now())
+		if d, ok := retry.RetryAfter(resp.Header, c.now()); ok {
+			// An answer asking for longer than the client waits was not
+			// retried: say so, whatever its status.
+			var base *APIError
+			if errors.As(err, &base) {
+				if rl := c.refuseWait(base, d); rl != nil {
+					return nil, rl
+				}
+			}
+		}
+		return nil, err
 	}
 	return resp, nil
 }

@@ -233,7 +233,8 @@ func (h *SearchHost) query(ctx context.Context, tok *SearchToken, index SearchIn
 			// A host echoing the token back must not put it in an error text.
 			he.Message = strings.ReplaceAll(he.Message, tok.Token, "[redacted]")
 		}
-		return nil, err
+		// meilisearch-go quotes whole response bodies in its errors.
+		return nil, redactError(err, tok.Token)
 	}
 	var res HostSearchResult
 	if err := unmarshal(*raw, &res); err != nil {

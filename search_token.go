@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,9 +73,8 @@ func (s *SearchService) Token(ctx context.Context) (*SearchToken, error) {
 	if t.Token == "" {
 		return nil, errors.New("lendgraph: GET /v1/search-token: the response has no token")
 	}
-	u, err := url.Parse(t.Host)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("lendgraph: GET /v1/search-token: host %q is not an absolute http or https URL", t.Host)
+	if err := s.client.checkLinkString("search host address", t.Host); err != nil {
+		return nil, err
 	}
 	if t.ExpiresAt.IsZero() {
 		return nil, errors.New("lendgraph: GET /v1/search-token: the response has no expiresAt")

@@ -22,9 +22,11 @@ func (c *Client) sameOrigin(u *url.URL) bool {
 }
 
 // checkRedirect refuses to re-send a request body to another origin (a 307
-// or 308 after a POST) and otherwise defers to the user's policy. The key is
-// not carried across hosts because apiTransport adds it per request, only
-// for the API origin, so Go's client never has it to copy.
+// or 308 after a POST), refuses a redirect to an address checkLink refuses
+// (another scheme than http(s), or plain http when the API is https), and
+// otherwise defers to the user's policy. The key is not carried across
+// hosts because apiTransport adds it per request, only for the API origin,
+// so Go's client never has it to copy.
 func (c *Client) checkRedirect(user func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
 	return func(req *http.Request, via []*http.Request) error {
 		first := via[0]
@@ -34,6 +36,9 @@ func (c *Client) checkRedirect(user func(*http.Request, []*http.Request) error) 
 			// (or a key) must not follow a redirect off its origin.
 			req.Header.Del("Authorization")
 			req.Header.Del("x-api-key")
+		}
+		if err := c.checkLink("redirect", req.URL); err != nil {
+			return fmt.Errorf("%w: %w", err, retry.ErrNoRetry)
 		}
 		if !c.sameOrigin(req.URL) || !sameOriginURL(req.URL, first.URL) {
 			if req.Method != http.MethodGet && req.Method != http.MethodHead {
@@ -49,6 +54,66 @@ func (c *Client) checkRedirect(user func(*http.Request, []*http.Request) error) 
 		}
 		return nil
 	}
+}
+
+// ErrUnsafeLink matches the error for an address the SDK refused to follow
+// (a results or download link, the search host a search token names, a
+// redirect): it is not an absolute http or https URL, or it is plain http
+// while the API is https (see WithInsecureHTTPLinks), or it carries the
+// API key. Nothing is sent to it, and nothing is retried.
+var ErrUnsafeLink = errors.New("lendgraph: unsafe link")
+
+// linkError is a link checkLink refused. It never quotes the link, whose
+// query string is a signature.
+type linkError struct {
+	what   string // "results link", "search host address", "redirect"
+	host   string
+	reason string
+}
+
+func (e *linkError) Error() string {
+	s := "lendgraph: refusing to follow the " + e.what
+	if e.host != "" {
+		s += " to " + e.host
+	}
+	return s + ": " + e.reason
+}
+
+// Is matches ErrUnsafeLink.
+func (e *linkError) Is(target error) bool { return target == ErrUnsafeLink }
+
+// checkLink is the one rule for every address the SDK follows that the
+// user did not configure: results and download links, the search host a
+// token names, redirects. It must be an absolute http or https URL; plain
+// http only when the API itself is http (a loopback fake) or the client was
+// built WithInsecureHTTPLinks, so that a signed link, a search token and
+// the data never cross the network unencrypted behind an https API. A link
+// carrying the API key is refused too: the key goes to the API host only.
+func (c *Client) checkLink(what string, u *url.URL) error {
+	switch {
+	case u.Scheme == "":
+		return &linkError{what: what, reason: "it is not an absolute URL (no scheme); only http and https links are followed"}
+	case u.Scheme != "http" && u.Scheme != "https":
+		return &linkError{what: what, reason: fmt.Sprintf("its scheme %q is not http or https", u.Scheme)}
+	case u.Host == "":
+		return &linkError{what: what, reason: "it names no host"}
+	case u.Scheme == "http" && c.base.Scheme == "https" && !c.insecureLinks:
+		return &linkError{what: what, host: u.Host, reason: "it is plain http while the API is https: the link and the data " +
+			"would cross the network unencrypted (lendgraph.WithInsecureHTTPLinks allows it)"}
+	}
+	if redact(u.String(), string(*c.key)) != u.String() {
+		return &linkError{what: what, host: u.Host, reason: "it carries the API key, which goes to the API host only"}
+	}
+	return nil
+}
+
+// checkLinkString is checkLink for a link as the server sent it.
+func (c *Client) checkLinkString(what, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return &linkError{what: what, reason: "it is not a URL"}
+	}
+	return c.checkLink(what, u)
 }
 
 func sameOriginURL(a, b *url.URL) bool {
@@ -130,19 +195,110 @@ func (t *logTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// redactError strips query strings (signed-link signatures) from the URLs
-// that net/http puts in its errors.
-func redactError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		if u, perr := url.Parse(ue.URL); perr == nil && u.RawQuery != "" {
-			u.RawQuery = "REDACTED"
-			cp := *ue
-			cp.URL = u.String()
-			return &cp
+// minSecret is the shortest string the redaction treats as a secret. A
+// real key, search token or link signature is far longer; replacing a
+// one-letter test key everywhere would garble every message and header.
+const minSecret = 8
+
+// redacted replaces a secret in text.
+const redacted = "[redacted]"
+
+// redact is the one redaction of text that may hold a secret: error bodies,
+// response header values, URLs in errors. It replaces every secret (as it
+// is and URL-escaped) with [redacted]; secrets shorter than minSecret are
+// ignored.
+func redact(s string, secrets ...string) string {
+	for _, sec := range secrets {
+		if len(sec) < minSecret {
+			continue
+		}
+		s = strings.ReplaceAll(s, sec, redacted)
+		if e := url.PathEscape(sec); e != sec {
+			s = strings.ReplaceAll(s, e, redacted)
+		}
+		if e := url.QueryEscape(sec); e != sec {
+			s = strings.ReplaceAll(s, e, redacted)
 		}
 	}
+	return s
+}
+
+// redactError strips query strings (signed-link signatures) from the URLs
+// that net/http puts in its errors, and applies redact with secrets to the
+// URL and to the whole message. The result still unwraps to err's chain.
+func redactError(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cp := *ue
+		if u, perr := url.Parse(ue.URL); perr == nil && u.RawQuery != "" {
+			u.RawQuery = "REDACTED"
+			cp.URL = u.String()
+		} else if perr != nil {
+			if base, _, found := strings.Cut(ue.URL, "?"); found {
+				cp.URL = base + "?REDACTED"
+			}
+		}
+		cp.URL = redact(cp.URL, secrets...)
+		if cp.URL != ue.URL {
+			err = &cp
+		}
+	}
+	if msg := err.Error(); redact(msg, secrets...) != msg {
+		return &redactedError{msg: redact(msg, secrets...), err: err}
+	}
 	return err
+}
+
+// redactedError is an error whose text held a secret: it prints the
+// redacted text and unwraps to the original, for errors.Is and errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redactTransport applies redact to every response header before anything
+// reads it (the pipeline, Go's redirect logic, the logger), so that a
+// server echoing a secret in X-Request-Id, Content-Type, Content-Range or
+// a redirect's Location puts it in no error and no log line. The secrets
+// are the client's key, the credential the request carried (the key, or a
+// search token as Bearer) and, for a request off the API origin (a signed
+// link), the values of its query string; Location is spared the latter,
+// since a storage host may legitimately redirect with the same signed
+// query.
+type redactTransport struct {
+	next   http.RoundTripper
+	client *Client
+}
+
+func (t *redactTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if resp == nil {
+		return resp, err
+	}
+	creds := []string{string(*t.client.key), req.Header.Get("x-api-key"),
+		strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")}
+	var sig []string
+	if !t.client.sameOrigin(req.URL) {
+		for _, vs := range req.URL.Query() {
+			sig = append(sig, vs...)
+		}
+	}
+	for name, vs := range resp.Header {
+		for i, v := range vs {
+			v = redact(v, creds...)
+			if name != "Location" {
+				v = redact(v, sig...)
+			}
+			vs[i] = v
+		}
+	}
+	return resp, err
 }
 
 // defaultTransport is the transport of a client built without

@@ -85,10 +85,10 @@ type Policy struct {
 	BaseDelay time.Duration
 	// MaxDelay bounds one computed backoff wait.
 	MaxDelay time.Duration
-	// MaxRetryAfter bounds a server-sent Retry-After. A server asking for
-	// longer is not retried: the caller gets the error with the server's
-	// value and decides, instead of a script hanging for an hour.
-	MaxRetryAfter time.Duration
+	// MaxServerWait is the cap on every wait a server asks for (a
+	// Retry-After on any response, a job poll's 429, market movement's
+	// retryAfterMs): see Honours.
+	MaxServerWait time.Duration
 	// MaxRetries is the number of retries of one call (the retry client's
 	// RetryMax must be the same).
 	MaxRetries int
@@ -96,12 +96,36 @@ type Policy struct {
 	Budget *Budget
 }
 
+// DefaultMaxServerWait is the default cap on server-requested waits.
+const DefaultMaxServerWait = time.Minute
+
+// Honours is the one rule on waits a server asks for: the client sleeps
+// through a wait of at most MaxServerWait; a longer one is not waited for
+// (and a request that asked for it is not retried), so that the caller gets
+// the typed error with the server's value at once and decides, instead of
+// a script being parked for a day by Retry-After: 86400.
+func (p *Policy) Honours(d time.Duration) bool { return d <= p.MaxServerWait }
+
+// FromMillis converts a wait a server sent in milliseconds (market
+// movement's retryAfterMs) to a duration, clamping before converting: a
+// value past the largest duration is the largest duration, never an
+// overflow. Zero and negative values report false.
+func FromMillis(ms int64) (time.Duration, bool) {
+	if ms <= 0 {
+		return 0, false
+	}
+	if ms > int64(math.MaxInt64/time.Millisecond) {
+		return time.Duration(math.MaxInt64), true
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
 // New returns the SDK's default policy with a fresh budget.
 func New() *Policy {
 	return &Policy{
 		BaseDelay:     250 * time.Millisecond,
 		MaxDelay:      8 * time.Second,
-		MaxRetryAfter: 60 * time.Second,
+		MaxServerWait: DefaultMaxServerWait,
 		MaxRetries:    3,
 		Budget:        NewBudget(DefaultBudget),
 	}
@@ -137,15 +161,15 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		if d, ok := RetryAfter(resp.Header, time.Now()); ok && d > p.MaxRetryAfter {
+		if d, ok := RetryAfter(resp.Header, time.Now()); ok && !p.Honours(d) {
 			return false, nil
 		}
 		return p.Budget.take(costStatus), nil
-	case resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented:
+	case resp.StatusCode >= 500 && resp.StatusCode < 600 && resp.StatusCode != http.StatusNotImplemented:
 		if kind != Idempotent && (kind != Launch || resp.StatusCode != http.StatusBadGateway) {
 			return false, nil
 		}
-		if d, ok := RetryAfter(resp.Header, time.Now()); ok && d > p.MaxRetryAfter {
+		if d, ok := RetryAfter(resp.Header, time.Now()); ok && !p.Honours(d) {
 			return false, nil
 		}
 		return p.Budget.take(costStatus), nil
@@ -153,13 +177,13 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 	return false, nil
 }
 
-// Backoff implements retryablehttp.Backoff: a server's Retry-After (capped by
-// MaxRetryAfter) when it sent one, otherwise exponential backoff with full
+// Backoff implements retryablehttp.Backoff: a server's Retry-After (bounded
+// by MaxServerWait; CheckRetry refuses to retry a longer one) when it sent one, otherwise exponential backoff with full
 // jitter bounded by MaxDelay.
 func (p *Policy) Backoff(_, _ time.Duration, attempt int, resp *http.Response) time.Duration {
 	if resp != nil {
 		if d, ok := RetryAfter(resp.Header, time.Now()); ok {
-			return min(d, p.MaxRetryAfter)
+			return min(d, p.MaxServerWait)
 		}
 	}
 	return p.Jitter(attempt)

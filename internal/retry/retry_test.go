@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"syscall"
@@ -37,6 +38,49 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
+func TestFromMillis(t *testing.T) {
+	maxMillis := int64(math.MaxInt64 / time.Millisecond)
+	for _, tc := range []struct {
+		ms   int64
+		want time.Duration
+		ok   bool
+	}{
+		{math.MinInt64, 0, false},
+		{-1, 0, false},
+		{0, 0, false},
+		{1, time.Millisecond, true},
+		{59_999, time.Minute - time.Millisecond, true},
+		{60_001, time.Minute + time.Millisecond, true},
+		{maxMillis, time.Duration(maxMillis) * time.Millisecond, true},
+		{maxMillis + 1, math.MaxInt64, true},
+		{1e15, math.MaxInt64, true}, // overflowed to 1,076,616 hours when converted first
+		{math.MaxInt64, math.MaxInt64, true},
+	} {
+		if got, ok := FromMillis(tc.ms); got != tc.want || ok != tc.ok {
+			t.Errorf("FromMillis(%d) = %v, %v; want %v, %v", tc.ms, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// One cap for every server-requested wait: at the cap the client waits, a
+// nanosecond above it does not, and CheckRetry follows the same rule.
+func TestHonoursCap(t *testing.T) {
+	p := New()
+	p.Budget = nil
+	p.MaxServerWait = 2 * time.Second
+	if !p.Honours(2*time.Second) || p.Honours(2*time.Second+1) || !p.Honours(0) {
+		t.Fatal("Honours does not draw the line at MaxServerWait")
+	}
+	for ra, want := range map[string]bool{"2": true, "3": false} {
+		for _, status := range []int{429, 503} {
+			resp := &http.Response{StatusCode: status, Header: http.Header{"Retry-After": {ra}}}
+			if got, _ := p.CheckRetry(WithKind(context.Background(), Idempotent), resp, nil); got != want {
+				t.Errorf("%d Retry-After %s with a 2s cap: retry %v, want %v", status, ra, got, want)
+			}
+		}
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	p := New()
 	resp := func(ra string) *http.Response {
@@ -49,7 +93,7 @@ func TestBackoff(t *testing.T) {
 	if d := p.Backoff(0, 0, 0, resp("5")); d != 5*time.Second {
 		t.Errorf("Retry-After 5 → %v", d)
 	}
-	if d := p.Backoff(0, 0, 0, resp("100000")); d != p.MaxRetryAfter {
+	if d := p.Backoff(0, 0, 0, resp("100000")); d != p.MaxServerWait {
 		t.Errorf("huge Retry-After not capped: %v", d)
 	}
 	for attempt := range 40 {
@@ -91,6 +135,9 @@ func TestCheckRetryKinds(t *testing.T) {
 		{Launch, 0, reset, false},
 		{Launch, 0, refused, true},
 		{Idempotent, 0, &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, false},
+		{Idempotent, 599, nil, true},
+		{Idempotent, 600, nil, false}, // not a 5xx: a broken server, not a busy one
+		{Idempotent, 999, nil, false},
 	} {
 		var resp *http.Response
 		if tc.err == nil {

@@ -40,6 +40,12 @@ var (
 	// ErrMissingAPIKey is returned by any call that needs the API key when
 	// none was configured (WithAPIKey or $LENDGRAPH_API_KEY).
 	ErrMissingAPIKey = errors.New("lendgraph: no API key: pass lendgraph.WithAPIKey or set LENDGRAPH_API_KEY")
+	// ErrUnsafeLink matches the error for an address the SDK refused to
+	// follow (a results or download link, the search host a search token
+	// names, a redirect): it is not an absolute http or https URL, or it is
+	// plain http while the API is https (see WithInsecureHTTPLinks), or it
+	// carries the API key. Nothing is sent to it, and nothing is retried.
+	ErrUnsafeLink = errors.New("lendgraph: unsafe link")
 )
 
 // maxErrorBody caps how much of an error response is read and kept.

@@ -56,13 +56,6 @@ func (c *Client) checkRedirect(user func(*http.Request, []*http.Request) error) 
 	}
 }
 
-// ErrUnsafeLink matches the error for an address the SDK refused to follow
-// (a results or download link, the search host a search token names, a
-// redirect): it is not an absolute http or https URL, or it is plain http
-// while the API is https (see WithInsecureHTTPLinks), or it carries the
-// API key. Nothing is sent to it, and nothing is retried.
-var ErrUnsafeLink = errors.New("lendgraph: unsafe link")
-
 // linkError is a link checkLink refused. It never quotes the link, whose
 // query string is a signature.
 type linkError struct {

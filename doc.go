@@ -16,6 +16,18 @@
 // EntitlementError, ...) reachable through errors.As and sentinels
 // (ErrNotFound, ErrJobFailed, ...) through errors.Is.
 //
+// Waits the server asks for follow one rule: a Retry-After on any response
+// (the retries of every call, both job kinds' Wait polls, signed-link
+// downloads) and market movement's retryAfterMs are slept through up to a
+// cap, one minute by default (WithMaxServerWait); a longer one is not
+// waited for, and the call returns a *RateLimitError carrying the server's
+// value at once.
+//
+// Links the SDK follows (results and download links, the search host a
+// search token names, redirects) must be http or https, and are never plain
+// http while the API is https (unless WithInsecureHTTPLinks); otherwise the
+// call fails with an error matching ErrUnsafeLink before anything is sent.
+//
 // For tests, package lendgraphtest starts an in-process fake of the API that
 // follows the reference's rules.
 package lendgraph

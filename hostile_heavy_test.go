@@ -153,8 +153,11 @@ func TestHostileGzipBombDeliveryStreams(t *testing.T) {
 			if err != nil || n != tc.rows {
 				t.Fatalf("%d rows, err %v; want %d", n, err, tc.rows)
 			}
-			if peak > 64*mib {
-				t.Fatalf("peak heap %d MiB while streaming", peak/mib)
+			// Holding the rows or the inflated file would take far more
+			// than this; the bound leaves room for what other tests of the
+			// package keep alive (the sample is process-wide).
+			if peak > 96*mib {
+				t.Fatalf("peak heap %d MiB while streaming %d MiB of rows", peak/mib, inflated/mib)
 			}
 			t.Logf("delivery %d KiB -> %d MiB (%dx): %d rows in %v, peak heap %d MiB",
 				len(file)>>10, inflated/mib, inflated/len(file), n, took.Round(time.Millisecond), peak/mib)

@@ -396,6 +396,16 @@ type request struct {
 	query  any    // a struct for go-querystring, or url.Values
 	body   any    // encoded as JSON when non-nil
 	kind   retry.Kind
+	host   *otherHost // nil: the API host, with the API key
+}
+
+// otherHost is a host other than the API's (the search host). Requests to
+// it go through the credential-free client with its own bearer token,
+// never the API key, and its error bodies are read by its own parser.
+type otherHost struct {
+	base       *url.URL
+	bearer     string // sent as "Authorization: Bearer"; redacted from error bodies
+	parseError func(status int, h http.Header, body []byte, truncated bool) error
 }
 
 // maxResponseBody caps a JSON response read into memory.
@@ -442,10 +452,13 @@ func (c *Client) sendOnce(ctx context.Context, r request, out any) (int, error) 
 // open runs r through the pipeline and returns a 2xx response whose body
 // the caller reads and closes. Non-2xx responses become typed errors.
 func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
-	if *c.key == "" {
+	base, hc := c.base, c.api
+	if r.host != nil {
+		base, hc = r.host.base, c.plain
+	} else if *c.key == "" {
 		return nil, ErrMissingAPIKey
 	}
-	u, err := c.url(r.path, r.query)
+	u, err := joinURL(base, r.path, r.query)
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +479,10 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.api.Do(req)
+	if r.host != nil {
+		req.Header.Set("Authorization", "Bearer "+r.host.bearer)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		if resp != nil {
 			resp.Body.Close()
@@ -481,16 +497,28 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 		b, truncated := readCapped(resp.Body, maxErrorBody)
 		// A server echoing the key back ("invalid key lg_...") must not
 		// put it in an error text.
-		b = bytes.ReplaceAll(b, []byte(*c.key), []byte("[redacted]"))
+		b = redactBytes(b, string(*c.key))
+		if r.host != nil {
+			b = redactBytes(b, r.host.bearer)
+			return nil, r.host.parseError(resp.StatusCode, resp.Header, b, truncated)
+		}
 		return nil, parseError(r.method, r.path, resp.StatusCode, resp.Header, b, truncated, c.now())
 	}
 	return resp, nil
 }
 
-// url joins path and the encoded query to the base URL.
-func (c *Client) url(path string, q any) (string, error) {
-	u := *c.base
-	u.Path = strings.TrimRight(c.base.Path, "/") + path
+// redactBytes replaces every occurrence of secret in b.
+func redactBytes(b []byte, secret string) []byte {
+	if secret == "" {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte(secret), []byte("[redacted]"))
+}
+
+// joinURL joins path and the encoded query to base.
+func joinURL(base *url.URL, path string, q any) (string, error) {
+	u := *base
+	u.Path = strings.TrimRight(base.Path, "/") + path
 	if q != nil {
 		var vals url.Values
 		switch v := q.(type) {

@@ -127,7 +127,7 @@ func TestInstantSearchLimitsAndFilters(t *testing.T) {
 		Limit:    12,
 		Filters: map[lendgraph.SearchEntity]string{
 			lendgraph.EntityOriginators: "state = TX",
-			lendgraph.EntityAgents:      "state = CA AND city = San Diego",
+			lendgraph.EntityAgents:      `state = CA AND city = "San Diego"`,
 		},
 	})
 	if err != nil {
@@ -689,7 +689,8 @@ func TestFakeInstantSearchRules(t *testing.T) {
 		{"query": "jo", "limit": 51},
 		{"query": "jo", "entities": []string{"loans"}},
 		{"query": "jo", "entities": []string{"agents"}, "filters": map[string]string{"companies": "state = TX"}},
-		{"query": "jo", "filters": map[string]string{"agents": "state != TX"}},
+		{"query": "jo", "filters": map[string]string{"agents": "state === TX"}},
+		{"query": "jo", "filters": map[string]string{"agents": "zip = 78701"}},
 	} {
 		err := c.Do(ctx, http.MethodPost, "/v1/instant-search", body, nil)
 		var ae *lendgraph.APIError

@@ -745,7 +745,9 @@ func (p *fparser) containsLike(i int, not bool, kw string) (*filterExpr, int, *p
 	return e, k, nil
 }
 
-func (p *fparser) contains(i int) (*filterExpr, int, *perr) { return p.containsLike(i, false, "CONTAINS") }
+func (p *fparser) contains(i int) (*filterExpr, int, *perr) {
+	return p.containsLike(i, false, "CONTAINS")
+}
 func (p *fparser) notContains(i int) (*filterExpr, int, *perr) {
 	return p.containsLike(i, true, "CONTAINS")
 }

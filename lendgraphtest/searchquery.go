@@ -479,6 +479,8 @@ func queryParams(v url.Values) ([]member, *hostError) {
 		code := paramCode(k)
 		var raw any = val
 		switch {
+		case k == "hybridEmbedder" || k == "hybridSemanticRatio":
+			return nil, badRequest("invalid_search_hybrid_query", fmt.Sprintf("The search host's indexes have no embedder: `%s` must be left out.", k))
 		case !slices.Contains(getParams, k):
 			return nil, badRequest("bad_request", fmt.Sprintf("Unknown parameter `%s`: expected one of `%s`", k, strings.Join(getParams, "`, `")))
 		case slices.Contains(lists, k):

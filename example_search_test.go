@@ -69,6 +69,38 @@ func ExampleSearchHost_Search() {
 	// about 16 matches
 }
 
+// Page pagination with exact totals, facet counts, sorting and ranking
+// scores, as the search host (Meilisearch) offers them.
+func ExampleSearchHost_Search_pagesAndFacets() {
+	srv, err := lendgraphtest.Start(lendgraphtest.WithDefaultRows(2000))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c := srv.Client()
+
+	res, err := c.Search.Host().Search(context.Background(), lendgraph.IndexOriginators, &lendgraph.HostSearchRequest{
+		Q: "smith", Page: 1, HitsPerPage: 3, Sort: []string{"firstName:asc"},
+		Facets: []string{"states"}, ShowRankingScore: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	hits, err := res.OriginatorHits()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, h := range hits {
+		fmt.Println(h.FirstName, h.LastName, h.RankingScore)
+	}
+	fmt.Println(res.TotalHits, "matches on", res.TotalPages, "pages;", res.FacetDistribution["states"]["TX"], "in TX")
+	// Output:
+	// Andrew Smith 1
+	// Andrew Smith 1
+	// Anthony Smithson 1
+	// 94 matches on 32 pages; 20 in TX
+}
+
 // A backend hands search tokens to its browser clients, keeping the API key
 // to itself.
 func ExampleSearchService_TokenHandler() {

@@ -23,7 +23,17 @@ type request struct {
 	query  any    // a struct for go-querystring, or url.Values
 	body   any    // encoded as JSON when non-nil
 	kind   retry.Kind
-	data   bool // the answer wraps the result in {"data": ...}
+	data   bool       // the answer wraps the result in {"data": ...}
+	host   *otherHost // nil: the API host, with the API key
+}
+
+// otherHost is a host other than the API's (the search host). Requests to
+// it go through the credential-free client with its own bearer token,
+// never the API key, and its error bodies are read by its own parser.
+type otherHost struct {
+	base       *url.URL
+	bearer     string // sent as "Authorization: Bearer"; redacted from error bodies
+	parseError func(status int, h http.Header, body []byte, truncated bool) error
 }
 
 // maxResponseBody caps a JSON response read into memory.
@@ -73,10 +83,13 @@ func (c *Client) sendOnce(ctx context.Context, r request, out any) (int, error) 
 // open runs r through the pipeline and returns a 2xx response whose body
 // the caller reads and closes. Non-2xx responses become typed errors.
 func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
-	if *c.key == "" {
+	base, hc := c.base, c.api
+	if r.host != nil {
+		base, hc = r.host.base, c.plain
+	} else if *c.key == "" {
 		return nil, ErrMissingAPIKey
 	}
-	u, err := c.url(r.path, r.query)
+	u, err := joinURL(base, r.path, r.query)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +112,12 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.api.Do(req)
+	secrets := []string{string(*c.key)}
+	if r.host != nil {
+		req.Header.Set("Authorization", "Bearer "+r.host.bearer)
+		secrets = append(secrets, r.host.bearer)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		if resp != nil {
 			resp.Body.Close()
@@ -107,15 +125,20 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, ctx.Err())
 		}
-		return nil, &TransportError{Method: r.method, Path: r.path, Err: redactError(err, string(*c.key))}
+		return nil, &TransportError{Method: r.method, Path: r.path, Err: redactError(err, secrets...)}
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
 		b, truncated := readCapped(resp.Body, maxErrorBody)
 		// A server echoing the key back ("invalid key lg_...") must not
 		// put it in an error text (its headers are redacted already).
-		b = []byte(redact(string(b), string(*c.key)))
-		err := parseError(r.method, r.path, resp.StatusCode, resp.Header, b, truncated, c.now())
+		b = []byte(redact(string(b), secrets...))
+		var err error
+		if r.host != nil {
+			err = r.host.parseError(resp.StatusCode, resp.Header, b, truncated)
+		} else {
+			err = parseError(r.method, r.path, resp.StatusCode, resp.Header, b, truncated, c.now())
+		}
 		if d, ok := retry.RetryAfter(resp.Header, c.now()); ok {
 			// An answer asking for longer than the client waits was not
 			// retried: say so, whatever its status.
@@ -131,13 +154,13 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	return resp, nil
 }
 
-// url joins path and the encoded query to the base URL.
-func (c *Client) url(path string, q any) (string, error) {
+// joinURL joins path and the encoded query to base.
+func joinURL(base *url.URL, path string, q any) (string, error) {
 	// path arrives escaped (ids went through url.PathEscape), so it is the
 	// wire form: keep it as RawPath, with Path its unescaped twin, and
 	// url.URL does not escape it a second time.
-	u := *c.base
-	u.RawPath = strings.TrimRight(c.base.EscapedPath(), "/") + path
+	u := *base
+	u.RawPath = strings.TrimRight(base.EscapedPath(), "/") + path
 	p, err := url.PathUnescape(u.RawPath)
 	if err != nil {
 		return "", fmt.Errorf("lendgraph: path %q is not escaped correctly: %w", path, err)

@@ -5,14 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
-	"sync"
-
-	"github.com/hashicorp/go-retryablehttp"
-	"github.com/meilisearch/meilisearch-go"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
@@ -24,85 +20,31 @@ type SearchHostAPI interface {
 
 var _ SearchHostAPI = (*SearchHost)(nil)
 
-// SearchHost queries the search host directly, through meilisearch-go, with
-// search tokens from the client's SearchTokenSource. It sends the host named
-// by the current token (following it when a new token names another host)
+// SearchHost queries the search host (a Meilisearch-compatible server)
+// directly, with search tokens from the client's SearchTokenSource. Each
+// query is one POST /indexes/{index}/search to the host named by the
+// current token (following it when a new token names another host), sent
+// through the client's credential-free pipeline with
 // "Authorization: Bearer <search token>" and never the API key. A query the
 // host refuses with 401 or 403 is retried once with a newly minted token;
-// transient failures (5xx, 429, dropped connections) are retried like any
-// read. It is safe for concurrent use; tokens rotate while queries are in
-// flight, each query keeping the token it started with.
+// transient failures (5xx, 429, dropped connections, a body cut short) are
+// retried like any read. It is safe for concurrent use; tokens rotate while
+// queries are in flight, each query keeping the token it started with.
 type SearchHost struct {
+	client *Client
 	tokens *SearchTokenSource
-	hc     *http.Client // bearer transport over the SDK's credential-free retrying client
-
-	mu   sync.Mutex
-	addr string
-	ms   meilisearch.ServiceManager
 }
 
 func newSearchHost(c *Client, tokens *SearchTokenSource) *SearchHost {
-	return &SearchHost{
-		tokens: tokens,
-		hc:     &http.Client{Transport: &bearerTransport{next: &retryablehttp.RoundTripper{Client: c.plain}}},
-	}
+	return &SearchHost{client: c, tokens: tokens}
 }
 
-// meili returns the meilisearch-go client for addr, building a new one when
-// the token names another host than the last.
-func (h *SearchHost) meili(addr string) meilisearch.ServiceManager {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ms == nil || h.addr != addr {
-		// No key at construction: the transport adds the query's token.
-		// meilisearch-go's own retry re-sends an empty body; ours is
-		// underneath, in the transport.
-		h.ms = meilisearch.New(strings.TrimRight(addr, "/"), meilisearch.WithCustomClient(h.hc), meilisearch.DisableRetries())
-		h.addr = addr
-	}
-	return h.ms
-}
-
-type searchTokenKey struct{}
-
-// bearerTransport sends the query's search token, carried in the request's
-// context, on a clone of each request.
-type bearerTransport struct{ next http.RoundTripper }
-
-func (t *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	tok, _ := req.Context().Value(searchTokenKey{}).(*SearchToken)
-	if tok == nil {
-		return nil, errors.New("lendgraph: search host request without a search token")
-	}
-	r := req.Clone(req.Context())
-	r.Header.Del("x-api-key")
-	r.Header.Set("Authorization", "Bearer "+tok.Token)
-	resp, err := t.next.RoundTrip(r)
-	if err == nil {
-		// meilisearch-go reads whole bodies into memory: cap them.
-		resp.Body = capBody(resp.Body, resp.StatusCode)
-	}
-	return resp, err
-}
-
-// capBody bounds a response body read whole: an error body is cut at
-// maxErrorBody (its start says enough), a success body longer than
-// maxResponseBody fails instead of filling the memory.
-func capBody(body io.ReadCloser, status int) io.ReadCloser {
-	if status >= 300 {
-		return cappedBody{&capReader{r: body, left: maxErrorBody}, body}
-	}
-	return cappedBody{&capReader{r: body, left: maxResponseBody,
-		tooLarge: fmt.Errorf("response body larger than %d bytes", maxResponseBody)}, body}
-}
-
-// cappedBody reads through a capReader and closes the body under it.
-type cappedBody struct {
-	io.Reader
-	io.Closer
-}
-
-// HostSearchRequest is one query on one index of the search host.
+// HostSearchRequest is one query on one index of the search host. The zero
+// value is a placeholder search (every document, the host's first page).
+//
+// Pagination comes in two modes, as on Meilisearch: Limit and Offset (the
+// result carries EstimatedTotalHits), or Page and HitsPerPage (the result
+// carries exact TotalHits and TotalPages). A request uses one or the other.
 type HostSearchRequest struct {
 	// Q is the query text; empty matches every document.
 	Q string
@@ -110,60 +52,140 @@ type HostSearchRequest struct {
 	Limit int
 	// Offset skips that many hits.
 	Offset int
+	// Page is the 1-based page to return with HitsPerPage hits a page
+	// (0: not paged by page; with HitsPerPage set, the first page).
+	Page int
+	// HitsPerPage is the page size of Page (0: the host's default, 20,
+	// when Page is set).
+	HitsPerPage int
 	// Filter restricts the hits, in the host's filter syntax, e.g.
-	// `states = "TX" AND cities = "Austin"`.
+	// `states = "TX" AND (cities = "Austin" OR cities = "Dallas")`.
 	Filter string
+	// Sort orders the hits by sortable attributes, each "attribute:asc" or
+	// "attribute:desc", the first the most significant, e.g.
+	// []string{"lastName:asc"}. With a query, relevancy ranks first and
+	// Sort orders the hits relevancy does not tell apart.
+	Sort []string
+	// Facets asks for the number of matching documents per value of these
+	// filterable attributes (FacetDistribution); "*" means all of them.
+	Facets []string
 	// AttributesToSearchOn limits matching to these attributes.
 	AttributesToSearchOn []string
 	// AttributesToRetrieve limits the members of each hit (default: all).
 	AttributesToRetrieve []string
 	// AttributesToHighlight adds a _formatted member with the matches marked.
 	AttributesToHighlight []string
+	// ShowRankingScore adds each hit's relevancy, from 0 to 1, as its
+	// _rankingScore member (OriginatorHit.RankingScore).
+	ShowRankingScore bool
 }
 
-func (r *HostSearchRequest) prepared(index SearchIndex) (*meilisearch.SearchRequest, error) {
+// hostSearchBody is a HostSearchRequest as the host takes it.
+type hostSearchBody struct {
+	Q                     string   `json:"q"`
+	Limit                 int      `json:"limit,omitempty"`
+	Offset                int      `json:"offset,omitempty"`
+	Page                  int      `json:"page,omitempty"`
+	HitsPerPage           int      `json:"hitsPerPage,omitempty"`
+	Filter                string   `json:"filter,omitempty"`
+	Sort                  []string `json:"sort,omitempty"`
+	Facets                []string `json:"facets,omitempty"`
+	AttributesToSearchOn  []string `json:"attributesToSearchOn,omitempty"`
+	AttributesToRetrieve  []string `json:"attributesToRetrieve,omitempty"`
+	AttributesToHighlight []string `json:"attributesToHighlight,omitempty"`
+	ShowRankingScore      bool     `json:"showRankingScore,omitempty"`
+}
+
+func (r *HostSearchRequest) prepared(index SearchIndex) (*hostSearchBody, error) {
 	if index == "" || strings.ContainsAny(string(index), "/?#% ") {
 		return nil, invalidArg("index", "%q is not an index name; use IndexOriginators, IndexCompanies, IndexAgents or IndexOffices", index)
 	}
 	if r == nil {
 		r = &HostSearchRequest{}
 	}
-	if r.Limit < 0 {
-		return nil, invalidArg("Limit", "%d is negative; use 0 for the host's default", r.Limit)
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"Limit", r.Limit}, {"Offset", r.Offset}, {"Page", r.Page}, {"HitsPerPage", r.HitsPerPage}} {
+		if n.v < 0 {
+			return nil, invalidArg(n.name, "%d is negative; use 0 for the host's default", n.v)
+		}
 	}
-	if r.Offset < 0 {
-		return nil, invalidArg("Offset", "%d is negative", r.Offset)
+	if (r.Page > 0 || r.HitsPerPage > 0) && (r.Limit > 0 || r.Offset > 0) {
+		return nil, invalidArg("Page", "Page/HitsPerPage and Limit/Offset are two pagination modes; set one pair (the host ignores Limit and Offset when Page or HitsPerPage is set)")
 	}
-	sr := &meilisearch.SearchRequest{
-		Query:                 r.Q,
-		Limit:                 int64(r.Limit),
-		Offset:                int64(r.Offset),
+	for _, s := range r.Sort {
+		attr, ok := strings.CutSuffix(s, ":asc")
+		if !ok {
+			attr, ok = strings.CutSuffix(s, ":desc")
+		}
+		if !ok || attr == "" {
+			return nil, invalidArg("Sort", "%q must be an attribute followed by :asc or :desc, e.g. \"lastName:asc\"", s)
+		}
+	}
+	for _, lists := range []struct {
+		name string
+		v    []string
+	}{{"Facets", r.Facets}, {"AttributesToSearchOn", r.AttributesToSearchOn},
+		{"AttributesToRetrieve", r.AttributesToRetrieve}, {"AttributesToHighlight", r.AttributesToHighlight}} {
+		if slices.Contains(lists.v, "") {
+			return nil, invalidArg(lists.name, "holds an empty attribute name")
+		}
+	}
+	return &hostSearchBody{
+		Q:                     r.Q,
+		Limit:                 r.Limit,
+		Offset:                r.Offset,
+		Page:                  r.Page,
+		HitsPerPage:           r.HitsPerPage,
+		Filter:                r.Filter,
+		Sort:                  r.Sort,
+		Facets:                r.Facets,
 		AttributesToSearchOn:  r.AttributesToSearchOn,
 		AttributesToRetrieve:  r.AttributesToRetrieve,
 		AttributesToHighlight: r.AttributesToHighlight,
-	}
-	if r.Filter != "" {
-		sr.Filter = r.Filter
-	}
-	return sr, nil
+		ShowRankingScore:      r.ShowRankingScore,
+	}, nil
 }
 
 // HostSearchResult is the search host's answer to one query.
 type HostSearchResult struct {
-	// Hits are the matching documents as sent; decode them with DecodeHits
-	// (or OriginatorHits for the originators index).
+	// Hits are the matching documents as sent, one JSON object each;
+	// decode them with DecodeHits (or OriginatorHits for the originators
+	// index).
 	Hits []json.RawMessage `json:"hits"`
 	// Query is the query text the host answered.
 	Query string `json:"query"`
-	// Limit and Offset are the page the host answered.
+	// Limit and Offset are the page the host answered (offset pagination).
 	Limit  int `json:"limit"`
 	Offset int `json:"offset"`
-	// EstimatedTotalHits is the host's estimate of all matches.
+	// EstimatedTotalHits is the host's estimate of all matches (offset
+	// pagination).
 	EstimatedTotalHits int64 `json:"estimatedTotalHits"`
+	// Page and HitsPerPage are the page the host answered (page
+	// pagination: HostSearchRequest.Page or HitsPerPage set).
+	Page        int `json:"page"`
+	HitsPerPage int `json:"hitsPerPage"`
+	// TotalHits and TotalPages are the exact number of matches and of pages
+	// (page pagination).
+	TotalHits  int64 `json:"totalHits"`
+	TotalPages int64 `json:"totalPages"`
+	// FacetDistribution maps each requested facet to the number of matching
+	// documents per value (HostSearchRequest.Facets).
+	FacetDistribution map[string]map[string]int64 `json:"facetDistribution"`
+	// FacetStats holds the lowest and highest value of each requested facet
+	// with numeric values.
+	FacetStats map[string]FacetStats `json:"facetStats"`
 	// ProcessingTimeMs is the host's time spent on the query.
 	ProcessingTimeMs int64 `json:"processingTimeMs"`
 	// Extra holds members the SDK has no field for.
 	Extra Fields `json:",unknown"`
+}
+
+// FacetStats is the range of a numeric facet's values among the matches.
+type FacetStats struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
 }
 
 // OriginatorHit is a hit of the originators index.
@@ -173,11 +195,22 @@ type OriginatorHit struct {
 	LastName  string   `json:"lastName"`
 	States    []string `json:"states"`
 	Cities    []string `json:"cities"`
+	// RankingScore is the hit's relevancy from 0 to 1, sent when the query
+	// set ShowRankingScore (0 otherwise).
+	RankingScore float64 `json:"_rankingScore,omitempty"`
 	// Extra holds every other member (_formatted among them, when asked for).
 	Extra Fields `json:",unknown"`
 }
 
-// DecodeHits decodes every hit of r into a T.
+// DecodeHits decodes every hit of r into a T. A hit's ranking score, when
+// asked for, is its _rankingScore member:
+//
+//	type hit struct {
+//		ID    string  `json:"id"`
+//		Name  string  `json:"name"`
+//		Score float64 `json:"_rankingScore"`
+//	}
+//	hits, err := lendgraph.DecodeHits[hit](res)
 func DecodeHits[T any](r *HostSearchResult) ([]T, error) {
 	out := make([]T, len(r.Hits))
 	for i, h := range r.Hits {
@@ -195,14 +228,15 @@ func (r *HostSearchResult) OriginatorHits() ([]OriginatorHit, error) {
 
 // Search runs one query on one index of the search host.
 func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSearchRequest) (*HostSearchResult, error) {
-	if _, err := req.prepared(index); err != nil {
+	body, err := req.prepared(index)
+	if err != nil {
 		return nil, err
 	}
 	tok, err := h.tokens.Token(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := h.query(ctx, tok, index, req)
+	res, err := h.query(ctx, tok, index, body)
 	var he *SearchHostError
 	if errors.As(err, &he) && (he.StatusCode == http.StatusUnauthorized || he.StatusCode == http.StatusForbidden) {
 		// Expired or revoked: mint a new token (unless another query
@@ -211,34 +245,31 @@ func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSea
 		if tok, err = h.tokens.renew(ctx, tok); err != nil {
 			return nil, err
 		}
-		res, err = h.query(ctx, tok, index, req)
+		res, err = h.query(ctx, tok, index, body)
 		if errors.As(err, &he) {
-			he.Message = strings.ReplaceAll(he.Message, old.Token, "[redacted]")
+			he.redact(old.Token)
 		}
 	}
 	return res, err
 }
 
-func (h *SearchHost) query(ctx context.Context, tok *SearchToken, index SearchIndex, req *HostSearchRequest) (*HostSearchResult, error) {
+func (h *SearchHost) query(ctx context.Context, tok *SearchToken, index SearchIndex, body *hostSearchBody) (*HostSearchResult, error) {
 	if !slices.Contains(tok.Indexes, index) {
 		return nil, invalidArg("index", "%q is not among the search token's indexes %v", index, tok.Indexes)
 	}
-	sr, _ := req.prepared(index) // a new request each time: meilisearch-go edits it
-	qctx := context.WithValue(retry.WithKind(ctx, retry.Idempotent), searchTokenKey{}, tok)
-	raw, err := h.meili(tok.Host).Index(string(index)).SearchRawWithContext(qctx, sr.Query, sr)
+	base, err := url.Parse(strings.TrimRight(tok.Host, "/"))
 	if err != nil {
-		err = hostError(ctx, index, err)
-		var he *SearchHostError
-		if errors.As(err, &he) {
-			// A host echoing the token back must not put it in an error text.
-			he.Message = strings.ReplaceAll(he.Message, tok.Token, "[redacted]")
-		}
-		// meilisearch-go quotes whole response bodies in its errors.
-		return nil, redactError(err, tok.Token)
+		return nil, fmt.Errorf("lendgraph: search host %q: %w", tok.Host, err)
 	}
 	var res HostSearchResult
-	if err := unmarshal(*raw, &res); err != nil {
-		return nil, &DecodeError{Method: http.MethodPost, Path: searchPath(index), StatusCode: http.StatusOK, Err: err}
+	_, err = h.client.send(ctx, request{
+		method: http.MethodPost, path: searchPath(index), body: body, kind: retry.Idempotent,
+		host: &otherHost{base: base, bearer: tok.Token, parseError: func(status int, hdr http.Header, b []byte, truncated bool) error {
+			return newSearchHostError(index, status, hdr, b, truncated)
+		}},
+	}, &res)
+	if err != nil {
+		return nil, err
 	}
 	res.Hits = nonNil(res.Hits)
 	return &res, nil
@@ -246,51 +277,46 @@ func (h *SearchHost) query(ctx context.Context, tok *SearchToken, index SearchIn
 
 func searchPath(index SearchIndex) string { return "/indexes/" + string(index) + "/search" }
 
-// hostError turns a meilisearch-go error into the SDK's.
-func hostError(ctx context.Context, index SearchIndex, err error) error {
-	path := searchPath(index)
-	if ctx.Err() != nil {
-		return fmt.Errorf("lendgraph: search host POST %s: %w", path, ctx.Err())
-	}
-	var me *meilisearch.Error
-	if !errors.As(err, &me) {
-		return &TransportError{Method: http.MethodPost, Path: path, Err: redactError(err)}
-	}
-	if me.StatusCode >= 200 && me.StatusCode < 300 {
-		// The host answered 2xx with a body that is not a search result
-		// (an HTML page from a proxy, a cut or oversized body).
-		return &DecodeError{Method: http.MethodPost, Path: path, StatusCode: me.StatusCode, Err: me}
-	}
-	if me.StatusCode == 0 {
-		inner := me.OriginError
-		if inner == nil {
-			inner = err
-		}
-		return &TransportError{Method: http.MethodPost, Path: path, Err: redactError(inner)}
-	}
-	api := me.MeilisearchApiError
-	return &SearchHostError{StatusCode: me.StatusCode, Index: index, Message: api.Message,
-		Code: api.Code, Type: api.Type, Link: api.Link, Err: me}
-}
-
-// SearchHostError is a non-2xx answer of the search host, with the fields of
-// its error body. It matches the sentinel of its status with errors.Is
-// (ErrUnauthorized for 401, ErrForbidden for 403, ErrUnavailable for 503,
-// ...), and unwraps to the *meilisearch.Error underneath.
+// SearchHostError is a non-2xx answer of the search host, with the members
+// of its error body ({message, code, type, link}, Meilisearch's shape). It
+// matches the sentinel of its status with errors.Is (ErrUnauthorized for
+// 401, ErrForbidden for 403, ErrUnavailable for 503, ...) and unwraps to the
+// *APIError that holds the status, the message, the code and the raw body.
 type SearchHostError struct {
-	// StatusCode is the HTTP status.
-	StatusCode int
+	*APIError
 	// Index is the index queried.
 	Index SearchIndex
-	// Message, Code, Type and Link are the members of the host's error body.
-	Message, Code, Type, Link string
-	// Err is meilisearch-go's error.
-	Err error
+	// Type and Link are the "type" and "link" members of the host's error
+	// body (Message and Code are on the APIError).
+	Type, Link string
+}
+
+// newSearchHostError reads the host's error body.
+func newSearchHostError(index SearchIndex, status int, h http.Header, body []byte, truncated bool) error {
+	e := &SearchHostError{Index: index, APIError: &APIError{StatusCode: status, Method: http.MethodPost,
+		Path: searchPath(index), RequestID: h.Get("X-Request-Id"), Body: body, Truncated: truncated}}
+	var eb struct{ Message, Code, Type, Link string }
+	if json.Unmarshal(body, &eb) == nil {
+		e.Message, e.Code, e.Type, e.Link = eb.Message, eb.Code, eb.Type, eb.Link
+	}
+	return e
+}
+
+// redact replaces secret in the error's texts and body.
+func (e *SearchHostError) redact(secret string) {
+	if e.APIError == nil || secret == "" {
+		return
+	}
+	e.Message = strings.ReplaceAll(e.Message, secret, "[redacted]")
+	e.Body = []byte(strings.ReplaceAll(string(e.Body), secret, "[redacted]"))
 }
 
 // Error implements the error interface.
 func (e *SearchHostError) Error() string {
-	s := fmt.Sprintf("lendgraph: search host POST %s: %d %s", searchPath(e.Index), e.StatusCode, http.StatusText(e.StatusCode))
+	if e.APIError == nil {
+		return fmt.Sprintf("lendgraph: search host error on index %q", e.Index)
+	}
+	s := fmt.Sprintf("lendgraph: search host %s %s: %d %s", e.Method, e.Path, e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Message != "" {
 		s += ": " + e.Message
 	}
@@ -300,10 +326,15 @@ func (e *SearchHostError) Error() string {
 	return s
 }
 
-// Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *SearchHostError) Unwrap() error { return e.Err }
+// Unwrap returns the *APIError, for errors.As.
+func (e *SearchHostError) Unwrap() error {
+	if e.APIError == nil {
+		return nil
+	}
+	return e.APIError
+}
 
 // Is matches the sentinel of the status, as *APIError does.
 func (e *SearchHostError) Is(target error) bool {
-	return (&APIError{StatusCode: e.StatusCode}).Is(target)
+	return e.APIError != nil && e.APIError.Is(target)
 }

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
-	"github.com/meilisearch/meilisearch-go"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -128,7 +127,7 @@ func TestInstantSearchLimitsAndFilters(t *testing.T) {
 		Limit:    12,
 		Filters: map[lendgraph.SearchEntity]string{
 			lendgraph.EntityOriginators: "state = TX",
-			lendgraph.EntityAgents:      "state = CA AND city = San Diego",
+			lendgraph.EntityAgents:      `state = CA AND city = "San Diego"`,
 		},
 	})
 	if err != nil {
@@ -392,8 +391,10 @@ func TestSearchHostReMintsOnceOnRefusal(t *testing.T) {
 		Header: map[string]string{"Content-Type": "application/json"},
 		Body:   `{"message":"The provided API key is invalid.","code":"invalid_api_key","type":"auth","link":"https://docs.meilisearch.com/errors#invalid_api_key"}`})
 	_, err := h.Search(ctx, lendgraph.IndexOriginators, q)
-	var me *meilisearch.Error
-	if !errors.Is(err, lendgraph.ErrUnauthorized) || !errors.As(err, &me) || me.StatusCode != 401 {
+	var he *lendgraph.SearchHostError
+	var ae *lendgraph.APIError
+	if !errors.Is(err, lendgraph.ErrUnauthorized) || !errors.As(err, &he) || he.Type != "auth" || he.Code != "invalid_api_key" ||
+		!errors.As(err, &ae) || ae.StatusCode != 401 || ae.Message != "The provided API key is invalid." {
 		t.Fatalf("err = %v", err)
 	}
 	if n := srv.CountRequests(http.MethodPost, "/indexes/*/search"); n != 2 || srv.SearchTokenMints() != 4 {
@@ -527,11 +528,10 @@ func TestSearchTokenHandler(t *testing.T) {
 	if strings.Contains(rec.Body.String(), srv.DefaultCaller().Key) {
 		t.Fatal("the API key was served")
 	}
-	// What a browser does with it: query the host with plain meilisearch-go.
-	ms := meilisearch.New(got.Host, meilisearch.WithAPIKey(got.Token), meilisearch.DisableRetries())
-	res, err := ms.Index("originators").Search("smi", &meilisearch.SearchRequest{Limit: 2})
-	if err != nil || len(res.Hits) != 2 {
-		t.Fatalf("browser query: %v", err)
+	// What a browser does with it: query the host with the token alone.
+	status, res := hostPost(t, srv, "originators", got.Token, "application/json", `{"q":"smi","limit":2}`)
+	if status != 200 || !strings.HasPrefix(res["hits"], "[map[") || res["limit"] != "2" {
+		t.Fatalf("browser query: %d %v", status, res)
 	}
 	rec = httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/search-token", nil))
@@ -580,7 +580,7 @@ func TestFakeSearchHostIsStrict(t *testing.T) {
 		status                      int
 		code                        string
 	}{
-		{"meilisearch-go's body", "agents", tok, js, `{"q":"jo","limit":2,"hybrid":null}`, 200, ""},
+		{"null members", "agents", tok, js, `{"q":"jo","limit":2,"hybrid":null,"vector":null}`, 200, ""},
 		{"unknown field", "agents", tok, js, `{"q":"jo","foo":1}`, 400, "bad_request"},
 		{"hybrid without embedder", "agents", tok, js, `{"q":"jo","hybrid":{"embedder":"default"}}`, 400, "invalid_search_hybrid_query"},
 		{"limit type", "agents", tok, js, `{"q":"jo","limit":"2"}`, 400, "invalid_search_limit"},
@@ -606,13 +606,13 @@ func TestFakeSearchHostIsStrict(t *testing.T) {
 	if status, body := hostPost(t, srv, "agents", tok, js, `{"q":"jo"}`); status != 403 {
 		t.Fatalf("expired token: %d %v", status, body)
 	}
-	// What the SDK sends (through meilisearch-go) carries "hybrid":null and is accepted.
+	// What the SDK sends is accepted: the members it set, nothing else.
 	srv.ResetRequests()
 	if _, err := srv.Client().Search.Host().Search(context.Background(), lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo", Filter: `states = TX`}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range srv.Requests() {
-		if r.Listener == "search" && !bytes.Contains(r.Body, []byte(`"hybrid":null`)) {
+		if r.Listener == "search" && string(r.Body) != `{"q":"jo","filter":"states = TX"}` {
 			t.Fatalf("sent %s", r.Body)
 		}
 	}
@@ -689,7 +689,8 @@ func TestFakeInstantSearchRules(t *testing.T) {
 		{"query": "jo", "limit": 51},
 		{"query": "jo", "entities": []string{"loans"}},
 		{"query": "jo", "entities": []string{"agents"}, "filters": map[string]string{"companies": "state = TX"}},
-		{"query": "jo", "filters": map[string]string{"agents": "state != TX"}},
+		{"query": "jo", "filters": map[string]string{"agents": "state === TX"}},
+		{"query": "jo", "filters": map[string]string{"agents": "zip = 78701"}},
 	} {
 		err := c.Do(ctx, http.MethodPost, "/v1/instant-search", body, nil)
 		var ae *lendgraph.APIError
@@ -718,5 +719,37 @@ func TestFakeInstantSearchRules(t *testing.T) {
 	}
 	if len(out.Results["offices"]) == 0 {
 		t.Fatal("no Summit office in Austin")
+	}
+}
+
+// A 200 whose body is cut half-way is retried like any read (issue 17,
+// item 11): the server sees a second attempt and the caller gets the hits.
+func TestSearchHostRetriesCutBody(t *testing.T) {
+	srv := searchServer(t)
+	c := srv.Client()
+	ctx := context.Background()
+	h := c.Search.Host()
+	if _, err := h.Search(ctx, lendgraph.IndexCompanies, &lendgraph.HostSearchRequest{Q: "sum"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	srv.InjectFault(http.MethodPost, "/indexes/*/search", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
+	res, err := h.Search(ctx, lendgraph.IndexCompanies, &lendgraph.HostSearchRequest{Q: "sum", Limit: 4})
+	if err != nil || len(res.Hits) != 4 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if n := srv.CountRequests(http.MethodPost, "/indexes/*/search"); n != 2 {
+		t.Fatalf("the search host saw %d attempts, want 2 (the cut one and its retry)", n)
+	}
+	// Cut every time: the retries run out and the error says the body was cut.
+	srv.InjectFault(http.MethodPost, "/indexes/*/search", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody, Times: -1})
+	srv.ResetRequests()
+	_, err = srv.Client(lendgraph.WithMaxRetries(2)).Search.Host().Search(ctx, lendgraph.IndexCompanies, &lendgraph.HostSearchRequest{Q: "sum"})
+	var de *lendgraph.DecodeError
+	if !errors.As(err, &de) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want a *DecodeError matching io.ErrUnexpectedEOF", err)
+	}
+	if n := srv.CountRequests(http.MethodPost, "/indexes/*/search"); n != 3 {
+		t.Fatalf("the search host saw %d attempts, want 3", n)
 	}
 }

@@ -1,19 +1,15 @@
 package lendgraphtest
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"mime"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // Instant search and the search host.
@@ -21,23 +17,23 @@ import (
 // GET /v1/search-token mints a token valid for the search-token lifetime
 // (SetSearchTokenTTL, default 5 minutes, judged by the server clock) and
 // scoped to the four indexes. The search host (SearchHostURL, its own
-// listener, "search" in the request log) is Meilisearch-compatible for
-// POST /indexes/{index}/search: it accepts only such tokens (401 when the
-// Authorization header is missing, the token unknown or revoked, or an API
-// key is sent; 403 when the token expired or does not cover the index) and
-// refuses unknown or mistyped body members like Meilisearch does.
+// listener, "search" in the request log) follows Meilisearch for every
+// parameter it accepts and refuses the others with Meilisearch's error
+// shape; SEARCH_HOST.md lists each choice. Its files: searchhost.go (routes,
+// tokens, CORS, multi-search), searchquery.go (the search parameters),
+// searchrun.go (ranking, filters, sort, facets, pagination, formatting),
+// searchfilter.go (the filter language).
 //
 // Matching, on the route and the host alike: each query word must match a
 // word of a searchable attribute (originators and agents: firstName and
-// lastName; companies and offices: name) by prefix, or with one typo (one
-// letter inserted, deleted or changed) when the query word has 5 letters or
-// more. Hits without a typo rank first, then in dataset order.
+// lastName; companies and offices: name), the last word of the query as a
+// prefix; a word of 5 letters or more also matches with one typo (one
+// letter inserted, deleted or changed).
 //
-// Filters: the host takes `states = "TX"`, `cities = "Austin"` and clauses
-// of them joined with AND (quotes optional). The route's filter strings use
-// the same syntax with the singular names too: "state = TX AND city = Austin".
-//
-// The route's entity types map to the indexes: offices are branches.
+// The route (POST /v1/instant-search) runs the same engine: its filter
+// strings are host filters, where state and city also name the states and
+// cities attributes. The route's entity types map to the indexes: offices
+// are branches.
 
 // searchState is the area's in-memory store (see areaState).
 type searchState struct {
@@ -58,11 +54,19 @@ type searchGrant struct {
 func (st *searchState) init() {
 	st.searchTTL = 5 * time.Minute
 	st.searchGrants = map[string]searchGrant{}
+	person := func(resource string) *hostIndex {
+		return &hostIndex{resource: resource, searchable: []string{"firstName", "lastName"},
+			filterable: []string{"cities", "states"}, sortable: []string{"firstName", "lastName"}}
+	}
+	org := func(resource string) *hostIndex {
+		return &hostIndex{resource: resource, searchable: []string{"name"},
+			filterable: []string{"cities", "states"}, sortable: []string{"name"}}
+	}
 	st.searchIndexes = map[string]*hostIndex{
-		"originators": {resource: "originators", searchable: []string{"firstName", "lastName"}},
-		"companies":   {resource: "companies", searchable: []string{"name"}},
-		"agents":      {resource: "agents", searchable: []string{"firstName", "lastName"}},
-		"offices":     {resource: "branches", searchable: []string{"name"}},
+		"originators": person("originators"),
+		"companies":   org("companies"),
+		"agents":      person("agents"),
+		"offices":     org("branches"),
 	}
 }
 
@@ -136,20 +140,6 @@ func (s *Server) routeSearch(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/instant-search", s.authed(s.serveInstantSearch))
 }
 
-// startSearchHost starts the search host listener.
-func (s *Server) startSearchHost() {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /indexes/{index}/search", s.serveHostSearch)
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "available"})
-	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		meiliError(w, http.StatusNotFound, "not_found", "invalid_request", "Route not found: "+r.Method+" "+r.URL.Path)
-	})
-	s.area.searchHost = httptest.NewServer(s.wrap("search", mux))
-	s.extra = append(s.extra, s.area.searchHost)
-}
-
 func (s *Server) serveSearchToken(w http.ResponseWriter, r *http.Request, _ Caller) {
 	s.mu.Lock()
 	if s.area.searchDisabled {
@@ -170,6 +160,10 @@ func (s *Server) serveSearchToken(w http.ResponseWriter, r *http.Request, _ Call
 }
 
 // --- the instant-search route ---
+
+// routeFilterAliases are the route's singular names of the host's
+// filterable attributes.
+var routeFilterAliases = map[string]string{"state": "states", "city": "cities"}
 
 var entityIndex = map[string]string{"originators": "originators", "companies": "companies", "agents": "agents", "offices": "offices"}
 
@@ -212,26 +206,35 @@ func (s *Server) serveInstantSearch(w http.ResponseWriter, r *http.Request, _ Ca
 			return
 		}
 	}
-	filters := map[string][]filterClause{}
+	filters := map[string]*filterExpr{}
 	for e, f := range body.Filters {
 		if !slices.Contains(entities, e) {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("filters: %q is not among the searched entity types", e), nil)
 			return
 		}
-		cl, err := parseFilter(f, true)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "filters."+e+": "+err.Error(), nil)
+		ix := s.hostIndex(entityIndex[e])
+		fe, ferr := parseFilterString(f)
+		if ferr == nil {
+			ferr = fe.check(ix.filterable, routeFilterAliases)
+		}
+		if ferr != nil {
+			writeError(w, http.StatusBadRequest, "filters."+e+": "+ferr.msg, nil)
 			return
 		}
-		filters[e] = cl
+		filters[e] = fe
 	}
 	results := map[string]any{}
 	for _, e := range searchIndexNames {
 		out := []any{}
 		if slices.Contains(entities, e) {
 			ix := s.hostIndex(entityIndex[e])
-			for _, m := range ix.search(*body.Query, ix.searchable, filters[e], limit) {
-				out = append(out, ix.docs[m.i].instant())
+			for _, m := range ix.match(parseQ(*body.Query), ix.searchable, strategyLast) {
+				if len(out) == limit {
+					break
+				}
+				if d := &ix.docs[m.i]; filters[e].matches(d.doc) {
+					out = append(out, d.instant())
+				}
 			}
 		}
 		results[e] = out
@@ -239,196 +242,22 @@ func (s *Server) serveInstantSearch(w http.ResponseWriter, r *http.Request, _ Ca
 	writeJSON(w, http.StatusOK, map[string]any{"results": results})
 }
 
-// --- the search host ---
-
-// meiliError writes an error body in Meilisearch's format.
-func meiliError(w http.ResponseWriter, status int, code, typ, msg string) {
-	writeJSON(w, status, map[string]string{"message": msg, "code": code, "type": typ,
-		"link": "https://docs.meilisearch.com/errors#" + code})
-}
-
-func (s *Server) isAPIKey(tok string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.callers[tok]
-	return ok
-}
-
-// hostAuth checks the search token for index, answering 401 or 403 itself.
-func (s *Server) hostAuth(w http.ResponseWriter, r *http.Request, index string) bool {
-	auth := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok || tok == "" {
-		meiliError(w, http.StatusUnauthorized, "missing_authorization_header", "auth",
-			"The Authorization header is missing. It must use the bearer authorization method.")
-		return false
-	}
-	if s.isAPIKey(tok) || r.Header.Get("x-api-key") != "" {
-		meiliError(w, http.StatusUnauthorized, "invalid_api_key", "auth",
-			"The search host takes search tokens from GET /v1/search-token, never the API key.")
-		return false
-	}
-	s.mu.Lock()
-	g, known := s.area.searchGrants[tok]
-	now := s.nowLocked()
-	s.mu.Unlock()
-	switch {
-	case !known:
-		meiliError(w, http.StatusUnauthorized, "invalid_api_key", "auth", "The provided API key is invalid.")
-		return false
-	case !now.Before(g.expires):
-		meiliError(w, http.StatusForbidden, "invalid_api_key", "auth", "The provided search token has expired; mint a new one.")
-		return false
-	case !slices.Contains(g.indexes, index):
-		meiliError(w, http.StatusForbidden, "invalid_api_key", "auth", "The provided search token is not scoped to index `"+index+"`.")
-		return false
-	}
-	return true
-}
-
-// hostParams are the standard search parameters Meilisearch knows; others
-// are refused with bad_request, as Meilisearch does.
-var hostParams = []string{"q", "vector", "offset", "limit", "page", "hitsPerPage", "attributesToRetrieve",
-	"retrieveVectors", "attributesToCrop", "cropLength", "cropMarker", "attributesToHighlight", "highlightPreTag",
-	"highlightPostTag", "showMatchesPosition", "showRankingScore", "showRankingScoreDetails", "showPerformanceDetails",
-	"filter", "sort", "distinct", "facets", "matchingStrategy", "attributesToSearchOn", "hybrid",
-	"rankingScoreThreshold", "locales", "media"}
-
-type hostQuery struct {
-	q                             string
-	limit, offset                 int
-	retrieve, searchOn, highlight []string
-	filter                        []filterClause
-}
-
-func (s *Server) serveHostSearch(w http.ResponseWriter, r *http.Request) {
-	index := r.PathValue("index")
-	if !s.hostAuth(w, r, index) {
-		return
-	}
-	if _, ok := s.area.searchIndexes[index]; !ok {
-		meiliError(w, http.StatusNotFound, "index_not_found", "invalid_request", "Index `"+index+"` not found.")
-		return
-	}
-	ix := s.hostIndex(index)
-	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
-		meiliError(w, http.StatusUnsupportedMediaType, "invalid_content_type", "invalid_request",
-			"The Content-Type `"+r.Header.Get("Content-Type")+"` is invalid. Accepted values for the Content-Type header are: `application/json`")
-		return
-	}
-	b, _ := io.ReadAll(r.Body)
-	q, code, msg := ix.parseQuery(b)
-	if code != "" {
-		meiliError(w, http.StatusBadRequest, code, "invalid_request", msg)
-		return
-	}
-	matches := ix.search(q.q, q.searchOn, q.filter, -1)
-	hits := []any{}
-	for _, m := range matches[min(q.offset, len(matches)):min(q.offset+q.limit, len(matches))] {
-		hits = append(hits, ix.docs[m.i].hit(q))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"hits": hits, "query": q.q, "processingTimeMs": 0,
-		"limit": q.limit, "offset": q.offset, "estimatedTotalHits": len(matches)})
-}
-
-// parseQuery checks a search body the way Meilisearch does: unknown members
-// and wrong types are errors (code and message returned).
-func (ix *hostIndex) parseQuery(b []byte) (q hostQuery, code, msg string) {
-	q.limit = 20
-	if len(bytes.TrimSpace(b)) == 0 {
-		return q, "missing_payload", "A json payload is missing."
-	}
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&raw); err != nil || raw == nil {
-		return q, "bad_request", "The json payload provided is malformed."
-	}
-	keys := slices.Sorted(maps.Keys(raw))
-	for _, k := range keys {
-		if !slices.Contains(hostParams, k) {
-			return q, "bad_request", "Unknown field `" + k + "`: expected one of `" + strings.Join(hostParams, "`, `") + "`"
-		}
-	}
-	isNull := func(k string) bool { v, ok := raw[k]; return !ok || string(bytes.TrimSpace(v)) == "null" }
-	strList := func(k string) ([]string, bool) {
-		if isNull(k) {
-			return nil, true
-		}
-		var out []string
-		return out, json.Unmarshal(raw[k], &out) == nil
-	}
-	if !isNull("q") && json.Unmarshal(raw["q"], &q.q) != nil {
-		return q, "invalid_search_q", "Invalid value type at `.q`: expected a string, but found " + string(raw["q"])
-	}
-	for _, p := range []struct {
-		key, code string
-		dst       *int
-	}{{"limit", "invalid_search_limit", &q.limit}, {"offset", "invalid_search_offset", &q.offset}} {
-		if isNull(p.key) {
-			continue
-		}
-		var n int
-		if json.Unmarshal(raw[p.key], &n) != nil || n < 0 {
-			return q, p.code, "Invalid value type at `." + p.key + "`: expected a positive integer, but found " + string(raw[p.key])
-		}
-		*p.dst = n
-	}
-	var ok bool
-	for _, p := range []struct {
-		key, code string
-		dst       *[]string
-	}{{"attributesToRetrieve", "invalid_search_attributes_to_retrieve", &q.retrieve},
-		{"attributesToSearchOn", "invalid_search_attributes_to_search_on", &q.searchOn},
-		{"attributesToHighlight", "invalid_search_attributes_to_highlight", &q.highlight}} {
-		if *p.dst, ok = strList(p.key); !ok {
-			return q, p.code, "Invalid value type at `." + p.key + "`: expected an array of strings, but found " + string(raw[p.key])
-		}
-	}
-	if q.searchOn == nil {
-		q.searchOn = ix.searchable
-	}
-	for _, a := range q.searchOn {
-		if !slices.Contains(ix.searchable, a) {
-			return q, "invalid_search_attributes_to_search_on", "Attribute `" + a + "` is not searchable. Available searchable attributes are: `" + strings.Join(ix.searchable, ", ") + "`."
-		}
-	}
-	if !isNull("hybrid") {
-		return q, "invalid_search_hybrid_query", "No embedder is configured on this index: `hybrid` must be null or absent."
-	}
-	if !isNull("filter") {
-		var f string
-		var parts []string
-		switch {
-		case json.Unmarshal(raw["filter"], &f) == nil:
-		case json.Unmarshal(raw["filter"], &parts) == nil:
-			f = strings.Join(parts, " AND ")
-		default:
-			return q, "invalid_search_filter", "Invalid value type at `.filter`: expected a string or an array of strings, but found " + string(raw["filter"])
-		}
-		cl, err := parseFilter(f, false)
-		if err != nil {
-			return q, "invalid_search_filter", err.Error()
-		}
-		q.filter = cl
-	}
-	return q, "", ""
-}
-
 // --- the index ---
 
 type hostIndex struct {
 	once       sync.Once
 	resource   string
-	searchable []string
+	searchable []string // in ranking order
+	filterable []string // sorted
+	sortable   []string // sorted
 	docs       []hostDoc
 	vocab      map[string]map[string][]int32 // searchable attribute → lower-case word → documents
 }
 
 type hostDoc struct {
-	doc            map[string]any // as the host serves it
-	states, cities []string
-	city, state    string
-	multi          bool // states and cities are the record's own lists (originators)
+	doc         map[string]any // as the host serves it
+	city, state string
+	multi       bool // states and cities are the record's own lists (originators)
 }
 
 // hostIndex returns the named index, built on first use.
@@ -465,17 +294,16 @@ func (ix *hostIndex) build(d *Dataset) {
 		case "branches":
 			doc["name"], doc["companyName"] = rec["name"], rec["companyName"]
 		}
-		hd := hostDoc{doc: doc, states: doc["states"].([]string),
-			cities: doc["cities"].([]string), city: city, state: state, multi: ix.resource == "originators"}
 		for _, a := range ix.searchable {
 			v, _ := doc[a].(string)
-			for _, w := range strings.Fields(strings.ToLower(v)) {
+			for _, w := range tokenize(v) {
+				w := strings.ToLower(v[w.start:w.end])
 				if p := ix.vocab[a][w]; len(p) == 0 || p[len(p)-1] != int32(i) {
 					ix.vocab[a][w] = append(p, int32(i))
 				}
 			}
 		}
-		ix.docs[i] = hd
+		ix.docs[i] = hostDoc{doc: doc, city: city, state: state, multi: ix.resource == "originators"}
 	}
 }
 
@@ -501,100 +329,273 @@ func (d *hostDoc) instant() map[string]any {
 	return out
 }
 
-// hit is the doc as the host returns it for q.
-func (d *hostDoc) hit(q hostQuery) map[string]any {
-	out := make(map[string]any, len(d.doc))
-	for k, v := range d.doc {
-		if len(q.retrieve) == 0 || slices.Contains(q.retrieve, "*") || slices.Contains(q.retrieve, k) {
-			out[k] = v
+// --- matching ---
+
+// span is a word of a text: its bytes [start, end).
+type span struct{ start, end int }
+
+// tokenize splits s into words: runs of letters and digits (Meilisearch's
+// tokenizer also separates on punctuation).
+func tokenize(s string) []span {
+	var out []span
+	start := -1
+	for i, r := range s {
+		alnum := unicode.IsLetter(r) || unicode.IsNumber(r)
+		switch {
+		case alnum && start < 0:
+			start = i
+		case !alnum && start >= 0:
+			out = append(out, span{start, i})
+			start = -1
 		}
 	}
-	if len(q.highlight) > 0 {
-		terms := strings.Fields(strings.ToLower(q.q))
-		f := make(map[string]any, len(out))
-		for k, v := range out {
-			s, isStr := v.(string)
-			if isStr && (slices.Contains(q.highlight, "*") || slices.Contains(q.highlight, k)) {
-				v = highlight(s, terms)
-			}
-			f[k] = v
-		}
-		out["_formatted"] = f
+	if start >= 0 {
+		out = append(out, span{start, len(s)})
 	}
 	return out
 }
 
-// highlight wraps the prefix of each word that a query word matches in <em>.
-func highlight(s string, terms []string) string {
-	words := strings.Split(s, " ")
-	for i, w := range words {
-		lw := strings.ToLower(w)
-		for _, t := range terms {
-			if strings.HasPrefix(lw, t) {
-				words[i] = "<em>" + w[:len(t)] + "</em>" + w[len(t):]
-				break
+// qterm is a term of a query: a word, or a phrase ("..."), possibly
+// negated (-word, -"phrase").
+type qterm struct {
+	words    []string // lower case; more than one: a phrase
+	prefix   bool     // the query's last word, not followed by a space
+	negative bool
+}
+
+// maxQueryWords is how many words of a query Meilisearch considers.
+const maxQueryWords = 10
+
+// parseQ splits a query into terms: words, "phrases" and negated -words
+// and -"phrases", the last positive word a prefix unless the query ends
+// with a space, the first 10 words only.
+func parseQ(q string) []qterm {
+	var out []qterm
+	n := 0
+	rest := q
+	for rest != "" && n < maxQueryWords {
+		rest = strings.TrimLeftFunc(rest, unicode.IsSpace)
+		neg := false
+		if strings.HasPrefix(rest, "-") && len(rest) > 1 && !unicode.IsSpace(rune(rest[1])) {
+			neg, rest = true, rest[1:]
+		}
+		var chunk string
+		phrase := false
+		if strings.HasPrefix(rest, `"`) {
+			end := strings.IndexByte(rest[1:], '"')
+			if end < 0 {
+				chunk, rest = rest[1:], ""
+			} else {
+				chunk, rest = rest[1:1+end], rest[2+end:]
+			}
+			phrase = true
+		} else {
+			end := strings.IndexFunc(rest, unicode.IsSpace)
+			if end < 0 {
+				end = len(rest)
+			}
+			chunk, rest = rest[:end], rest[end:]
+		}
+		var words []string
+		for _, w := range tokenize(chunk) {
+			words = append(words, strings.ToLower(chunk[w.start:w.end]))
+		}
+		if len(words) == 0 {
+			continue
+		}
+		if phrase || neg {
+			out = append(out, qterm{words: words, negative: neg})
+			n += len(words)
+			continue
+		}
+		for _, w := range words { // "o'brien" is two words
+			if n < maxQueryWords {
+				out = append(out, qterm{words: []string{w}})
+				n++
 			}
 		}
 	}
-	return strings.Join(words, " ")
+	for i := len(out) - 1; i >= 0; i-- {
+		if !out[i].negative {
+			if len(out[i].words) == 1 && !strings.HasSuffix(q, " ") && !strings.HasSuffix(q, `"`) {
+				out[i].prefix = true
+			}
+			break
+		}
+	}
+	return out
 }
 
-type hostMatch struct{ i, typos int }
+// Matching strategies (matchingStrategy).
+const (
+	strategyLast      = "last"
+	strategyAll       = "all"
+	strategyFrequency = "frequency"
+)
 
-// search returns the matches of q on attrs that pass filter, best first;
-// limit < 0 returns them all. Names come from short lists, so each query
-// word is matched against the vocabulary of an attribute, and the postings
-// of the words it matches mark the documents.
-func (ix *hostIndex) search(q string, attrs []string, filter []filterClause, limit int) []hostMatch {
-	terms := strings.Fields(strings.ToLower(q))
+// hostMatch is a document matching a query: the words ranking rule (how
+// many of the query's terms it matched) and the typo rule (typos among
+// them, out of how many the matched terms allow).
+type hostMatch struct {
+	i               int
+	words, maxWords int
+	typos, maxTypos int
+	score           float64 // the ranking score, set by run
+}
+
+// match returns the documents matching terms on attrs with the strategy,
+// best first: more terms matched, then fewer typos, then dataset order. A
+// query without positive terms (a placeholder search) matches every
+// document.
+func (ix *hostIndex) match(terms []qterm, attrs []string, strategy string) []hostMatch {
 	n := len(ix.docs)
-	matched := make([]uint16, n) // query words a document matched
-	typos := make([]uint16, n)
-	cur := make([]int8, n) // this word's fewest typos per document, -1: none
+	var pos []qterm
+	excluded := make([]bool, n)
 	for _, t := range terms {
-		for i := range cur {
-			cur[i] = -1
+		if !t.negative {
+			pos = append(pos, t)
+			continue
 		}
-		for _, a := range attrs {
-			for w, post := range ix.vocab[a] {
-				m := int8(matchWord(t, w))
-				if m < 0 {
-					continue
-				}
-				for _, i := range post {
-					if cur[i] < 0 || m < cur[i] {
-						cur[i] = m
-					}
-				}
+		for i, ok := range ix.termTypos(t, attrs) {
+			if ok >= 0 {
+				excluded[i] = true
 			}
 		}
-		for i, c := range cur {
-			if c >= 0 {
-				matched[i]++
-				typos[i] += uint16(c)
+	}
+	if len(pos) == 0 {
+		out := make([]hostMatch, 0, n)
+		for i := range n {
+			if !excluded[i] {
+				out = append(out, hostMatch{i: i})
 			}
 		}
+		return out
+	}
+	typos := make([][]int8, len(pos)) // per term, per document: typos, -1 no match
+	freq := make([]int, len(pos))
+	for k, t := range pos {
+		typos[k] = ix.termTypos(t, attrs)
+		for _, ty := range typos[k] {
+			if ty >= 0 {
+				freq[k]++
+			}
+		}
+	}
+	// The order in which terms are kept as the query is relaxed.
+	order := make([]int, len(pos))
+	for k := range order {
+		order[k] = k
+	}
+	if strategy == strategyFrequency {
+		slices.SortStableFunc(order, func(a, b int) int { return freq[a] - freq[b] })
 	}
 	var out []hostMatch
 	for i := range n {
-		if int(matched[i]) == len(terms) && ix.docs[i].passes(filter) {
-			out = append(out, hostMatch{i, int(typos[i])})
+		if excluded[i] {
+			continue
 		}
+		m := hostMatch{i: i, maxWords: len(pos)}
+		for _, k := range order {
+			if typos[k][i] < 0 {
+				break
+			}
+			m.words++
+			m.typos += int(typos[k][i])
+			if len(pos[k].words) == 1 && len(pos[k].words[0]) >= minTypoLen {
+				m.maxTypos++
+			}
+		}
+		if m.words == 0 || (strategy == strategyAll && m.words < len(pos)) {
+			continue
+		}
+		out = append(out, m)
 	}
-	slices.SortStableFunc(out, func(a, b hostMatch) int { return a.typos - b.typos })
-	if limit >= 0 && len(out) > limit {
-		out = out[:limit]
-	}
+	slices.SortStableFunc(out, func(a, b hostMatch) int {
+		if a.words != b.words {
+			return b.words - a.words
+		}
+		return a.typos - b.typos
+	})
 	return out
 }
 
-// matchWord is 0 when the query word t is a prefix of w, 1 when it is one
-// typo away from a prefix of w (t of 5 letters or more), -1 otherwise.
-func matchWord(t, w string) int {
-	if strings.HasPrefix(w, t) {
+// minTypoLen is the shortest query word matched with a typo.
+const minTypoLen = 5
+
+// termTypos returns, per document, the fewest typos with which t matches
+// one of attrs (-1: no match). A phrase matches its words in a row,
+// exactly; a negated term matches exactly.
+func (ix *hostIndex) termTypos(t qterm, attrs []string) []int8 {
+	cur := make([]int8, len(ix.docs))
+	for i := range cur {
+		cur[i] = -1
+	}
+	if len(t.words) > 1 {
+		for _, a := range attrs {
+			for _, i := range ix.vocab[a][t.words[0]] {
+				if containsPhrase(ix.docs[i].doc[a], t.words) {
+					cur[i] = 0
+				}
+			}
+		}
+		return cur
+	}
+	w0 := t.words[0]
+	for _, a := range attrs {
+		for w, post := range ix.vocab[a] {
+			m := -1
+			if t.negative {
+				if w == w0 {
+					m = 0
+				}
+			} else {
+				m = matchWord(w0, w, t.prefix)
+			}
+			if m < 0 {
+				continue
+			}
+			for _, i := range post {
+				if cur[i] < 0 || int8(m) < cur[i] {
+					cur[i] = int8(m)
+				}
+			}
+		}
+	}
+	return cur
+}
+
+func containsPhrase(v any, words []string) bool {
+	s, _ := v.(string)
+	toks := tokenize(s)
+	for i := 0; i+len(words) <= len(toks); i++ {
+		ok := true
+		for k, w := range words {
+			if strings.ToLower(s[toks[i+k].start:toks[i+k].end]) != w {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// matchWord reports how the query word t matches the document word w: 0
+// exactly (or, for the prefix word, as a prefix of w), 1 with one typo
+// (t of 5 letters or more), -1 not at all.
+func matchWord(t, w string, prefix bool) int {
+	if t == w || prefix && strings.HasPrefix(w, t) {
 		return 0
 	}
-	if len(t) < 5 {
+	if len(t) < minTypoLen {
+		return -1
+	}
+	if !prefix {
+		if oneEdit(t, w) {
+			return 1
+		}
 		return -1
 	}
 	for _, n := range []int{len(t) - 1, len(t), len(t) + 1} {
@@ -622,55 +623,4 @@ func oneEdit(a, b string) bool {
 		return i >= len(a)-1 || a[i+1:] == b[i+1:]
 	}
 	return a[i:] == b[i+1:]
-}
-
-// --- filters ---
-
-type filterClause struct {
-	attr  string // "states" or "cities"
-	value string
-}
-
-var andSplit = regexp.MustCompile(`(?i)\s+AND\s+`)
-
-// parseFilter parses `attr = value` clauses joined by AND. The host knows
-// the filterable attributes states and cities; the route (singular) also
-// takes state and city.
-func parseFilter(f string, singular bool) ([]filterClause, error) {
-	var out []filterClause
-	for _, c := range andSplit.Split(strings.TrimSpace(f), -1) {
-		attr, val, ok := strings.Cut(c, "=")
-		attr, val = strings.TrimSpace(attr), strings.TrimSpace(val)
-		if !ok || attr == "" || val == "" || strings.HasSuffix(attr, "!") {
-			return nil, fmt.Errorf("unsupported filter clause %q: write `states = \"TX\"`, joined with AND", c)
-		}
-		if len(val) >= 2 && (val[0] == '"' || val[0] == '\'') && val[len(val)-1] == val[0] {
-			val = val[1 : len(val)-1]
-		}
-		switch attr {
-		case "states", "cities":
-		case "state", "city":
-			if !singular {
-				return nil, fmt.Errorf("attribute `%s` is not filterable; available filterable attributes are: `cities, states`", attr)
-			}
-			attr = map[string]string{"state": "states", "city": "cities"}[attr]
-		default:
-			return nil, fmt.Errorf("attribute `%s` is not filterable; available filterable attributes are: `cities, states`", attr)
-		}
-		out = append(out, filterClause{attr: attr, value: val})
-	}
-	return out, nil
-}
-
-func (d *hostDoc) passes(filter []filterClause) bool {
-	for _, c := range filter {
-		vals := d.states
-		if c.attr == "cities" {
-			vals = d.cities
-		}
-		if !slices.ContainsFunc(vals, func(v string) bool { return strings.EqualFold(v, c.value) }) {
-			return false
-		}
-	}
-	return true
 }

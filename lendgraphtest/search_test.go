@@ -8,36 +8,43 @@ import (
 func TestMatchWord(t *testing.T) {
 	for _, tc := range []struct {
 		term, word string
+		prefix     bool
 		want       int
 	}{
-		{"smi", "smith", 0},
-		{"smith", "smithson", 0},
-		{"smitj", "smith", 1},    // substitution
-		{"smiith", "smith", 1},   // insertion
-		{"smth", "smith", -1},    // too short for a typo
-		{"johnsn", "johnson", 1}, // deletion, on a prefix
-		{"jhonson", "johnson", -1},
-		{"xyz", "smith", -1},
+		{"smi", "smith", true, 0},
+		{"smi", "smith", false, -1}, // only the last word of a query is a prefix
+		{"smith", "smith", false, 0},
+		{"smith", "smithson", true, 0},
+		{"smitj", "smith", true, 1},    // substitution
+		{"smitj", "smith", false, 1},   // on the whole word
+		{"smiith", "smith", true, 1},   // insertion
+		{"smth", "smith", true, -1},    // too short for a typo
+		{"johnsn", "johnson", true, 1}, // deletion, on a prefix
+		{"johnsn", "johnson", false, 1},
+		{"johnsn", "johnsonville", false, -1},
+		{"jhonson", "johnson", true, -1},
+		{"xyz", "smith", true, -1},
 	} {
-		if got := matchWord(tc.term, tc.word); got != tc.want {
-			t.Errorf("matchWord(%q, %q) = %d, want %d", tc.term, tc.word, got, tc.want)
+		if got := matchWord(tc.term, tc.word, tc.prefix); got != tc.want {
+			t.Errorf("matchWord(%q, %q, %v) = %d, want %d", tc.term, tc.word, tc.prefix, got, tc.want)
 		}
 	}
 }
 
-func TestParseFilter(t *testing.T) {
-	got, err := parseFilter(`states = "TX" AND cities = 'San Antonio' and states=CA`, false)
-	want := []filterClause{{"states", "TX"}, {"cities", "San Antonio"}, {"states", "CA"}}
-	if err != nil || !slices.Equal(got, want) {
-		t.Fatalf("%v %v", got, err)
+func TestParseQ(t *testing.T) {
+	got := parseQ(`John  "van der" -smith O'Brien Lo`)
+	want := []qterm{{words: []string{"john"}}, {words: []string{"van", "der"}}, {words: []string{"smith"}, negative: true},
+		{words: []string{"o"}}, {words: []string{"brien"}}, {words: []string{"lo"}, prefix: true}}
+	if !slices.EqualFunc(got, want, func(a, b qterm) bool {
+		return slices.Equal(a.words, b.words) && a.prefix == b.prefix && a.negative == b.negative
+	}) {
+		t.Fatalf("%+v", got)
 	}
-	if got, err := parseFilter("state = TX AND city = Austin", true); err != nil || !slices.Equal(got, []filterClause{{"states", "TX"}, {"cities", "Austin"}}) {
-		t.Fatalf("route syntax: %v %v", got, err)
+	if got := parseQ("john "); got[0].prefix {
+		t.Fatal("a query ending with a space has no prefix word")
 	}
-	for _, bad := range []string{"state = TX", "zip = 1", "states != TX", "states", "states = "} {
-		if _, err := parseFilter(bad, false); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
+	if got := parseQ("a b c d e f g h i j k l"); len(got) != maxQueryWords {
+		t.Fatalf("%d terms", len(got))
 	}
 }
 
@@ -47,7 +54,7 @@ func TestSearchIndexLazy(t *testing.T) {
 		t.Fatal("index built before use")
 	}
 	ix := s.hostIndex("agents")
-	if len(ix.docs) != 300 || len(ix.search("", ix.searchable, nil, -1)) != 300 {
+	if len(ix.docs) != 300 || len(ix.match(nil, ix.searchable, strategyLast)) != 300 {
 		t.Fatalf("%d docs", len(ix.docs))
 	}
 	if s.area.searchIndexes["companies"].docs != nil {

@@ -24,7 +24,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -361,11 +360,14 @@ func (s *Server) ResetRequests() {
 }
 
 // CountRequests counts received requests whose method matches (empty for
-// any) and whose path matches the path.Match pattern.
+// any) and whose path matches pattern, in the syntax of InjectFault
+// ("/v1/agents/{id}" or path.Match globs); it panics on a pattern that
+// can never match, as InjectFault does.
 func (s *Server) CountRequests(method, pattern string) int {
+	rp := mustRoute("CountRequests", method, pattern)
 	n := 0
 	for _, r := range s.Requests() {
-		if ok, _ := path.Match(pattern, r.Path); ok && (method == "" || r.Method == method) {
+		if rp.match(r.Path) && (method == "" || r.Method == method) {
 			n++
 		}
 	}

@@ -210,7 +210,7 @@ func (s *Server) computeMovement(p movementParams, now time.Time) map[string]any
 			continue
 		}
 		o := s.data.Summary("originators", i)
-		if len(p.states) > 0 && !p.states[o["state"].(string)] {
+		if st, _ := o["state"].(string); len(p.states) > 0 && !p.states[st] {
 			continue
 		}
 		if p.city != "" && !strings.EqualFold(o["city"].(string), p.city) {

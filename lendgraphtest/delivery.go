@@ -171,7 +171,7 @@ func (s *Server) handleDeliverySubmit(w http.ResponseWriter, r *http.Request, c 
 	}
 	sel, err := s.selectRecords(res, req.listQuery, extra)
 	if err == nil {
-		err = s.data.checkFields(res, req.Fields)
+		err = s.data.checkFields("fields", res, req.Fields)
 	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), nil)

@@ -67,13 +67,18 @@ type faultRule struct {
 // never fires.
 func (s *Server) InjectFault(method, pattern string, f Fault) {
 	rp := mustRoute("InjectFault", method, pattern)
+	s.mu.Lock()
+	s.armLocked(method, rp, f)
+	s.mu.Unlock()
+}
+
+// armLocked adds a fault rule (s.mu held).
+func (s *Server) armLocked(method string, rp routePattern, f Fault) {
 	left := f.Times
 	if left == 0 {
 		left = 1
 	}
-	s.mu.Lock()
 	s.faults = append(s.faults, &faultRule{method: method, route: rp, fault: f, left: left})
-	s.mu.Unlock()
 }
 
 // ClearFaults disarms every injected fault.

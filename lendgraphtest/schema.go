@@ -304,13 +304,14 @@ func (d *Dataset) checkNode(at, resource string, f *filterNode) error {
 	return badQuery("%s.op: unknown op %q on %q; ops: eq, ne, gt, gte, lt, lte, in", at, f.Op, f.Field)
 }
 
-// checkFields validates a delivery's fields: each must be a field of the
-// resource's list records.
-func (d *Dataset) checkFields(resource string, fields []string) error {
+// checkFields validates a list of field names (a delivery's fields, an
+// entitlement's columns): each must be a field of the resource's list
+// records. at names the list in messages.
+func (d *Dataset) checkFields(at, resource string, fields []string) error {
 	sc := d.schema(resource)
 	for i, f := range fields {
 		if _, ok := sc[f]; !ok {
-			return d.unknownField(fmt.Sprintf("fields[%d]", i), f, resource)
+			return d.unknownField(fmt.Sprintf("%s[%d]", at, i), f, resource)
 		}
 	}
 	return nil

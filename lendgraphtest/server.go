@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,8 @@ type config struct {
 	linkTTL     time.Duration
 	addr        string
 	jobRate     map[string]float64 // rows per second by job kind
+	settings    []Settings         // WithSettings, applied in order
+	control     bool               // WithControlEndpoint
 }
 
 // Option configures a Server.
@@ -100,8 +103,32 @@ func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 
 // WithJobRate sets how many rows a second the workers of a job kind
 // ("enrichment", "delivery") handle; lower makes jobs last longer.
+// SetJobRate changes it while the server runs.
 func WithJobRate(kind string, rowsPerSecond float64) Option {
 	return func(c *config) { c.jobRate[kind] = rowsPerSecond }
+}
+
+// jobKinds are the kinds of job whose pace can be set.
+var jobKinds = []string{"enrichment", "delivery"}
+
+// SetJobRate sets how many rows a second the workers of a job kind
+// ("enrichment" or "delivery") handle from now on, running jobs included;
+// 0 or less runs them as fast as they go. It panics on another kind.
+func (s *Server) SetJobRate(kind string, rowsPerSecond float64) {
+	if !slices.Contains(jobKinds, kind) {
+		panic(fmt.Sprintf("lendgraphtest: SetJobRate: unknown job kind %q; kinds: %s", kind, strings.Join(jobKinds, ", ")))
+	}
+	s.mu.Lock()
+	s.cfg.jobRate[kind] = rowsPerSecond
+	s.mu.Unlock()
+}
+
+// SetLinkTTL sets how long the signed download links signed from now on
+// stay valid (WithLinkTTL sets it at start).
+func (s *Server) SetLinkTTL(d time.Duration) {
+	s.mu.Lock()
+	s.cfg.linkTTL = d
+	s.mu.Unlock()
 }
 
 // Caller is one API key and the user and organization it belongs to.
@@ -134,6 +161,22 @@ func Start(opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	// Settings shape the dataset first; their run-time part is applied
+	// once the server exists.
+	for _, st := range cfg.settings {
+		if err := st.checkStartup(); err != nil {
+			return nil, fmt.Errorf("settings: %v", err)
+		}
+		if st.Credits != nil {
+			if *st.Credits < 0 {
+				return nil, fmt.Errorf("settings: credits: %v is negative", *st.Credits)
+			}
+			cfg.credits = *st.Credits
+		}
+		for _, o := range st.startupOptions() {
+			o(&cfg)
+		}
+	}
 	s := &Server{
 		cfg:     cfg,
 		orgs:    map[string]*org{},
@@ -158,6 +201,13 @@ func Start(opts ...Option) (*Server, error) {
 	s.URL = s.api.URL
 	s.storage = httptest.NewServer(s.wrap("storage", http.HandlerFunc(s.serveStorage)))
 	s.startAreaListeners()
+	for _, st := range cfg.settings {
+		st.Seed, st.Rows, st.ResourceRows = nil, nil, nil
+		if err := s.apply(st); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("settings: %v", err)
+		}
+	}
 	return s, nil
 }
 
@@ -260,11 +310,12 @@ type org struct {
 // resource (key bulk-delivery.<resource>).
 type Entitlement struct {
 	// MaxRows is the row ceiling of one delivery.
-	MaxRows int64
+	MaxRows int64 `json:"maxRows"`
 	// Columns are the allowed columns; empty allows every column.
-	Columns []string
-	// Filters are row filters ANDed into every delivery (field → value).
-	Filters map[string]any
+	Columns []string `json:"columns,omitempty"`
+	// Filters are row filters ANDed into every delivery (field → value,
+	// as in flatFilters).
+	Filters map[string]any `json:"filters,omitempty"`
 }
 
 // Debit is one ledger entry: credits taken from an organization.
@@ -308,11 +359,47 @@ func (s *Server) Debits(orgID string) []Debit {
 	return append([]Debit(nil), s.orgLocked(orgID).ledger...)
 }
 
-// SetEntitlement grants an organization the bulk-delivery entitlement of a resource.
+// SetEntitlement grants an organization the bulk-delivery entitlement of a
+// resource. It panics, saying what is wrong, on a resource that offers no
+// delivery, a MaxRows below 1, or columns and filters that name fields the
+// resource does not have (see Dataset.Fields): such an entitlement would
+// make deliveries silently empty or narrower than the test means.
 func (s *Server) SetEntitlement(orgID, resource string, e Entitlement) {
+	if err := s.setEntitlement(orgID, resource, &e); err != nil {
+		panic("lendgraphtest: SetEntitlement: " + err.Error())
+	}
+}
+
+// checkEntitlement checks an entitlement of a resource (nil: removing it).
+func (s *Server) checkEntitlement(resource string, e *Entitlement) error {
+	if !slices.Contains(deliveryResources, resource) {
+		return fmt.Errorf("%q offers no bulk delivery; resources: %s", resource, strings.Join(deliveryResources, ", "))
+	}
+	if e == nil {
+		return nil
+	}
+	if e.MaxRows < 1 {
+		return fmt.Errorf("maxRows of %s must be at least 1, got %d", resource, e.MaxRows)
+	}
+	if err := s.data.checkFields("columns", resource, e.Columns); err != nil {
+		return err
+	}
+	return s.data.checkFlat("filters", resource, e.Filters)
+}
+
+// setEntitlement checks and grants an entitlement; nil removes it.
+func (s *Server) setEntitlement(orgID, resource string, e *Entitlement) error {
+	if err := s.checkEntitlement(resource, e); err != nil {
+		return err
+	}
 	s.mu.Lock()
-	s.orgLocked(orgID).entitlements[resource] = e
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if e == nil {
+		delete(s.orgLocked(orgID).entitlements, resource)
+	} else {
+		s.orgLocked(orgID).entitlements[resource] = *e
+	}
+	return nil
 }
 
 // entitlementLocked returns the organization's entitlement for a resource.
@@ -379,7 +466,15 @@ const maxLoggedBody = 1 << 20
 // wrap logs the request, applies injected faults and tags the response
 // with a request id.
 func (s *Server) wrap(listener string, h http.Handler) http.Handler {
+	var control http.Handler
+	if listener == "api" && s.cfg.control {
+		control = s.controlMux()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if control != nil && (strings.HasPrefix(r.URL.Path, ControlPrefix) || r.URL.Path+"/" == ControlPrefix) {
+			control.ServeHTTP(w, r)
+			return
+		}
 		body, _ := io.ReadAll(io.LimitReader(r.Body, maxLoggedBody+1))
 		logged := body
 		if len(logged) > maxLoggedBody {

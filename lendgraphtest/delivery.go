@@ -250,7 +250,7 @@ func (s *Server) handleDeliverySubmit(w http.ResponseWriter, r *http.Request, c 
 			}
 		}
 	}
-	j := s.startJob(c, spec, "dlv_")
+	j := s.startJob(c, spec, "dlv")
 	writeJSON(w, http.StatusAccepted, map[string]any{"jobId": j.id, "status": stateQueued, "entityType": res,
 		"format": req.Format, "estimatedTotal": estimated, "maxRows": ceiling})
 }

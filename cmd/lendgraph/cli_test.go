@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -657,7 +658,13 @@ func TestListGetAndKeyFile(t *testing.T) {
 func TestFakeCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "--json", "fake", "--addr", "127.0.0.1:0", "--rows", "50")
+	// --config holds settings; a flag overrides the file's rows.
+	cfg := filepath.Join(t.TempDir(), "fake.json")
+	if err := os.WriteFile(cfg, []byte(`{"rows": 7, "resourceRows": {"loans": 9}, "credits": 12,
+		"entitlements": {"agents": {"maxRows": 20}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, binary, "--json", "fake", "--addr", "127.0.0.1:0", "--config", cfg, "--rows", "50")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -666,11 +673,16 @@ func TestFakeCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var info struct {
-		BaseURL string `json:"baseUrl"`
-		Keys    []struct{ Key string }
+		BaseURL    string `json:"baseUrl"`
+		ControlURL string `json:"controlUrl"`
+		SearchHost string `json:"searchHost"`
+		Keys       []struct{ Key string }
 	}
 	if err := json.NewDecoder(stdout).Decode(&info); err != nil {
 		t.Fatal(err)
+	}
+	if info.ControlURL != info.BaseURL+"/_fake" || info.SearchHost == "" {
+		t.Errorf("info %+v", info)
 	}
 	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(info.BaseURL), lendgraph.WithAPIKey(info.Keys[0].Key))
 	if err != nil {
@@ -682,6 +694,13 @@ func TestFakeCommand(t *testing.T) {
 	}
 	if page.Total != 50 {
 		t.Errorf("total %d, want 50", page.Total)
+	}
+	if page, err := c.Loans.List(ctx, nil); err != nil || page.Total != 9 {
+		t.Errorf("loans: %v %v, want the file's 9", page, err)
+	}
+	var ceiling *lendgraph.MaxRowsError
+	if _, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV}); !errors.As(err, &ceiling) || ceiling.MaxRows != 20 {
+		t.Errorf("the file's entitlement: %v", err)
 	}
 	_ = cmd.Process.Signal(syscall.SIGINT)
 	if err := cmd.Wait(); err != nil {

@@ -707,3 +707,27 @@ func TestFakeCommand(t *testing.T) {
 		t.Errorf("fake did not stop cleanly on SIGINT: %v", err)
 	}
 }
+
+// TestEnrichProgressCountsCacheHits: rows served from the cache are handled
+// rows, so the progress of a job with cache hits ends at 100%.
+func TestEnrichProgressCountsCacheHits(t *testing.T) {
+	c := newCLI(t)
+	ids, want := propertyIDs(t, c, 3)
+	if _, err := c.srv.Client().Properties.Enrich(context.Background(), want[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("enrich", "--ids", ids, "--yes", "-o", c.path("owners.ndjson"))
+	wantCode(t, r, 0)
+	var last string
+	for line := range strings.Lines(r.stderr) {
+		if strings.HasPrefix(line, "enrichment: ") {
+			last = line
+		}
+	}
+	if last != "enrichment: 3/3 rows (100%)\n" {
+		t.Errorf("progress ends with %q, want 3/3 (100%%):\n%s", last, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "1 from the cache") {
+		t.Errorf("summary:\n%s", r.stderr)
+	}
+}

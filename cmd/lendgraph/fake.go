@@ -58,8 +58,8 @@ clock). --config FILE is the same JSON that PATCH /_fake/settings takes:
 
 Flags override the file.`,
 		Example: `  lendgraph fake --addr 127.0.0.1:8080 --rows 100000 --seed 7
-  lendgraph fake --addr 127.0.0.1:0 --rows 30000 --entitle agents=2000 > fake.env &
-  lendgraph fake --entitle agents=5000:id,fullName,state --credits 500 --job-rate delivery=2000
+  lendgraph fake --rows 30000 --entitle agents=2000 --job-rate delivery=5000
+  lendgraph fake --entitle agents=5000:id,fullName,state --credits 500 --link-ttl 1m
   lendgraph fake --fault '{"method":"GET","path":"/v1/agents/{id}","status":503,"times":2}'
   lendgraph fake --config fake.json --json`,
 		Args: cobra.NoArgs,

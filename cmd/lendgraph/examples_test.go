@@ -102,7 +102,9 @@ func TestHelpExamplesRun(t *testing.T) {
 		paths = append(paths, p)
 	}
 	// The root's examples first (they make agents.parquet), then by name.
-	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) < len(paths[j]) || len(paths[i]) == len(paths[j]) && paths[i] < paths[j] })
+	sort.Slice(paths, func(i, j int) bool {
+		return len(paths[i]) < len(paths[j]) || len(paths[i]) == len(paths[j]) && paths[i] < paths[j]
+	})
 	ran := 0
 	for _, p := range paths {
 		for _, line := range examples[p] {

@@ -101,9 +101,12 @@ func TestHelpExamplesRun(t *testing.T) {
 	for p := range examples {
 		paths = append(paths, p)
 	}
-	// The root's examples first (they make agents.parquet), then by name.
+	// The root's examples first (they write agents.parquet), then by name.
 	sort.Slice(paths, func(i, j int) bool {
-		return len(paths[i]) < len(paths[j]) || len(paths[i]) == len(paths[j]) && paths[i] < paths[j]
+		if (paths[i] == "lendgraph") != (paths[j] == "lendgraph") {
+			return paths[i] == "lendgraph"
+		}
+		return paths[i] < paths[j]
 	})
 	ran := 0
 	for _, p := range paths {

@@ -7,13 +7,9 @@ import (
 	"strings"
 )
 
-// The fake is strict where the reference is silent: a list query (and
-// everything that takes one: counts, analytics, charts, deliveries) that
-// names a field the resource does not have, an order other than asc or
-// desc, an unknown operator or a value of the wrong type answers 400
-// {"error": "..."} with a message naming the offending part, where a
-// lenient server would quietly return nothing or ignore it. The fields a
-// resource has are the members of its summary records (Dataset.Fields).
+// The checks behind "Strict where the reference is silent" (package doc):
+// list queries, charts and delivery fields are checked against the fields
+// of the resource's list records, learned from sample records.
 
 // kind is the JSON type of a field's values.
 type kind int

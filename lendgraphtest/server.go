@@ -1,16 +1,3 @@
-// Package lendgraphtest is an in-process fake of the LendGraph API for tests.
-//
-// It follows the reference's rules, not just its shapes: API keys in
-// organizations, credits and the charge rules, the enrichment cache, jobs
-// and their ownership, entitlements and row ceilings, signed expiring
-// download links, search tokens that expire, 202 computing, and the error
-// bodies. It serves a deterministic synthetic dataset of any size, generated
-// lazily, and lets a test inject faults, move the clock, and read the
-// requests it received.
-//
-//	srv := lendgraphtest.NewServer(t)
-//	c := srv.Client()
-//	page, err := c.Agents.List(ctx, nil)
 package lendgraphtest
 
 import (

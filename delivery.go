@@ -195,8 +195,10 @@ func (j *DeliveryJob[T]) Status(ctx context.Context) (*DeliveryStatus, error) {
 	return &st, nil
 }
 
-// Wait polls the job until it is completed, failed or cancelled; see
-// EnrichJob.Wait.
+// Wait polls the job until it is completed, failed or cancelled, and
+// returns the last status record fetched with any error, exactly as
+// EnrichJob.Wait does: a non-nil status can come with a non-nil error
+// (a failed or cancelled job, or ctx ending after a first poll).
 func (j *DeliveryJob[T]) Wait(ctx context.Context, opts ...WaitOption) (*DeliveryStatus, error) {
 	if err := j.ready(); err != nil {
 		return nil, err

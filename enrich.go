@@ -157,6 +157,13 @@ type EnrichJobStatus struct {
 	Extra Fields `json:",unknown"`
 }
 
+// Handled is the rows the job has handled so far: Succeeded (fresh
+// lookups, matched or not) plus FromCache (cache hits, which the server
+// does not count in Succeeded: Succeeded minus ChargedCount is the
+// no-match count) plus Failed. It reaches Total when the job completes; use
+// it, not Succeeded+Failed, for progress.
+func (s *EnrichJobStatus) Handled() int64 { return s.Succeeded + s.FromCache + s.Failed }
+
 // EnrichJob is a handle on a bulk enrichment job. The submit fields are set
 // by EnrichBulk; a handle from PropertiesService.EnrichJob has only ID.
 type EnrichJob struct {
@@ -271,11 +278,21 @@ func (j *EnrichJob) Status(ctx context.Context) (*EnrichJobStatus, error) {
 // does not know counts as still running. WithProgress sees every status
 // record fetched.
 //
-// A failed job returns an error matching ErrJobFailed (a *JobError carrying
-// the job's error text), a cancelled one ErrJobCancelled. Cancelling ctx
-// stops waiting at once and returns ctx's error; it does not cancel the job
-// on the server, which keeps running (use Cancel to stop it, or EnrichJob
-// to wait for it again later).
+// Wait returns the last status record it fetched together with its error,
+// so a status and an error can come back at once:
+//   - completed: the final status and nil;
+//   - failed or cancelled: the final status and a *JobError (errors.Is
+//     ErrJobFailed or ErrJobCancelled) carrying the job's error text;
+//   - ctx ends: the last status fetched before (nil if none was fetched
+//     yet) and an error matching ctx.Err() (context.Canceled or
+//     context.DeadlineExceeded) that says the job keeps running. Waiting
+//     stops at once; the job is not cancelled on the server (use Cancel to
+//     stop it, or EnrichJob to wait for it again later);
+//   - a status fetch fails for good (ErrNotFound, ErrForbidden, a
+//     transport error after the retries): the last status fetched before
+//     (or nil) and that error;
+//   - an invalid WaitOption: nil and an *InvalidArgumentError, before any
+//     request.
 func (j *EnrichJob) Wait(ctx context.Context, opts ...WaitOption) (*EnrichJobStatus, error) {
 	if err := j.ready(); err != nil {
 		return nil, err

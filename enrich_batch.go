@@ -81,7 +81,9 @@ func (s *PropertiesService) EnrichBulkAll(ctx context.Context, ids []string, opt
 // JobID empty, Status running until every job is finished. Jobs that
 // failed or were cancelled give a joined error of *JobError values
 // (errors.Is ErrJobFailed / ErrJobCancelled). Cancelling ctx stops waiting
-// and leaves the jobs running on the server.
+// and leaves the jobs running on the server. As with EnrichJob.Wait, the
+// records come back with the error too: each job's last status fetched,
+// nil for a job not polled yet.
 func (b *EnrichBatch) Wait(ctx context.Context, opts ...WaitOption) ([]*EnrichJobStatus, error) {
 	if len(b.Jobs) == 0 {
 		return nil, nil

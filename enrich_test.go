@@ -270,8 +270,11 @@ func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
 	billedEarly := false
 	st, err := job.Wait(ctx, lendgraph.WithProgress(func(s *lendgraph.EnrichJobStatus) {
 		seen = append(seen, s.Status)
-		if !s.Status.Terminal() {
-			if n, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk"); n > 0 {
+		// A debit seen while the server's job is not completed yet is an
+		// early bill. (The status in hand may be older than the ledger
+		// read: the job can complete, and bill, in between.)
+		if n, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk"); n > 0 {
+			if j, _ := srv.Job(job.ID); j.State != string(lendgraph.JobCompleted) {
 				billedEarly = true
 			}
 		}
@@ -285,7 +288,7 @@ func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
 	if len(seen) < 2 || seen[len(seen)-1] != lendgraph.JobCompleted {
 		t.Fatalf("progress saw %v", seen)
 	}
-	if st.ChargedCount != int64(wantCharged) || st.FromCache != 3 || st.Total != 300 || st.Succeeded+st.FromCache+st.Failed != 300 {
+	if st.ChargedCount != int64(wantCharged) || st.FromCache != 3 || st.Total != 300 || st.Succeeded+st.FromCache+st.Failed != 300 || st.Handled() != 300 {
 		t.Fatalf("status %+v, want chargedCount %d", st, wantCharged)
 	}
 	n, total := debits(srv, lendgraphtest.DefaultOrg, "enrich-bulk")
@@ -456,10 +459,19 @@ func TestEnrichWaitStopsOnContextCancel(t *testing.T) {
 	job := startSlowJob(t, srv, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	// An hour between polls: Wait returns only if cancelling stops it at once.
-	_, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Hour, time.Hour),
-		lendgraph.WithProgress(func(*lendgraph.EnrichJobStatus) { cancel() }))
+	var seen *lendgraph.EnrichJobStatus
+	last, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Hour, time.Hour),
+		lendgraph.WithProgress(func(s *lendgraph.EnrichJobStatus) { seen = s; cancel() }))
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "keeps running") {
 		t.Fatalf("wait: %v", err)
+	}
+	// As documented: with the error comes the last status fetched.
+	if last == nil || last != seen || last.Status.Terminal() {
+		t.Fatalf("status returned with the error: %+v, want the last one fetched %+v", last, seen)
+	}
+	// Nothing fetched yet: no status.
+	if last, err := job.Wait(ctx); last != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("wait on an ended context: %+v %v", last, err)
 	}
 	if st, err := job.Status(context.Background()); err != nil || st.Status != lendgraph.JobRunning {
 		t.Fatalf("the server job must keep running: %v %+v", err, st)

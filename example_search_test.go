@@ -34,8 +34,8 @@ func ExampleSearchService_Instant() {
 	}
 	fmt.Println("companies:", len(res.Companies))
 	// Output:
-	// Thomas Smith
-	// Susan Smithson
+	// Joshua Smithson
+	// Lisa Smith
 	// companies: 0
 }
 
@@ -63,10 +63,10 @@ func ExampleSearchHost_Search() {
 	}
 	fmt.Println("about", res.EstimatedTotalHits, "matches")
 	// Output:
-	// Joshua Smithson [CA NV]
-	// Joseph Smith [CA]
-	// Elizabeth Smith [GA CA]
-	// about 16 matches
+	// Jennifer Smith [VA CA]
+	// Maria Smith [NJ CA]
+	// Richard Smithson [CA NY]
+	// about 20 matches
 }
 
 // Page pagination with exact totals, facet counts, sorting and ranking

@@ -62,10 +62,10 @@ func ExampleResourceService_List() {
 	}
 	fmt.Println("more pages:", page.Cursor != "")
 	// Output:
-	// matches: 28
-	// James Allen (Austin) 119
-	// Jessica Lopez (Austin) 114
-	// Joshua Johnson (Austin) 109
+	// matches: 38
+	// Carlos Young (Austin) 109
+	// Joseph Thompson (Austin) 104
+	// Joseph Anderson (Austin) 101
 	// more pages: true
 }
 

@@ -240,7 +240,7 @@ func (s EnrichJobStatus) LogValue() slog.Value {
 // jobProgress reports the rows handled and the rows to handle, for the
 // poller's completion estimate.
 func (s *EnrichJobStatus) jobProgress() (done, total int64) {
-	return s.Succeeded + s.FromCache + s.Failed, s.Total
+	return s.Handled(), s.Total
 }
 
 // jobProgress reports the rows written and the rows expected.

@@ -406,6 +406,12 @@ func (s *Server) handlePropertyChart(w http.ResponseWriter, r *http.Request, _ C
 func (s *Server) serveChart(w http.ResponseWriter, resource string, q chartQuery) {
 	lq := q.listQuery
 	lq.Pagination, lq.Sort = nil, nil
+	for _, f := range []struct{ at, name string }{{"slice", q.Slice}, {"segment", q.Segment}} {
+		if _, ok := s.data.schema(resource)[f.name]; f.name != "" && !ok {
+			writeError(w, http.StatusBadRequest, s.data.unknownField(f.at, f.name, resource).Error(), nil)
+			return
+		}
+	}
 	sel, err := s.selectRecords(resource, lq, nil)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), nil)

@@ -2,8 +2,10 @@ package lendgraphtest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -21,6 +23,9 @@ var Resources = []string{"agents", "originators", "companies", "loans", "propert
 type Dataset struct {
 	seed  uint64
 	sizes map[string]int
+
+	schemaMu sync.Mutex
+	schemas  map[string]*resourceSchema // by resource, see schemaOf
 }
 
 func newDataset(seed int64, def int, sizes map[string]int) *Dataset {
@@ -169,30 +174,76 @@ var (
 	lastNames = []string{"Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Rodriguez", "Martinez",
 		"Hernandez", "Lopez", "Gonzalez", "Wilson", "Anderson", "Thomas", "Taylor", "Moore", "Jackson", "Martin", "Lee", "Perez",
 		"Thompson", "White", "Harris", "Sanchez", "Clark", "Ramirez", "Lewis", "Robinson", "Walker", "Young", "Allen", "King", "Wright", "Smithson"}
-	streets   = []string{"Main St", "Oak Ave", "Maple Dr", "Cedar Ln", "Pine St", "Elm St", "Washington Blvd", "Lake View Rd", "Sunset Blvd", "Park Ave", "Hillcrest Dr", "River Rd"}
-	stateCity = map[string][]string{
-		"CA": {"Los Angeles", "San Diego", "San Jose", "Sacramento", "Fresno"},
-		"TX": {"Houston", "Dallas", "Austin", "San Antonio", "Fort Worth"},
-		"FL": {"Miami", "Orlando", "Tampa", "Jacksonville"},
-		"NY": {"New York", "Buffalo", "Rochester", "Albany"},
-		"IL": {"Chicago", "Naperville", "Springfield"},
-		"AZ": {"Phoenix", "Tucson", "Mesa", "Scottsdale"},
-		"WA": {"Seattle", "Spokane", "Tacoma"},
-		"CO": {"Denver", "Boulder", "Colorado Springs"},
-		"GA": {"Atlanta", "Savannah", "Augusta"},
-		"NC": {"Charlotte", "Raleigh", "Durham"},
-		"OH": {"Columbus", "Cleveland", "Cincinnati"},
-		"NV": {"Las Vegas", "Reno", "Henderson"},
+	streets = []string{"Main St", "Oak Ave", "Maple Dr", "Cedar Ln", "Pine St", "Elm St", "Washington Blvd", "Lake View Rd", "Sunset Blvd", "Park Ave", "Hillcrest Dr", "River Rd"}
+	// states lists the 50 states and DC, weighted roughly by population
+	// (California about one record in eight), each with a few cities
+	// whose names are unique across states.
+	stateTable = []struct {
+		code   string
+		weight int
+		cities []string
+	}{
+		{"CA", 118, []string{"Los Angeles", "San Diego", "San Jose", "Sacramento", "Fresno"}},
+		{"TX", 90, []string{"Houston", "Dallas", "Austin", "San Antonio", "Fort Worth"}},
+		{"FL", 66, []string{"Miami", "Orlando", "Tampa", "Jacksonville"}},
+		{"NY", 59, []string{"New York", "Buffalo", "Rochester", "Albany"}},
+		{"PA", 39, []string{"Philadelphia", "Pittsburgh", "Allentown"}},
+		{"IL", 38, []string{"Chicago", "Naperville", "Springfield"}},
+		{"OH", 35, []string{"Columbus", "Cleveland", "Cincinnati"}},
+		{"GA", 33, []string{"Atlanta", "Savannah", "Augusta"}},
+		{"NC", 32, []string{"Charlotte", "Raleigh", "Durham"}},
+		{"MI", 30, []string{"Detroit", "Grand Rapids", "Ann Arbor"}},
+		{"NJ", 28, []string{"Newark", "Jersey City", "Trenton"}},
+		{"VA", 26, []string{"Virginia Beach", "Richmond", "Arlington"}},
+		{"WA", 23, []string{"Seattle", "Spokane", "Tacoma"}},
+		{"AZ", 22, []string{"Phoenix", "Tucson", "Mesa", "Scottsdale"}},
+		{"TN", 21, []string{"Nashville", "Memphis", "Knoxville"}},
+		{"MA", 21, []string{"Boston", "Worcester", "Cambridge"}},
+		{"IN", 20, []string{"Indianapolis", "Fort Wayne", "Evansville"}},
+		{"MD", 19, []string{"Baltimore", "Annapolis", "Rockville"}},
+		{"MO", 18, []string{"Kansas City", "St. Louis", "Columbia"}},
+		{"WI", 18, []string{"Milwaukee", "Madison", "Green Bay"}},
+		{"CO", 17, []string{"Denver", "Boulder", "Colorado Springs"}},
+		{"MN", 17, []string{"Minneapolis", "Saint Paul", "Duluth"}},
+		{"SC", 16, []string{"Charleston", "Greenville", "Myrtle Beach"}},
+		{"AL", 15, []string{"Birmingham", "Montgomery", "Huntsville"}},
+		{"LA", 14, []string{"New Orleans", "Baton Rouge", "Shreveport"}},
+		{"KY", 13, []string{"Louisville", "Lexington"}},
+		{"OR", 13, []string{"Portland", "Eugene", "Salem"}},
+		{"OK", 12, []string{"Oklahoma City", "Tulsa"}},
+		{"CT", 11, []string{"Hartford", "New Haven", "Stamford"}},
+		{"UT", 10, []string{"Salt Lake City", "Provo", "Ogden"}},
+		{"IA", 10, []string{"Des Moines", "Cedar Rapids"}},
+		{"NV", 10, []string{"Las Vegas", "Reno", "Henderson"}},
+		{"AR", 9, []string{"Little Rock", "Fayetteville"}},
+		{"MS", 9, []string{"Jackson", "Gulfport"}},
+		{"KS", 9, []string{"Wichita", "Overland Park"}},
+		{"NM", 6, []string{"Albuquerque", "Santa Fe"}},
+		{"NE", 6, []string{"Omaha", "Lincoln"}},
+		{"ID", 6, []string{"Boise", "Idaho Falls"}},
+		{"WV", 5, []string{"Huntington", "Morgantown"}},
+		{"HI", 4, []string{"Honolulu", "Hilo"}},
+		{"NH", 4, []string{"Manchester", "Nashua"}},
+		{"ME", 4, []string{"Bangor", "Lewiston"}},
+		{"MT", 3, []string{"Billings", "Missoula"}},
+		{"RI", 3, []string{"Providence", "Warwick"}},
+		{"DE", 3, []string{"Wilmington", "Dover"}},
+		{"SD", 3, []string{"Sioux Falls", "Rapid City"}},
+		{"ND", 2, []string{"Fargo", "Bismarck"}},
+		{"AK", 2, []string{"Anchorage", "Fairbanks"}},
+		{"DC", 2, []string{"Washington"}},
+		{"VT", 2, []string{"Burlington", "Montpelier"}},
+		{"WY", 2, []string{"Cheyenne", "Casper"}},
 	}
-	states        = []string{"CA", "TX", "FL", "NY", "IL", "AZ", "WA", "CO", "GA", "NC", "OH", "NV"}
-	lenderWords   = []string{"Summit", "Pioneer", "Liberty", "Heritage", "Cornerstone", "Guaranteed", "Premier", "Keystone", "Harbor", "Evergreen", "Union", "First"}
-	lenderKinds   = []string{"Mortgage", "Home Loans", "Bank", "Credit Union", "Lending", "Financial"}
-	titleNames    = []string{"First American Title", "First American Title Co", "Fidelity National Title", "Fidelity Natl Title Inc", "Old Republic Title", "Stewart Title", "Chicago Title Company", "Chicago Title LLC", "None Available", "none availble", "unknown", "n/a", "Attorney", "Accommodation", "WFG Title", "ab"}
-	brokerages    = []string{"Keller Williams", "RE/MAX", "Coldwell Banker", "Century 21", "Compass", "eXp Realty", "Redfin", "Berkshire Hathaway HomeServices"}
-	propertyTypes = []string{"single_family", "condo", "townhouse", "multi_family", "land"}
-	txTypes       = []string{"purchase", "refinance", "heloc", "construction"}
-	loanTypes     = []string{"conventional", "fha", "va", "usda", "jumbo"}
-	categories    = []string{"BANK", "CU", "OTHER"}
+	states, stateCity, stateWeights = buildStates()
+	lenderWords                     = []string{"Summit", "Pioneer", "Liberty", "Heritage", "Cornerstone", "Guaranteed", "Premier", "Keystone", "Harbor", "Evergreen", "Union", "First"}
+	lenderKinds                     = []string{"Mortgage", "Home Loans", "Bank", "Credit Union", "Lending", "Financial"}
+	titleNames                      = []string{"First American Title", "First American Title Co", "Fidelity National Title", "Fidelity Natl Title Inc", "Old Republic Title", "Stewart Title", "Chicago Title Company", "Chicago Title LLC", "None Available", "none availble", "unknown", "n/a", "Attorney", "Accommodation", "WFG Title", "ab"}
+	brokerages                      = []string{"Keller Williams", "RE/MAX", "Coldwell Banker", "Century 21", "Compass", "eXp Realty", "Redfin", "Berkshire Hathaway HomeServices"}
+	propertyTypes                   = []string{"single_family", "condo", "townhouse", "multi_family", "land"}
+	txTypes                         = []string{"purchase", "refinance", "heloc", "construction"}
+	loanTypes                       = []string{"conventional", "fha", "va", "usda", "jumbo"}
+	categories                      = []string{"BANK", "CU", "OTHER"}
 )
 
 // epoch is the fixed end of the synthetic date range, so data does not
@@ -203,11 +254,78 @@ func (g *rng) date(daysBack int) string {
 	return epoch.AddDate(0, 0, -g.intn(daysBack)).Format("2006-01-02")
 }
 
+// buildStates derives the state codes, their cities and the cumulative
+// weights place draws from.
+func buildStates() (codes []string, cities map[string][]string, cum []int) {
+	cities = map[string][]string{}
+	total := 0
+	for _, st := range stateTable {
+		codes = append(codes, st.code)
+		cities[st.code] = st.cities
+		total += st.weight
+		cum = append(cum, total)
+	}
+	return codes, cities, cum
+}
+
+// pickState draws a state by weight.
+func (g *rng) pickState() string {
+	n := g.intn(stateWeights[len(stateWeights)-1])
+	k, _ := slices.BinarySearch(stateWeights, n+1)
+	return states[k]
+}
+
+// place draws a state (by weight), one of its cities and a zip code.
 func (g *rng) place() (state, city, zip string) {
-	state = g.pick(states)
+	state = g.pickState()
 	city = g.pick(stateCity[state])
 	zip = fmt.Sprintf("%05d", 10000+g.intn(89999))
 	return
+}
+
+// noStateShare is the share of records (of the resources in lacksState)
+// that carry no state at all: data as it comes, so that a query split by
+// state can be shown not to cover everything.
+const noStateShare = 0.01
+
+// lacksState lists the resources some of whose records have no state.
+var lacksState = map[string]bool{"agents": true, "originators": true, "companies": true, "loans": true,
+	"properties": true, "branches": true, "sales": true}
+
+// HasState reports whether record i of a resource has a state; about one
+// record in a hundred of agents, originators, companies, loans,
+// properties, branches and sales has none (the member is absent).
+func (d *Dataset) HasState(resource string, i int) bool {
+	return !lacksState[resource] || !d.rng(resource+"-no-state", i).chance(noStateShare)
+}
+
+// placeOf is g.place for record i of a resource, with the state blanked
+// for the records that have none.
+func (d *Dataset) placeOf(g *rng, resource string, i int) (state, city, zip string) {
+	state, city, zip = g.place()
+	if !d.HasState(resource, i) {
+		state = ""
+	}
+	return
+}
+
+// setState sets rec[key] to state, leaving the member out when empty.
+func setState(rec Record, key, state string) Record {
+	if state != "" {
+		rec[key] = state
+	}
+	return rec
+}
+
+// present returns the non-empty values as a JSON array.
+func present(vs ...string) []any {
+	out := []any{}
+	for _, v := range vs {
+		if v != "" && !slices.Contains(out, any(v)) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func (d *Dataset) companyName(i int) string {
@@ -217,78 +335,75 @@ func (d *Dataset) companyName(i int) string {
 
 func (d *Dataset) agent(g *rng, i int) Record {
 	first, last := g.pick(firstNames), g.pick(lastNames)
-	state, city, zip := g.place()
+	state, city, zip := d.placeOf(g, "agents", i)
 	n := g.rangeInt(0, 120)
 	recent := []any{}
 	for k := range min(int(n), 3) {
 		recent = append(recent, map[string]any{"propertyId": d.ID("properties", (i*7+k)%max(d.Len("properties"), 1)), "date": g.date(700), "price": round(g.float(150e3, 2e6), 0)})
 	}
-	return Record{
+	return setState(Record{
 		"id": d.ID("agents", i), "firstName": first, "lastName": last, "fullName": first + " " + last,
 		"email": strings.ToLower(first+"."+last) + fmt.Sprintf("%d@example.com", i),
 		"phone": fmt.Sprintf("+1%03d555%04d", 200+g.intn(700), g.intn(10000)),
-		"city":  city, "state": state, "zip": zip,
+		"city":  city, "zip": zip,
 		"brokerage": g.pick(brokerages), "transactionCount": n,
 		"volume":              round(float64(n)*g.float(250e3, 900e3), 2),
 		"lastTransactionDate": g.date(900), "licenseNumber": fmt.Sprintf("%s%08d", state, g.intn(1e8)),
 		"isTeamLead":         g.chance(0.1),
-		"office":             map[string]any{"name": g.pick(brokerages) + " " + city, "city": city, "state": state},
+		"office":             setState(map[string]any{"name": g.pick(brokerages) + " " + city, "city": city}, "state", state),
 		"tags":               []any{g.pick([]string{"luxury", "first-time-buyers", "investors", "relocation"})},
 		"recentTransactions": recent,
-	}
+	}, "state", state)
 }
 
 func (d *Dataset) originator(g *rng, i int) Record {
 	first, last := g.pick(firstNames), g.pick(lastNames)
-	state, city, _ := g.place()
+	state, city, _ := d.placeOf(g, "originators", i)
 	comp := g.intn(max(d.Len("companies"), 1))
-	st2 := g.pick(states)
+	st2 := g.pickState()
 	loans := g.rangeInt(0, 400)
-	return Record{
+	licenses := []any{map[string]any{"state": st2, "active": g.chance(0.8)}}
+	if state != "" {
+		licenses = append([]any{map[string]any{"state": state, "active": true}}, licenses...)
+	}
+	return setState(Record{
 		"id": d.ID("originators", i), "nmlsId": d.ID("originators", i), "firstName": first, "lastName": last,
-		"fullName": first + " " + last, "city": city, "state": state,
-		"states": uniq(state, st2), "cities": []any{city},
+		"fullName": first + " " + last, "city": city,
+		"states": present(state, st2), "cities": []any{city},
 		"companyName": d.companyName(comp), "companyNmlsId": d.ID("companies", comp),
 		"title":     g.pick([]string{"Loan Officer", "Senior Loan Officer", "Branch Manager", "Mortgage Advisor"}),
 		"loanCount": loans, "volume": round(float64(loans)*g.float(200e3, 650e3), 2),
 		"lastLoanDate": g.date(900),
-		"licenses":     []any{map[string]any{"state": state, "active": true}, map[string]any{"state": st2, "active": g.chance(0.8)}},
-	}
-}
-
-func uniq(a, b string) []any {
-	if a == b {
-		return []any{a}
-	}
-	return []any{a, b}
+		"licenses":     licenses,
+	}, "state", state)
 }
 
 func (d *Dataset) company(g *rng, i int) Record {
-	state, city, _ := g.place()
+	state, city, _ := d.placeOf(g, "companies", i)
 	cat := g.pick(categories)
-	return Record{
+	return setState(Record{
 		"id": d.ID("companies", i), "nmlsId": d.ID("companies", i), "name": d.companyName(i),
-		"city": city, "state": state, "category": cat,
+		"city": city, "category": cat,
 		"channel":         map[string]string{"BANK": "Bank", "CU": "Credit Union", "OTHER": g.pick([]string{"Broker", "Retail"})}[cat],
 		"originatorCount": g.rangeInt(1, 900), "volume": round(g.float(1e6, 5e9), 2),
 		"website":         "https://www.example-lender-" + strconv.Itoa(i) + ".com",
-		"branchesPreview": []any{map[string]any{"city": city, "state": state}},
-	}
+		"branchesPreview": []any{setState(map[string]any{"city": city}, "state", state)},
+	}, "state", state)
 }
 
 func (d *Dataset) loan(g *rng, i int) Record {
-	state, city, zip := g.place()
+	state, city, zip := d.placeOf(g, "loans", i)
 	comp := g.intn(max(d.Len("companies"), 1))
 	orig := g.intn(max(d.Len("originators"), 1))
-	return Record{
-		"id": d.ID("loans", i), "state": state, "city": city, "zip": zip,
+	return setState(Record{
+		"id": d.ID("loans", i), "city": city, "zip": zip,
 		"mortgageAmount": round(g.float(80e3, 1.8e6), 0), "mortgageDate": g.date(1400),
 		"transactionType": g.pick(txTypes), "interestRate": round(g.float(2.5, 8.5), 3),
 		"loanType": g.pick(loanTypes), "lenderName": d.companyName(comp), "lenderNmlsId": d.ID("companies", comp),
 		"originatorNmlsId": d.ID("originators", orig), "propertyId": d.ID("properties", i%max(d.Len("properties"), 1)),
 		"titleCompany": g.pick(titleNames), "address": fmt.Sprintf("%d %s", 100+g.intn(9800), g.pick(streets)),
 		"parties": map[string]any{"borrower": g.pick(firstNames) + " " + g.pick(lastNames), "lender": d.companyName(comp)},
-	}
+	}, "state", state)
 }
 
 // property i has no usable address on the parcel when this is true; the
@@ -299,46 +414,46 @@ func (d *Dataset) propertyLacksAddress(i int) bool {
 }
 
 func (d *Dataset) property(g *rng, i int) Record {
-	state, city, zip := g.place()
+	state, city, zip := d.placeOf(g, "properties", i)
 	street := fmt.Sprintf("%d %s", 100+g.intn(9800), g.pick(streets))
 	if d.propertyLacksAddress(i) {
 		street = ""
 	}
 	owner := g.pick(firstNames) + " " + g.pick(lastNames)
-	return Record{
-		"id": d.ID("properties", i), "street": street, "city": city, "state": state, "zip": zip,
+	return setState(Record{
+		"id": d.ID("properties", i), "street": street, "city": city, "county": countyOf[city] + " County", "zip": zip,
 		"ownerName": owner, "propertyType": g.pick(propertyTypes),
 		"beds": g.rangeInt(1, 6), "baths": float64(g.rangeInt(2, 9)) / 2, "sqft": g.rangeInt(500, 6000),
 		"yearBuilt": g.rangeInt(1900, 2025), "estimatedValue": round(g.float(90e3, 3.5e6), 0),
 		"lastSaleDate": g.date(3000), "lastSaleAmount": round(g.float(60e3, 3e6), 0),
 		"ownerOccupied": g.chance(0.7),
 		"history":       []any{map[string]any{"event": "sale", "date": g.date(5000)}},
-	}
+	}, "state", state)
 }
 
 func (d *Dataset) branch(g *rng, i int) Record {
-	state, city, zip := g.place()
+	state, city, zip := d.placeOf(g, "branches", i)
 	comp := i % max(d.Len("companies"), 1)
-	return Record{
+	return setState(Record{
 		"id": d.ID("branches", i), "branchNmlsId": strconv.Itoa(3_000_000 + i), "name": d.companyName(comp) + " - " + city,
 		"companyName": d.companyName(comp), "companyNmlsId": d.ID("companies", comp),
-		"street": fmt.Sprintf("%d %s", 100+g.intn(9800), g.pick(streets)), "city": city, "state": state, "postalCode": zip,
-		"isAuthorized": g.chance(0.9), "licensedStates": uniq(state, g.pick(states)),
+		"street": fmt.Sprintf("%d %s", 100+g.intn(9800), g.pick(streets)), "city": city, "postalCode": zip,
+		"isAuthorized": g.chance(0.9), "licensedStates": present(state, g.pickState()),
 		"location":   map[string]any{"lat": round(g.float(25, 48), 5), "lon": round(g.float(-123, -71), 5)},
 		"tradeNames": []any{d.companyName(comp)},
 		"managers":   []any{map[string]any{"name": g.pick(firstNames) + " " + g.pick(lastNames)}},
-	}
+	}, "state", state)
 }
 
 func (d *Dataset) sale(g *rng, i int) Record {
-	state, city, _ := g.place()
-	return Record{
+	state, city, _ := d.placeOf(g, "sales", i)
+	return setState(Record{
 		"id": d.ID("sales", i), "propertyId": d.ID("properties", i%max(d.Len("properties"), 1)),
-		"saleDate": g.date(1400), "saleAmount": round(g.float(60e3, 3e6), 0), "state": state, "city": city,
+		"saleDate": g.date(1400), "saleAmount": round(g.float(60e3, 3e6), 0), "city": city,
 		"buyerName": g.pick(firstNames) + " " + g.pick(lastNames), "sellerName": g.pick(firstNames) + " " + g.pick(lastNames),
 		"agentId": d.ID("agents", g.intn(max(d.Len("agents"), 1))),
 		"parties": map[string]any{"buyerAgent": g.pick(firstNames), "listingAgent": g.pick(firstNames)},
-	}
+	}, "state", state)
 }
 
 func (d *Dataset) market(g *rng, i int) Record {

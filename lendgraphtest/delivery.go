@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -171,6 +170,9 @@ func (s *Server) handleDeliverySubmit(w http.ResponseWriter, r *http.Request, c 
 		limit = int64(l)
 	}
 	sel, err := s.selectRecords(res, req.listQuery, extra)
+	if err == nil {
+		err = s.data.checkFields("fields", res, req.Fields)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error(), nil)
 		return
@@ -248,7 +250,7 @@ func (s *Server) handleDeliverySubmit(w http.ResponseWriter, r *http.Request, c 
 			}
 		}
 	}
-	j := s.startJob(c, spec, "dlv_")
+	j := s.startJob(c, spec, "dlv")
 	writeJSON(w, http.StatusAccepted, map[string]any{"jobId": j.id, "status": stateQueued, "entityType": res,
 		"format": req.Format, "estimatedTotal": estimated, "maxRows": ceiling})
 }
@@ -285,25 +287,11 @@ func (s *Server) deliveryJobID(w http.ResponseWriter, r *http.Request) (string, 
 	return id, true
 }
 
-// schemaColumns are a resource's summary members: id first, then by name.
-func (s *Server) schemaColumns(res string) []string {
-	if s.data.Len(res) == 0 {
-		return []string{"id"}
-	}
-	var cols []string
-	for k := range s.data.Summary(res, 0) {
-		if k != "id" {
-			cols = append(cols, k)
-		}
-	}
-	sort.Strings(cols)
-	return append([]string{"id"}, cols...)
-}
-
 // deliveryColumns is fields ∩ allowed ∩ schema (in the order asked), or
-// every allowed column of the schema when that is empty.
+// every allowed column of the schema when that is empty. (Fields outside
+// the schema were refused before: see checkFields.)
 func (s *Server) deliveryColumns(res string, fields, allowed []string) []string {
-	schema := s.schemaColumns(res)
+	schema := s.data.Fields(res)
 	ok := func(f string) bool {
 		return slices.Contains(schema, f) && (len(allowed) == 0 || slices.Contains(allowed, f))
 	}
@@ -534,11 +522,7 @@ type parquetWriter struct {
 }
 
 func (s *Server) newParquetWriter(p *deliveryPlan, w io.Writer) *parquetWriter {
-	var sample Record
-	if s.data.Len(p.resource) > 0 {
-		sample = s.data.Summary(p.resource, 0)
-	}
-	return newParquetWriter(p.resource, p.columns, sample, w)
+	return newParquetWriter(p.resource, p.columns, s.data.samples(p.resource), w)
 }
 
 // newParquetWriter writes columns typed after the values of sample.

@@ -83,7 +83,7 @@ func (d *JobDouble[S]) Cancel(ctx context.Context, id string) (*S, error) {
 	if d.cancelled != nil || stateOf(&cur).Terminal() {
 		return nil, &lendgraph.APIError{StatusCode: http.StatusConflict, Method: http.MethodDelete, Message: "job already finished"}
 	}
-	setState(&cur, lendgraph.JobCancelled)
+	setJobState(&cur, lendgraph.JobCancelled)
 	d.cancelled = &cur
 	st := cur
 	return &st, nil
@@ -120,7 +120,7 @@ func stateOf[S lendgraph.EnrichJobStatus | lendgraph.DeliveryStatus](s *S) lendg
 	return ""
 }
 
-func setState[S lendgraph.EnrichJobStatus | lendgraph.DeliveryStatus](s *S, state lendgraph.JobState) {
+func setJobState[S lendgraph.EnrichJobStatus | lendgraph.DeliveryStatus](s *S, state lendgraph.JobState) {
 	switch st := any(s).(type) {
 	case *lendgraph.EnrichJobStatus:
 		st.Status = state

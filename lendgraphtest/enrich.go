@@ -314,7 +314,9 @@ func renderEnrichBulk(j *fakeJob, rec map[string]any) {
 // enrichTick is the rows a bulk worker handles between progress ticks: a
 // tick about every 20ms at the configured rate.
 func (s *Server) enrichTick() int {
+	s.mu.Lock()
 	rate := s.cfg.jobRate["enrichment"]
+	s.mu.Unlock()
 	if rate <= 0 {
 		return 1000
 	}

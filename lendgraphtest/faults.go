@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path"
 	"strconv"
 	"time"
 )
@@ -47,23 +46,39 @@ type Fault struct {
 }
 
 type faultRule struct {
-	method, pattern string
-	fault           Fault
-	left            int
+	method string
+	route  routePattern
+	fault  Fault
+	left   int
 }
 
 // InjectFault arms f for the next requests whose method matches (empty for
-// any) and whose path matches pattern (path.Match syntax, e.g.
-// "/v1/properties/*/enrich"). It applies on every listener: API, storage
-// and search host. Rules are tried in the order they were added.
+// any) and whose path matches pattern. It applies on every listener: API,
+// storage and search host. Rules are tried in the order they were added.
+//
+// A pattern is written as the docs write routes, "/v1/agents/{id}": a
+// segment {name} matches any one segment and a last segment {name...}
+// matches the rest of the path. path.Match syntax works too
+// ("/v1/properties/*/enrich", "/v1/[al]*"), and "" matches every path.
+// A method or pattern that can never match a request (a lower-case
+// method, a pattern without the leading slash, a full URL, a method
+// written into the pattern, malformed glob or braces) panics with a
+// message saying what to write instead, rather than arming a fault that
+// never fires.
 func (s *Server) InjectFault(method, pattern string, f Fault) {
+	rp := mustRoute("InjectFault", method, pattern)
+	s.mu.Lock()
+	s.armLocked(method, rp, f)
+	s.mu.Unlock()
+}
+
+// armLocked adds a fault rule (s.mu held).
+func (s *Server) armLocked(method string, rp routePattern, f Fault) {
 	left := f.Times
 	if left == 0 {
 		left = 1
 	}
-	s.mu.Lock()
-	s.faults = append(s.faults, &faultRule{method: method, pattern: pattern, fault: f, left: left})
-	s.mu.Unlock()
+	s.faults = append(s.faults, &faultRule{method: method, route: rp, fault: f, left: left})
 }
 
 // ClearFaults disarms every injected fault.
@@ -78,7 +93,7 @@ func (s *Server) takeFaultLocked(method, p string) *Fault {
 		if r.method != "" && r.method != method {
 			continue
 		}
-		if ok, _ := path.Match(r.pattern, p); !ok {
+		if !r.route.match(p) {
 			continue
 		}
 		f := r.fault

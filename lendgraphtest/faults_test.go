@@ -95,3 +95,91 @@ func TestFaults(t *testing.T) {
 		}
 	})
 }
+
+func TestRoutePatterns(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		yes, no []string
+	}{
+		{"/v1/agents/{id}", []string{"/v1/agents/agt_0000001", "/v1/agents/x"}, []string{"/v1/agents", "/v1/agents/", "/v1/agents/a/b", "/v1/loans/x"}},
+		{"/v1/{resource}/bulk-delivery/{jobId}", []string{"/v1/agents/bulk-delivery/dlv_1", "/v1/loans/bulk-delivery/x"}, []string{"/v1/agents/bulk-delivery", "/v1/agents/x/dlv_1"}},
+		{"/v1/properties/*/enrich", []string{"/v1/properties/prop_1/enrich"}, []string{"/v1/properties/enrich-bulk", "/v1/properties/a/b/enrich"}},
+		{"/objects/{key...}", []string{"/objects/a", "/objects/a/b.csv", "/objects/"}, []string{"/objects", "/v1/objects/a"}},
+		{"/{path...}", []string{"/", "/v1/agents", "/objects/x"}, nil},
+		{"/v1/agents/{$}", []string{"/v1/agents/"}, []string{"/v1/agents", "/v1/agents/x"}},
+		{"", []string{"/", "/v1/agents/x"}, nil},
+		{"/v1/[al]*", []string{"/v1/agents", "/v1/loans"}, []string{"/v1/sales"}},
+	} {
+		rp, err := compileRoute(tc.pattern)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.pattern, err)
+		}
+		for _, p := range tc.yes {
+			if !rp.match(p) {
+				t.Errorf("%q does not match %q", tc.pattern, p)
+			}
+		}
+		for _, p := range tc.no {
+			if rp.match(p) {
+				t.Errorf("%q matches %q", tc.pattern, p)
+			}
+		}
+	}
+}
+
+// TestInjectFaultRefusesPatternsThatNeverMatch: a fault that could never
+// fire panics with a message saying what to write, in InjectFault and
+// CountRequests alike.
+func TestInjectFaultRefusesPatternsThatNeverMatch(t *testing.T) {
+	s := NewServer(t, WithDefaultRows(10))
+	for _, tc := range []struct{ method, pattern, want string }{
+		{"get", "/v1/agents", `"GET"`},
+		{"GET", "v1/agents", `"/v1/agents"`},
+		{"", "GET /v1/agents/{id}", `pass "GET" as the method`},
+		{"GET", "http://127.0.0.1/v1/agents", "path only"},
+		{"GET", "/v1/agents/{id", "whole segment"},
+		{"GET", "/v1/agents/x{id}", "whole segment"},
+		{"GET", "/v1/{}/x", "needs a name"},
+		{"GET", "/v1/{rest...}/x", "last segment"},
+		{"GET", "/v1/[agents", "path.Match"},
+	} {
+		for _, helper := range []string{"InjectFault", "CountRequests"} {
+			func() {
+				defer func() {
+					msg, _ := recover().(string)
+					if !strings.Contains(msg, helper) || !strings.Contains(msg, tc.want) {
+						t.Errorf("%s(%q, %q): panic %q, want one naming %s and %q", helper, tc.method, tc.pattern, msg, helper, tc.want)
+					}
+				}()
+				if helper == "InjectFault" {
+					s.InjectFault(tc.method, tc.pattern, Fault{Status: 500})
+				} else {
+					s.CountRequests(tc.method, tc.pattern)
+				}
+			}()
+		}
+	}
+	// Nothing was armed by the refused calls.
+	if resp, _, err := get(t, s, "/v1/agents/agt_0000001", http.DefaultClient); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after refused patterns: %v %v", resp, err)
+	}
+}
+
+// TestInjectFaultRouteSyntax: the pattern the docs show fires, and counts.
+func TestInjectFaultRouteSyntax(t *testing.T) {
+	s := NewServer(t, WithDefaultRows(10))
+	s.InjectFault("GET", "/v1/agents/{id}", Fault{Status: 503, Body: `{"error":"down"}`})
+	resp, b, err := get(t, s, "/v1/agents/agt_0000003", http.DefaultClient)
+	if err != nil || resp.StatusCode != 503 || string(b) != `{"error":"down"}` {
+		t.Fatalf("the {id} fault did not fire: %v %v %s", err, resp, b)
+	}
+	if resp, _, _ := get(t, s, "/v1/agents/agt_0000003", http.DefaultClient); resp.StatusCode != 200 {
+		t.Fatalf("second request: %d", resp.StatusCode)
+	}
+	if n := s.CountRequests("GET", "/v1/agents/{id}"); n != 2 {
+		t.Fatalf("CountRequests(/v1/agents/{id}) = %d, want 2", n)
+	}
+	if n := s.CountRequests("", "/v1/{path...}"); n != 2 {
+		t.Fatalf("CountRequests(/v1/{path...}) = %d, want 2", n)
+	}
+}

@@ -59,9 +59,11 @@ type fakeJob struct {
 type jobCtx struct {
 	s   *Server
 	job *fakeJob
-	// paceStart and paced pace Progress to the kind's rate.
+	// paceStart and paced pace Progress to the kind's rate; pacedRate is
+	// the rate they were measured at (a new rate starts a new measure).
 	paceStart time.Time
 	paced     int64
+	pacedRate float64
 }
 
 // Job is the view of a job a test can inspect.
@@ -124,8 +126,8 @@ func (jc *jobCtx) Progress(ctx context.Context, n int64, deltas map[string]int64
 	if rate > 0 && n > 0 {
 		// Pace against the worker's start, so the time spent producing
 		// rows counts towards the rate instead of adding to it.
-		if jc.paceStart.IsZero() {
-			jc.paceStart = time.Now()
+		if jc.paceStart.IsZero() || rate != jc.pacedRate {
+			jc.paceStart, jc.paced, jc.pacedRate = time.Now(), 0, rate
 		}
 		jc.paced += n
 		due := jc.paceStart.Add(time.Duration(float64(jc.paced) / rate * float64(time.Second)))

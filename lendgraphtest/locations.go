@@ -33,20 +33,60 @@ type place struct {
 	Cities                []string // a county's cities
 }
 
-// countyOf names the county of each dataset city.
+// countyOf names the county of each dataset city (city names are unique
+// across the dataset's states).
 var countyOf = map[string]string{
 	"Los Angeles": "Los Angeles", "San Diego": "San Diego", "San Jose": "Santa Clara", "Sacramento": "Sacramento", "Fresno": "Fresno",
 	"Houston": "Harris", "Dallas": "Dallas", "Austin": "Travis", "San Antonio": "Bexar", "Fort Worth": "Tarrant",
 	"Miami": "Miami-Dade", "Orlando": "Orange", "Tampa": "Hillsborough", "Jacksonville": "Duval",
 	"New York": "New York", "Buffalo": "Erie", "Rochester": "Monroe", "Albany": "Albany",
+	"Philadelphia": "Philadelphia", "Pittsburgh": "Allegheny", "Allentown": "Lehigh",
 	"Chicago": "Cook", "Naperville": "DuPage", "Springfield": "Sangamon",
-	"Phoenix": "Maricopa", "Tucson": "Pima", "Mesa": "Maricopa", "Scottsdale": "Maricopa",
-	"Seattle": "King", "Spokane": "Spokane", "Tacoma": "Pierce",
-	"Denver": "Denver", "Boulder": "Boulder", "Colorado Springs": "El Paso",
+	"Columbus": "Franklin", "Cleveland": "Cuyahoga", "Cincinnati": "Hamilton",
 	"Atlanta": "Fulton", "Savannah": "Chatham", "Augusta": "Richmond",
 	"Charlotte": "Mecklenburg", "Raleigh": "Wake", "Durham": "Durham",
-	"Columbus": "Franklin", "Cleveland": "Cuyahoga", "Cincinnati": "Hamilton",
+	"Detroit": "Wayne", "Grand Rapids": "Kent", "Ann Arbor": "Washtenaw",
+	"Newark": "Essex", "Jersey City": "Hudson", "Trenton": "Mercer",
+	"Virginia Beach": "Princess Anne", "Richmond": "Henrico", "Arlington": "Arlington",
+	"Seattle": "King", "Spokane": "Spokane", "Tacoma": "Pierce",
+	"Phoenix": "Maricopa", "Tucson": "Pima", "Mesa": "Maricopa", "Scottsdale": "Maricopa",
+	"Nashville": "Davidson", "Memphis": "Shelby", "Knoxville": "Knox",
+	"Boston": "Suffolk", "Worcester": "Worcester", "Cambridge": "Middlesex",
+	"Indianapolis": "Marion", "Fort Wayne": "Allen", "Evansville": "Vanderburgh",
+	"Baltimore": "Baltimore", "Annapolis": "Anne Arundel", "Rockville": "Montgomery",
+	"Kansas City": "Jackson", "St. Louis": "St. Louis", "Columbia": "Boone",
+	"Milwaukee": "Milwaukee", "Madison": "Dane", "Green Bay": "Brown",
+	"Denver": "Denver", "Boulder": "Boulder", "Colorado Springs": "El Paso",
+	"Minneapolis": "Hennepin", "Saint Paul": "Ramsey", "Duluth": "St. Louis",
+	"Charleston": "Charleston", "Greenville": "Greenville", "Myrtle Beach": "Horry",
+	"Birmingham": "Jefferson", "Montgomery": "Montgomery", "Huntsville": "Madison",
+	"New Orleans": "Orleans", "Baton Rouge": "East Baton Rouge", "Shreveport": "Caddo",
+	"Louisville": "Jefferson", "Lexington": "Fayette",
+	"Portland": "Multnomah", "Eugene": "Lane", "Salem": "Marion",
+	"Oklahoma City": "Oklahoma", "Tulsa": "Tulsa",
+	"Hartford": "Hartford", "New Haven": "New Haven", "Stamford": "Fairfield",
+	"Salt Lake City": "Salt Lake", "Provo": "Utah", "Ogden": "Weber",
+	"Des Moines": "Polk", "Cedar Rapids": "Linn",
 	"Las Vegas": "Clark", "Reno": "Washoe", "Henderson": "Clark",
+	"Little Rock": "Pulaski", "Fayetteville": "Washington",
+	"Jackson": "Hinds", "Gulfport": "Harrison",
+	"Wichita": "Sedgwick", "Overland Park": "Johnson",
+	"Albuquerque": "Bernalillo", "Santa Fe": "Santa Fe",
+	"Omaha": "Douglas", "Lincoln": "Lancaster",
+	"Boise": "Ada", "Idaho Falls": "Bonneville",
+	"Huntington": "Cabell", "Morgantown": "Monongalia",
+	"Honolulu": "Honolulu", "Hilo": "Hawaii",
+	"Manchester": "Hillsborough", "Nashua": "Hillsborough",
+	"Bangor": "Penobscot", "Lewiston": "Androscoggin",
+	"Billings": "Yellowstone", "Missoula": "Missoula",
+	"Providence": "Providence", "Warwick": "Kent",
+	"Wilmington": "New Castle", "Dover": "Kent",
+	"Sioux Falls": "Minnehaha", "Rapid City": "Pennington",
+	"Fargo": "Cass", "Bismarck": "Burleigh",
+	"Anchorage": "Anchorage", "Fairbanks": "Fairbanks North Star",
+	"Washington": "District of Columbia",
+	"Burlington": "Chittenden", "Montpelier": "Washington",
+	"Cheyenne": "Laramie", "Casper": "Natrona",
 }
 
 // cityAliases are spellings a mapping provider uses for dataset cities.
@@ -82,7 +122,9 @@ func (s *Server) dictionary() []place {
 		counts := map[string]int64{}
 		for i := range s.data.Len("properties") {
 			r := s.data.Summary("properties", i)
-			counts[r["state"].(string)+"|"+r["city"].(string)]++
+			if st, ok := r["state"].(string); ok {
+				counts[st+"|"+r["city"].(string)]++
+			}
 		}
 		counties := map[string]*place{}
 		for _, state := range states {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -25,7 +26,8 @@ type marketState struct {
 
 type movementResult struct {
 	readyAt time.Time
-	body    map[string]any
+	once    sync.Once
+	body    map[string]any // written once by once, never changed after
 }
 
 // DefaultComputeDelay is how long a new most-gained parameter set
@@ -167,12 +169,10 @@ func (s *Server) handleMostGained(w http.ResponseWriter, r *http.Request, _ Call
 		writeJSON(w, http.StatusAccepted, map[string]any{"status": "computing", "retryAfterMs": max(1, (wait+time.Millisecond-1)/time.Millisecond)})
 		return
 	}
-	if res.body == nil {
-		body := s.computeMovement(p, now)
-		s.mu.Lock()
-		res.body = body
-		s.mu.Unlock()
-	}
+	// The answer is computed once, outside s.mu (it scans the dataset), and
+	// read only through the Once: concurrent requests for the same
+	// parameter set wait for the first and share its answer.
+	res.once.Do(func() { res.body = s.computeMovement(p, now) })
 	writeJSON(w, http.StatusOK, res.body)
 }
 
@@ -210,7 +210,7 @@ func (s *Server) computeMovement(p movementParams, now time.Time) map[string]any
 			continue
 		}
 		o := s.data.Summary("originators", i)
-		if len(p.states) > 0 && !p.states[o["state"].(string)] {
+		if st, _ := o["state"].(string); len(p.states) > 0 && !p.states[st] {
 			continue
 		}
 		if p.city != "" && !strings.EqualFold(o["city"].(string), p.city) {

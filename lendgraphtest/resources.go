@@ -100,7 +100,16 @@ func (f *filterNode) match(r Record) bool {
 	}
 	v, ok := r[f.Field]
 	if !ok {
-		return f.Op == "ne"
+		// An absent field equals null, and nothing else.
+		switch f.Op {
+		case "eq":
+			return f.Value == nil
+		case "ne":
+			return f.Value != nil
+		case "in":
+			return slices.Contains(f.Value.([]any), nil)
+		}
+		return false
 	}
 	switch f.Op {
 	case "eq":
@@ -205,7 +214,11 @@ func flatMatch(r Record, ff map[string]any) bool {
 	for k, want := range ff {
 		v, ok := r[k]
 		if !ok {
-			return false
+			// An absent field matches null (alone or in a list), only.
+			if list, isList := want.([]any); want != nil && (!isList || !slices.Contains(list, nil)) {
+				return false
+			}
+			continue
 		}
 		if list, isList := want.([]any); isList {
 			hit := false
@@ -312,10 +325,8 @@ func queryKey(resource string, q listQuery, extra map[string]any) string {
 // selectRecords evaluates the query (filters, period, sort) plus extra
 // equality filters (entitlement row filters) over the resource.
 func (s *Server) selectRecords(resource string, q listQuery, extra map[string]any) (selection, error) {
-	if q.AdvancedFilters != nil {
-		if err := q.AdvancedFilters.validate(); err != nil {
-			return selection{}, err
-		}
+	if err := s.data.checkQuery(resource, q); err != nil {
+		return selection{}, err
 	}
 	from, to, err := periodRange(q.Period, s.Now())
 	if err != nil {

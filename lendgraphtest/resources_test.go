@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -95,13 +96,14 @@ func refMatch(r Record, n map[string]any) bool {
 	}
 	v, has := r[n["field"].(string)]
 	w := n["value"]
+	// null stands for "the field is absent".
 	switch op := n["op"].(string); op {
 	case "eq":
-		return has && refEq(v, w)
+		return refIs(v, has, w)
 	case "ne":
-		return !has || !refEq(v, w)
+		return !refIs(v, has, w)
 	case "in":
-		return has && slices.ContainsFunc(w.([]any), func(x any) bool { return refEq(v, x) })
+		return slices.ContainsFunc(w.([]any), func(x any) bool { return refIs(v, has, x) })
 	default:
 		c, ok := refCmp(v, w)
 		if !has || !ok {
@@ -109,6 +111,14 @@ func refMatch(r Record, n map[string]any) bool {
 		}
 		return map[string]bool{"gt": c > 0, "gte": c >= 0, "lt": c < 0, "lte": c <= 0}[op]
 	}
+}
+
+// refIs is equality with null meaning absent.
+func refIs(v any, has bool, w any) bool {
+	if w == nil {
+		return !has
+	}
+	return has && refEq(v, w)
 }
 
 func refPeriod(date, p string, now time.Time) bool {
@@ -139,9 +149,9 @@ func reference(d *Dataset, resource string, q map[string]any, now time.Time) []s
 			for k, w := range ff {
 				v, has := r[k]
 				if list, isList := w.([]any); isList {
-					ok = ok && has && slices.ContainsFunc(list, func(x any) bool { return refEq(v, x) })
+					ok = ok && slices.ContainsFunc(list, func(x any) bool { return refIs(v, has, x) })
 				} else {
-					ok = ok && has && refEq(v, w)
+					ok = ok && refIs(v, has, w)
 				}
 			}
 		}
@@ -191,17 +201,33 @@ func reference(d *Dataset, resource string, q map[string]any, now time.Time) []s
 	return out
 }
 
-// fields of each resource used to build random queries, with sample values.
+// fields of each resource used to build random queries, with sample values
+// of the field's type (nil: the field is absent; state is absent on some
+// records). Queries the fake must refuse are in TestListRejectsBadRequests.
 var queryFields = map[string]map[string][]any{
 	"agents": {
-		"state": {"CA", "TX", "NY", "ZZ"}, "city": {"Austin", "Miami", "Reno"}, "transactionCount": {0, 10, 60, 119},
+		"state": {"CA", "TX", "NY", "ZZ", nil}, "city": {"Austin", "Miami", "Reno"}, "transactionCount": {0, 10, 60, 119},
 		"isTeamLead": {true, false}, "tags": {"luxury", "investors"}, "volume": {1e6, 2.5e7}, "brokerage": {"Compass", "Redfin"},
-		"lastTransactionDate": {"2025-01-01", "2026-06-30"}, "missingField": {"x"},
+		"lastTransactionDate": {"2025-01-01", "2026-06-30"},
 	},
 	"loans": {
-		"state": {"CA", "FL", "WA"}, "transactionType": {"purchase", "refinance", "reverse"}, "mortgageAmount": {2e5, 9e5},
+		"state": {"CA", "FL", "WA", nil}, "transactionType": {"purchase", "refinance", "reverse"}, "mortgageAmount": {2e5, 9e5},
 		"interestRate": {4.5, 6.25}, "mortgageDate": {"2024-03-01", "2025-12-31"}, "loanType": {"fha", "va"},
 	},
+}
+
+// listFields hold arrays: eq means "contains"; they are neither ordered
+// nor sorted on.
+var listFields = map[string]bool{"tags": true}
+
+// pick returns a random value of the field; ordered (gt, lt...) never
+// gets null.
+func pickValue(g *rand.Rand, vals []any, ordered bool) any {
+	for {
+		if v := vals[g.IntN(len(vals))]; v != nil || !ordered {
+			return v
+		}
+	}
 }
 
 func randomNode(g *rand.Rand, fields map[string][]any, depth int) map[string]any {
@@ -226,11 +252,16 @@ func randomNode(g *rand.Rand, fields map[string][]any, depth int) map[string]any
 	}
 	f := names[g.IntN(len(names))]
 	vals := fields[f]
-	op := []string{"eq", "ne", "gt", "gte", "lt", "lte", "in"}[g.IntN(7)]
-	if op == "in" {
-		return map[string]any{"field": f, "op": op, "value": []any{vals[g.IntN(len(vals))], vals[g.IntN(len(vals))]}}
+	ops := []string{"eq", "ne", "gt", "gte", "lt", "lte", "in"}
+	if listFields[f] {
+		ops = []string{"eq", "ne", "in"}
 	}
-	return map[string]any{"field": f, "op": op, "value": vals[g.IntN(len(vals))]}
+	op := ops[g.IntN(len(ops))]
+	if op == "in" {
+		return map[string]any{"field": f, "op": op, "value": []any{pickValue(g, vals, false), pickValue(g, vals, false)}}
+	}
+	ordered := op != "eq" && op != "ne"
+	return map[string]any{"field": f, "op": op, "value": pickValue(g, vals, ordered)}
 }
 
 func randomQuery(g *rand.Rand, resource string) map[string]any {
@@ -260,9 +291,14 @@ func randomQuery(g *rand.Rand, resource string) map[string]any {
 		q["period"] = []string{"2024", "2025", "last12Months", "last3Months", "yearToDate", "allTime"}[g.IntN(6)]
 	}
 	var sorts []any
+	var sortable []string
+	for _, f := range []string{"state", "transactionCount", "volume", "city", "mortgageAmount", "interestRate", "mortgageDate", "isTeamLead"} {
+		if _, ok := fields[f]; ok {
+			sortable = append(sortable, f)
+		}
+	}
 	for range g.IntN(3) {
-		names := []string{"state", "transactionCount", "volume", "city", "mortgageAmount", "interestRate", "mortgageDate", "tags", "isTeamLead", "missingField"}
-		sorts = append(sorts, map[string]any{"field": names[g.IntN(len(names))], "order": []string{"asc", "desc"}[g.IntN(2)]})
+		sorts = append(sorts, map[string]any{"field": sortable[g.IntN(len(sortable))], "order": []string{"asc", "desc", ""}[g.IntN(3)]})
 	}
 	if sorts != nil {
 		q["sort"] = sorts
@@ -345,23 +381,124 @@ func head(s []string) []string { return s[:min(len(s), 8)] }
 
 func TestListRejectsBadRequests(t *testing.T) {
 	s := NewServer(t, WithDefaultRows(20))
-	for name, q := range map[string]map[string]any{
-		"size over 100":   {"pagination": map[string]any{"size": 101}},
-		"foreign cursor":  {"pagination": map[string]any{"cursor": encodeCursor("other", 3)}},
-		"garbage cursor":  {"pagination": map[string]any{"cursor": "!!"}},
-		"unknown op":      {"advancedFilters": map[string]any{"field": "state", "op": "like", "value": "C%"}},
-		"two kinds":       {"advancedFilters": map[string]any{"field": "state", "op": "eq", "value": "CA", "not": map[string]any{}}},
-		"in without list": {"advancedFilters": map[string]any{"field": "state", "op": "in", "value": "CA"}},
-		"unknown period":  {"period": "fortnight"},
+	// Each bad request answers 400 {"error": ...}; want is what the
+	// message must name.
+	for name, tc := range map[string]struct {
+		q    map[string]any
+		want []string
+	}{
+		"size over 100":   {map[string]any{"pagination": map[string]any{"size": 101}}, []string{"page size"}},
+		"foreign cursor":  {map[string]any{"pagination": map[string]any{"cursor": encodeCursor("other", 3)}}, []string{"cursor"}},
+		"garbage cursor":  {map[string]any{"pagination": map[string]any{"cursor": "!!"}}, []string{"cursor"}},
+		"unknown op":      {map[string]any{"advancedFilters": map[string]any{"field": "state", "op": "like", "value": "C%"}}, []string{"advancedFilters.op", `"like"`, "eq, ne"}},
+		"missing op":      {map[string]any{"advancedFilters": map[string]any{"field": "state", "value": "CA"}}, []string{"advancedFilters.op is required"}},
+		"two kinds":       {map[string]any{"advancedFilters": map[string]any{"field": "state", "op": "eq", "value": "CA", "not": map[string]any{}}}, []string{"exactly one"}},
+		"in without list": {map[string]any{"advancedFilters": map[string]any{"field": "state", "op": "in", "value": "CA"}}, []string{"advancedFilters.value", "array"}},
+		"unknown period":  {map[string]any{"period": "fortnight"}, []string{"fortnight"}},
+		"unknown sort field": {map[string]any{"sort": []any{map[string]any{"field": "state"}, map[string]any{"field": "amount", "order": "desc"}}},
+			[]string{"sort[1].field", `"amount"`, "fields: id, brokerage"}},
+		"sort order sideways": {map[string]any{"sort": []any{map[string]any{"field": "state", "order": "sideways"}}}, []string{"sort[0].order", `"sideways"`, "asc or desc"}},
+		"sort on a list":      {map[string]any{"sort": []any{map[string]any{"field": "tags"}}}, []string{"sort[0].field", "tags", "lists"}},
+		"sort detail-only":    {map[string]any{"sort": []any{map[string]any{"field": "recentTransactions"}}}, []string{"recentTransactions", "complete agents record"}},
+		"unknown flat field":  {map[string]any{"flatFilters": map[string]any{"state": "TX", "sate": "TX"}}, []string{"flatFilters.sate", "not a field of agents"}},
+		"flat value type":     {map[string]any{"flatFilters": map[string]any{"transactionCount": "many"}}, []string{"flatFilters.transactionCount", `"many" is a string`, "numbers"}},
+		"flat list value type": {map[string]any{"flatFilters": map[string]any{"state": []any{"TX", 5}}},
+			[]string{"flatFilters.state[1]", "5 is a number", "strings"}},
+		"flat on an object": {map[string]any{"flatFilters": map[string]any{"office": "x"}}, []string{"flatFilters.office", "objects"}},
+		"unknown advanced field": {map[string]any{"advancedFilters": map[string]any{"and": []any{
+			map[string]any{"field": "state", "op": "eq", "value": "TX"},
+			map[string]any{"not": map[string]any{"field": "transactionCnt", "op": "gt", "value": 3}}}}},
+			[]string{"advancedFilters.and[1].not.field", `"transactionCnt"`}},
+		"advanced value type": {map[string]any{"advancedFilters": map[string]any{"or": []any{map[string]any{"field": "isTeamLead", "op": "eq", "value": "yes"}}}},
+			[]string{"advancedFilters.or[0].value", `"yes" is a string`, "booleans"}},
+		"in value type":    {map[string]any{"advancedFilters": map[string]any{"field": "volume", "op": "in", "value": []any{1, "2"}}}, []string{"advancedFilters.value[1]", "numbers"}},
+		"ordering a list":  {map[string]any{"advancedFilters": map[string]any{"field": "tags", "op": "gt", "value": "a"}}, []string{"advancedFilters.op", "tags", "lists"}},
+		"ordering by null": {map[string]any{"advancedFilters": map[string]any{"field": "state", "op": "lt", "value": nil}}, []string{"advancedFilters.value", "null"}},
 	} {
-		status, body := post(t, s, "agents", q)
-		if status != 400 || body["error"] == "" {
+		status, body := post(t, s, "agents", tc.q)
+		msg, _ := body["error"].(string)
+		if status != 400 || msg == "" {
 			t.Errorf("%s: %d %v", name, status, body)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: error %q does not name %q", name, msg, w)
+			}
 		}
 		if name == "size over 100" && (body["limit"] != json.Number("100") || body["size"] != json.Number("101")) {
 			t.Errorf("size over 100: body %v, want {error, limit, size}", body)
 		}
 	}
+}
+
+// TestStrictEverywhere: every endpoint that takes a list query checks its
+// filters the same way (and its sort, where the sort is not ignored), and
+// a delivery checks its fields.
+func TestStrictEverywhere(t *testing.T) {
+	s := NewServer(t, WithDefaultRows(20))
+	badFilter := map[string]any{"flatFilters": map[string]any{"amount": 5}}
+	badSort := map[string]any{"sort": []any{map[string]any{"field": "amount", "order": "desc"}}}
+	for _, tc := range []struct {
+		path string
+		q    map[string]any
+	}{
+		{"/v1/loans", badSort}, {"/v1/loans", badFilter}, {"/v1/loans/analytics/summary", badFilter},
+		{"/v1/loans/analytics/chart", badFilter}, {"/v1/originators/count", badFilter}, {"/v1/properties/count", badFilter},
+		{"/v1/lenders/count", badFilter}, {"/v1/loans/bulk-delivery", badSort}, {"/v1/loans/bulk-delivery", badFilter},
+		{"/v1/properties/analytics/chart", map[string]any{"slice": "amount"}},
+		{"/v1/loans/analytics/chart", map[string]any{"slice": "state", "segment": "amount"}},
+	} {
+		q := maps.Clone(tc.q)
+		if strings.HasSuffix(tc.path, "bulk-delivery") {
+			q["format"] = "csv"
+		}
+		status, body := postPath(t, s, tc.path, q)
+		if msg, _ := body["error"].(string); status != 400 || !strings.Contains(msg, `"amount"`) {
+			t.Errorf("POST %s %v: %d %v", tc.path, tc.q, status, body)
+		}
+	}
+	for fields, want := range map[string]string{
+		`["id","fullName","fullname"]`: `fields[2]: "fullname" is not a field of agents`,
+		`["recentTransactions"]`:       "only on the complete agents record",
+	} {
+		var f []any
+		_ = json.Unmarshal([]byte(fields), &f)
+		status, body := postPath(t, s, "/v1/agents/bulk-delivery", map[string]any{"format": "csv", "fields": f})
+		if msg, _ := body["error"].(string); status != 400 || !strings.Contains(msg, want) {
+			t.Errorf("delivery fields %s: %d %v, want 400 naming %q", fields, status, body, want)
+		}
+	}
+	// What is valid still works: null matches the records without a state.
+	status, body := post(t, s, "agents", map[string]any{"flatFilters": map[string]any{"state": nil}})
+	total, _ := body["total"].(json.Number).Int64()
+	want := 0
+	for i := range 20 {
+		if !s.Dataset().HasState("agents", i) {
+			want++
+		}
+	}
+	if status != 200 || int(total) != want {
+		t.Errorf("state null: %d total %d, want %d", status, total, want)
+	}
+}
+
+// postPath posts body to path with the default key and decodes the answer.
+func postPath(t *testing.T, s *Server, path string, q map[string]any) (int, map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(q)
+	req, _ := http.NewRequest("POST", s.URL+path, bytes.NewReader(b))
+	req.Header.Set("x-api-key", s.DefaultCaller().Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	_ = dec.Decode(&body)
+	return resp.StatusCode, body
 }
 
 func TestDetail(t *testing.T) {
@@ -505,5 +642,48 @@ func TestStartStandalone(t *testing.T) {
 	}
 	if _, err := Start(WithAddr(strings.TrimPrefix(s.URL, "http://"))); err == nil {
 		t.Fatal("second server on a busy address started")
+	}
+}
+
+// TestStatesSpreadAndMissing: records spread over the 50 states and DC,
+// weighted (California the largest), and some have no state, so the
+// totals of a query split by state fall short of the whole until a
+// state=null shard is added.
+func TestStatesSpreadAndMissing(t *testing.T) {
+	const n = 6000
+	s := NewServer(t, WithRows("agents", n))
+	byState := map[string]int{}
+	for i := range n {
+		st, ok := s.Dataset().Summary("agents", i)["state"].(string)
+		if ok != s.Dataset().HasState("agents", i) || ok && st == "" {
+			t.Fatalf("agent %d: state %q, HasState %v", i, st, s.Dataset().HasState("agents", i))
+		}
+		byState[st] += 1
+	}
+	if len(byState) != 52 || byState[""] < n/200 || byState[""] > n/50 || byState["CA"] < n/10 || byState["WY"] > n/100 {
+		t.Fatalf("%d states (with none), none %d, CA %d, WY %d", len(byState), byState[""], byState["CA"], byState["WY"])
+	}
+	total := func(ff map[string]any) int {
+		t.Helper()
+		status, body := post(t, s, "agents", map[string]any{"flatFilters": ff, "pagination": map[string]any{"size": 1}})
+		if status != 200 {
+			t.Fatalf("%v: %d %v", ff, status, body)
+		}
+		n, _ := body["total"].(json.Number).Int64()
+		return int(n)
+	}
+	sum := 0
+	for _, st := range states {
+		got := total(map[string]any{"state": st})
+		if got != byState[st] {
+			t.Fatalf("state %s: total %d, want %d", st, got, byState[st])
+		}
+		sum += got
+	}
+	if all := total(nil); sum != all-byState[""] || sum == all {
+		t.Fatalf("shards by state sum to %d of %d; %d have no state", sum, all, byState[""])
+	}
+	if none := total(map[string]any{"state": nil}); none != byState[""] {
+		t.Fatalf("state null: %d, want %d", none, byState[""])
 	}
 }

@@ -1,16 +1,3 @@
-// Package lendgraphtest is an in-process fake of the LendGraph API for tests.
-//
-// It follows the reference's rules, not just its shapes: API keys in
-// organizations, credits and the charge rules, the enrichment cache, jobs
-// and their ownership, entitlements and row ceilings, signed expiring
-// download links, search tokens that expire, 202 computing, and the error
-// bodies. It serves a deterministic synthetic dataset of any size, generated
-// lazily, and lets a test inject faults, move the clock, and read the
-// requests it received.
-//
-//	srv := lendgraphtest.NewServer(t)
-//	c := srv.Client()
-//	page, err := c.Agents.List(ctx, nil)
 package lendgraphtest
 
 import (
@@ -24,7 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,6 +59,8 @@ type config struct {
 	linkTTL     time.Duration
 	addr        string
 	jobRate     map[string]float64 // rows per second by job kind
+	settings    []Settings         // WithSettings, applied in order
+	control     bool               // WithControlEndpoint
 }
 
 // Option configures a Server.
@@ -101,8 +90,32 @@ func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 
 // WithJobRate sets how many rows a second the workers of a job kind
 // ("enrichment", "delivery") handle; lower makes jobs last longer.
+// SetJobRate changes it while the server runs.
 func WithJobRate(kind string, rowsPerSecond float64) Option {
 	return func(c *config) { c.jobRate[kind] = rowsPerSecond }
+}
+
+// jobKinds are the kinds of job whose pace can be set.
+var jobKinds = []string{"enrichment", "delivery"}
+
+// SetJobRate sets how many rows a second the workers of a job kind
+// ("enrichment" or "delivery") handle from now on, running jobs included;
+// 0 or less runs them as fast as they go. It panics on another kind.
+func (s *Server) SetJobRate(kind string, rowsPerSecond float64) {
+	if !slices.Contains(jobKinds, kind) {
+		panic(fmt.Sprintf("lendgraphtest: SetJobRate: unknown job kind %q; kinds: %s", kind, strings.Join(jobKinds, ", ")))
+	}
+	s.mu.Lock()
+	s.cfg.jobRate[kind] = rowsPerSecond
+	s.mu.Unlock()
+}
+
+// SetLinkTTL sets how long the signed download links signed from now on
+// stay valid (WithLinkTTL sets it at start).
+func (s *Server) SetLinkTTL(d time.Duration) {
+	s.mu.Lock()
+	s.cfg.linkTTL = d
+	s.mu.Unlock()
 }
 
 // Caller is one API key and the user and organization it belongs to.
@@ -135,6 +148,22 @@ func Start(opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	// Settings shape the dataset first; their run-time part is applied
+	// once the server exists.
+	for _, st := range cfg.settings {
+		if err := st.checkStartup(); err != nil {
+			return nil, fmt.Errorf("settings: %v", err)
+		}
+		if st.Credits != nil {
+			if *st.Credits < 0 {
+				return nil, fmt.Errorf("settings: credits: %v is negative", *st.Credits)
+			}
+			cfg.credits = *st.Credits
+		}
+		for _, o := range st.startupOptions() {
+			o(&cfg)
+		}
+	}
 	s := &Server{
 		cfg:     cfg,
 		orgs:    map[string]*org{},
@@ -159,6 +188,13 @@ func Start(opts ...Option) (*Server, error) {
 	s.URL = s.api.URL
 	s.storage = httptest.NewServer(s.wrap("storage", http.HandlerFunc(s.serveStorage)))
 	s.startAreaListeners()
+	for _, st := range cfg.settings {
+		st.Seed, st.Rows, st.ResourceRows = nil, nil, nil
+		if err := s.apply(st); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("settings: %v", err)
+		}
+	}
 	return s, nil
 }
 
@@ -261,11 +297,12 @@ type org struct {
 // resource (key bulk-delivery.<resource>).
 type Entitlement struct {
 	// MaxRows is the row ceiling of one delivery.
-	MaxRows int64
+	MaxRows int64 `json:"maxRows"`
 	// Columns are the allowed columns; empty allows every column.
-	Columns []string
-	// Filters are row filters ANDed into every delivery (field → value).
-	Filters map[string]any
+	Columns []string `json:"columns,omitempty"`
+	// Filters are row filters ANDed into every delivery (field → value,
+	// as in flatFilters).
+	Filters map[string]any `json:"filters,omitempty"`
 }
 
 // Debit is one ledger entry: credits taken from an organization.
@@ -309,11 +346,47 @@ func (s *Server) Debits(orgID string) []Debit {
 	return append([]Debit(nil), s.orgLocked(orgID).ledger...)
 }
 
-// SetEntitlement grants an organization the bulk-delivery entitlement of a resource.
+// SetEntitlement grants an organization the bulk-delivery entitlement of a
+// resource. It panics, saying what is wrong, on a resource that offers no
+// delivery, a MaxRows below 1, or columns and filters that name fields the
+// resource does not have (see Dataset.Fields): such an entitlement would
+// make deliveries silently empty or narrower than the test means.
 func (s *Server) SetEntitlement(orgID, resource string, e Entitlement) {
+	if err := s.setEntitlement(orgID, resource, &e); err != nil {
+		panic("lendgraphtest: SetEntitlement: " + err.Error())
+	}
+}
+
+// checkEntitlement checks an entitlement of a resource (nil: removing it).
+func (s *Server) checkEntitlement(resource string, e *Entitlement) error {
+	if !slices.Contains(deliveryResources, resource) {
+		return fmt.Errorf("%q offers no bulk delivery; resources: %s", resource, strings.Join(deliveryResources, ", "))
+	}
+	if e == nil {
+		return nil
+	}
+	if e.MaxRows < 1 {
+		return fmt.Errorf("maxRows of %s must be at least 1, got %d", resource, e.MaxRows)
+	}
+	if err := s.data.checkFields("columns", resource, e.Columns); err != nil {
+		return err
+	}
+	return s.data.checkFlat("filters", resource, e.Filters)
+}
+
+// setEntitlement checks and grants an entitlement; nil removes it.
+func (s *Server) setEntitlement(orgID, resource string, e *Entitlement) error {
+	if err := s.checkEntitlement(resource, e); err != nil {
+		return err
+	}
 	s.mu.Lock()
-	s.orgLocked(orgID).entitlements[resource] = e
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if e == nil {
+		delete(s.orgLocked(orgID).entitlements, resource)
+	} else {
+		s.orgLocked(orgID).entitlements[resource] = *e
+	}
+	return nil
 }
 
 // entitlementLocked returns the organization's entitlement for a resource.
@@ -361,11 +434,14 @@ func (s *Server) ResetRequests() {
 }
 
 // CountRequests counts received requests whose method matches (empty for
-// any) and whose path matches the path.Match pattern.
+// any) and whose path matches pattern, in the syntax of InjectFault
+// ("/v1/agents/{id}" or path.Match globs); it panics on a pattern that
+// can never match, as InjectFault does.
 func (s *Server) CountRequests(method, pattern string) int {
+	rp := mustRoute("CountRequests", method, pattern)
 	n := 0
 	for _, r := range s.Requests() {
-		if ok, _ := path.Match(pattern, r.Path); ok && (method == "" || r.Method == method) {
+		if rp.match(r.Path) && (method == "" || r.Method == method) {
 			n++
 		}
 	}
@@ -377,7 +453,15 @@ const maxLoggedBody = 1 << 20
 // wrap logs the request, applies injected faults and tags the response
 // with a request id.
 func (s *Server) wrap(listener string, h http.Handler) http.Handler {
+	var control http.Handler
+	if listener == "api" && s.cfg.control {
+		control = s.controlMux()
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if control != nil && (strings.HasPrefix(r.URL.Path, ControlPrefix) || r.URL.Path+"/" == ControlPrefix) {
+			control.ServeHTTP(w, r)
+			return
+		}
 		body, _ := io.ReadAll(io.LimitReader(r.Body, maxLoggedBody+1))
 		logged := body
 		if len(logged) > maxLoggedBody {

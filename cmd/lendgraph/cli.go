@@ -127,7 +127,7 @@ The API key is read from $LENDGRAPH_API_KEY or from the file named by --api-key-
 Data goes to stdout, messages to stderr.
 
 Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 interrupted.`,
-		Example: `  export LENDGRAPH_API_KEY=...
+		Example: `  export LENDGRAPH_API_KEY="$(cat ~/.lendgraph/key)"
   lendgraph deliver agents --format parquet --filter state=TX -o agents.parquet
   lendgraph rows agents.parquet --to csv > agents.csv
   lendgraph enrich --ids property-ids.txt -o owners.ndjson

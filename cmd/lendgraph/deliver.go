@@ -39,8 +39,8 @@ Ctrl-C while waiting asks on a terminal whether to cancel the job on the
 server; --cancel-on-interrupt cancels without asking; elsewhere the job keeps
 running and its id is printed.`,
 		Example: `  lendgraph deliver agents --format parquet --filter state=TX -o agents.parquet
-  lendgraph deliver loans --format csv --period 2024 --sort amount:desc --limit 500 -o loans.csv
-  lendgraph deliver agents --job del_0000001 -o agents.parquet   # re-attach`,
+  lendgraph deliver loans --format csv --period 2024 --sort mortgageAmount:desc --limit 500 -o loans.csv
+  lendgraph deliver agents --job dlv_000007a1b2c3d4 -o agents.parquet   # re-attach: the id "submitted delivery job" printed`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]

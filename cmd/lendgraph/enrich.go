@@ -142,7 +142,7 @@ func (a *app) enrich(ctx context.Context, plan *lendgraph.EnrichPlan, out string
 
 	m := a.newMeter("enrichment", false)
 	sts, err := batch.Wait(ctx, lendgraph.WithProgress(func(s *lendgraph.EnrichJobStatus) {
-		m.set(s.Succeeded+s.Failed, s.Total)
+		m.set(s.Handled(), s.Total)
 	}))
 	m.end(err == nil)
 	if err != nil {
@@ -191,7 +191,7 @@ func (a *app) enrich(ctx context.Context, plan *lendgraph.EnrichPlan, out string
 	if a.jsonOut {
 		return a.writeJSONLine(r)
 	}
-	a.say("wrote %s: %d properties, %d enriched (%d from the cache), %d failed, %d charged",
+	a.say("wrote %s: %d properties: %d looked up, %d from the cache, %d failed; %d charged",
 		out, r.Properties, r.Succeeded, r.FromCache, r.Failed, r.ChargedCount)
 	return nil
 }

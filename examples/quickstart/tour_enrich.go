@@ -53,7 +53,7 @@ func tourEnrichment(t tour) error {
 	}
 	fmt.Fprintf(t.out, "bulk job: %d properties, worst case %d credits\n", job.PropertyCount, job.EstimatedCost)
 	st, err := job.Wait(t.ctx, lendgraph.WithProgress(func(s *lendgraph.EnrichJobStatus) {
-		fmt.Fprintf(t.out, "  %-9s %d/%d handled\n", s.Status, s.Succeeded+s.FromCache+s.Failed, s.Total)
+		fmt.Fprintf(t.out, "  %-9s %d/%d handled\n", s.Status, s.Handled(), s.Total)
 	}))
 	if err != nil {
 		return err

@@ -80,6 +80,8 @@ type settings struct {
 	// maxServerWait is WithMaxServerWait's value, nil when not set.
 	maxServerWait *time.Duration
 	insecureLinks bool
+	// invalid holds what options found wrong with their own arguments.
+	invalid []error
 }
 
 // NewClient returns a client configured by opts. Bad options (an empty or
@@ -89,7 +91,12 @@ type settings struct {
 func NewClient(opts ...Option) (*Client, error) {
 	s := settings{maxRetries: 3}
 	for _, o := range opts {
-		o(&s)
+		if o != nil { // an option left out by a condition
+			o(&s)
+		}
+	}
+	if len(s.invalid) > 0 {
+		return nil, s.invalid[0]
 	}
 	key := os.Getenv(EnvAPIKey)
 	if s.key != nil {

@@ -163,12 +163,23 @@ type InsufficientCreditsError struct {
 
 // Error implements the error interface.
 func (e *InsufficientCreditsError) Error() string {
+	if e == nil {
+		return (*APIError)(nil).text(http.StatusPaymentRequired)
+	}
 	return fmt.Sprintf("%s: balance %s credits, cost %s credits: top up before retrying",
 		e.APIError.text(http.StatusPaymentRequired), fmtNum(e.Balance), fmtNum(e.Cost))
 }
 
+// Is matches the sentinel of the status code, like APIError.Is.
+func (e *InsufficientCreditsError) Is(target error) bool {
+	return e != nil && orStatus(e.APIError, http.StatusPaymentRequired).Is(target)
+}
+
 // Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *InsufficientCreditsError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
 	return orStatus(e.APIError, http.StatusPaymentRequired)
 }
 
@@ -184,12 +195,29 @@ type EntitlementError struct {
 
 // Error implements the error interface.
 func (e *EntitlementError) Error() string {
+	if e == nil {
+		return (*APIError)(nil).text(http.StatusForbidden)
+	}
+	s := e.APIError.text(http.StatusForbidden)
+	if e.EntitlementKey == "" && e.EstimatedTotal == 0 {
+		return s
+	}
 	return fmt.Sprintf("%s: %d rows need entitlement %q (limit without it: %d); narrow the filters or set Limit",
-		e.APIError.text(http.StatusForbidden), e.EstimatedTotal, e.EntitlementKey, e.MaxRows)
+		s, e.EstimatedTotal, e.EntitlementKey, e.MaxRows)
+}
+
+// Is matches the sentinel of the status code, like APIError.Is.
+func (e *EntitlementError) Is(target error) bool {
+	return e != nil && orStatus(e.APIError, http.StatusForbidden).Is(target)
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *EntitlementError) Unwrap() error { return orStatus(e.APIError, http.StatusForbidden) }
+func (e *EntitlementError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return orStatus(e.APIError, http.StatusForbidden)
+}
 
 // MaxRowsError is a 400 delivery_exceeds_max_rows: the estimate is above the
 // row ceiling of one delivery. No job was started.
@@ -201,12 +229,29 @@ type MaxRowsError struct {
 
 // Error implements the error interface.
 func (e *MaxRowsError) Error() string {
+	if e == nil {
+		return (*APIError)(nil).text(http.StatusBadRequest)
+	}
+	s := e.APIError.text(http.StatusBadRequest)
+	if e.MaxRows <= 0 {
+		return s + ": the delivery is above the row ceiling; narrow the filters or set Limit"
+	}
 	return fmt.Sprintf("%s: estimated %d rows, ceiling %d; narrow the filters or set Limit <= %d",
-		e.APIError.text(http.StatusBadRequest), e.EstimatedTotal, e.MaxRows, e.MaxRows)
+		s, e.EstimatedTotal, e.MaxRows, e.MaxRows)
+}
+
+// Is matches the sentinel of the status code, like APIError.Is.
+func (e *MaxRowsError) Is(target error) bool {
+	return e != nil && orStatus(e.APIError, http.StatusBadRequest).Is(target)
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *MaxRowsError) Unwrap() error { return orStatus(e.APIError, http.StatusBadRequest) }
+func (e *MaxRowsError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return orStatus(e.APIError, http.StatusBadRequest)
+}
 
 // Issue is one problem reported by a validation error.
 type Issue struct {
@@ -242,6 +287,9 @@ type ValidationError struct {
 
 // Error implements the error interface.
 func (e *ValidationError) Error() string {
+	if e == nil {
+		return (*APIError)(nil).text(http.StatusBadRequest)
+	}
 	s := e.APIError.text(http.StatusBadRequest)
 	for _, is := range e.Issues {
 		if p := is.PathString(); p != "" {
@@ -253,8 +301,18 @@ func (e *ValidationError) Error() string {
 	return s
 }
 
+// Is matches the sentinel of the status code, like APIError.Is.
+func (e *ValidationError) Is(target error) bool {
+	return e != nil && orStatus(e.APIError, http.StatusBadRequest).Is(target)
+}
+
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *ValidationError) Unwrap() error { return orStatus(e.APIError, http.StatusBadRequest) }
+func (e *ValidationError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return orStatus(e.APIError, http.StatusBadRequest)
+}
 
 // LimitError carries the {error, limit, size} body: a request over a size limit.
 type LimitError struct {
@@ -265,11 +323,24 @@ type LimitError struct {
 
 // Error implements the error interface.
 func (e *LimitError) Error() string {
+	if e == nil {
+		return (*APIError)(nil).text(http.StatusRequestEntityTooLarge)
+	}
 	return fmt.Sprintf("%s: size %d over limit %d", e.APIError.text(http.StatusRequestEntityTooLarge), e.Size, e.Limit)
 }
 
+// Is matches the sentinel of the status code, like APIError.Is.
+func (e *LimitError) Is(target error) bool {
+	return e != nil && orStatus(e.APIError, http.StatusRequestEntityTooLarge).Is(target)
+}
+
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *LimitError) Unwrap() error { return orStatus(e.APIError, http.StatusRequestEntityTooLarge) }
+func (e *LimitError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return orStatus(e.APIError, http.StatusRequestEntityTooLarge)
+}
 
 // RateLimitError is a 429 that outlasted the retries, or an answer asking
 // the client to wait longer than it waits on its own (WithMaxServerWait,
@@ -288,6 +359,9 @@ type RateLimitError struct {
 
 // Error implements the error interface.
 func (e *RateLimitError) Error() string {
+	if e == nil {
+		return (*APIError)(nil).text(http.StatusTooManyRequests)
+	}
 	s := e.APIError.text(http.StatusTooManyRequests)
 	switch {
 	case e.limit > 0:
@@ -299,10 +373,15 @@ func (e *RateLimitError) Error() string {
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
-func (e *RateLimitError) Unwrap() error { return orStatus(e.APIError, http.StatusTooManyRequests) }
+func (e *RateLimitError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return orStatus(e.APIError, http.StatusTooManyRequests)
+}
 
 // Is matches ErrRateLimited, whatever the status.
-func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+func (e *RateLimitError) Is(target error) bool { return e != nil && target == ErrRateLimited }
 
 // refuseWait applies the one rule on server-requested waits (see
 // retry.Policy.Honours) to an answer asking the client to wait d: nil when
@@ -472,8 +551,8 @@ func (e *JobError) Error() string {
 
 // Is matches ErrJobFailed or ErrJobCancelled.
 func (e *JobError) Is(target error) bool {
-	return e != nil && (target == ErrJobFailed && e.Status == "failed") ||
-		(target == ErrJobCancelled && e.Status == "cancelled")
+	return e != nil && ((target == ErrJobFailed && e.Status == "failed") ||
+		(target == ErrJobCancelled && e.Status == "cancelled"))
 }
 
 // DecodeError is a 2xx response whose body could not be decoded: truncated
@@ -625,4 +704,45 @@ func (e *PushIncompleteError) Unwrap() error {
 		return nil
 	}
 	return e.Err
+}
+
+// SearchHostError is a non-2xx answer of the search host, with the members
+// of its error body ({message, code, type, link}, Meilisearch's shape). It
+// matches the sentinel of its status with errors.Is (ErrUnauthorized for
+// 401, ErrForbidden for 403, ErrUnavailable for 503, ...) and unwraps to the
+// *APIError that holds the status, the message, the code and the raw body.
+type SearchHostError struct {
+	*APIError
+	// Index is the index queried.
+	Index SearchIndex
+	// Type and Link are the "type" and "link" members of the host's error
+	// body (Message and Code are on the APIError).
+	Type, Link string
+}
+
+// Error implements the error interface.
+func (e *SearchHostError) Error() string {
+	if e == nil || e.APIError == nil || e.StatusCode == 0 {
+		s := "lendgraph: search host error"
+		if e != nil && e.Index != "" {
+			s += fmt.Sprintf(" on index %q", e.Index)
+		}
+		return s
+	}
+	s := fmt.Sprintf("lendgraph: search host %s %s: %d %s", e.Method, e.Path, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Code != "" {
+		s += " (code " + e.Code + ")"
+	}
+	return s
+}
+
+// Unwrap returns the *APIError, for errors.As.
+func (e *SearchHostError) Unwrap() error {
+	if e == nil || e.APIError == nil {
+		return nil
+	}
+	return e.APIError
 }

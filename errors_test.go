@@ -232,6 +232,7 @@ func TestErrors_ZeroAndHandBuilt(t *testing.T) {
 		&lendgraph.TransportError{},
 		&lendgraph.DownloadError{},
 		&lendgraph.PushIncompleteError{},
+		&lendgraph.SearchHostError{},
 	}
 	for _, err := range cases {
 		msg := err.Error()
@@ -256,5 +257,38 @@ func TestErrors_ZeroAndHandBuilt(t *testing.T) {
 	// A typed error built by hand still matches its sentinel.
 	if !errors.Is(&lendgraph.RateLimitError{}, lendgraph.ErrRateLimited) || !errors.Is(&lendgraph.InsufficientCreditsError{}, lendgraph.ErrInsufficientCredits) {
 		t.Error("a hand-built typed error does not match its sentinel")
+	}
+}
+
+// Nil pointers of every typed error print and unwrap without a panic.
+func TestErrors_NilPointers(t *testing.T) {
+	var apiErr *lendgraph.APIError
+	for _, err := range []error{
+		(*lendgraph.InsufficientCreditsError)(nil), (*lendgraph.EntitlementError)(nil), (*lendgraph.MaxRowsError)(nil),
+		(*lendgraph.ValidationError)(nil), (*lendgraph.LimitError)(nil), (*lendgraph.RateLimitError)(nil),
+		(*lendgraph.JobError)(nil), (*lendgraph.DecodeError)(nil), (*lendgraph.TransportError)(nil),
+		(*lendgraph.DownloadError)(nil), (*lendgraph.PushIncompleteError)(nil), (*lendgraph.APIError)(nil),
+	} {
+		if msg := err.Error(); !strings.HasPrefix(msg, "lendgraph: ") {
+			t.Errorf("%T(nil) prints %q", err, msg)
+		}
+		_ = errors.As(err, &apiErr)
+		for _, target := range []error{lendgraph.ErrJobCancelled, lendgraph.ErrJobFailed, lendgraph.ErrRateLimited, lendgraph.ErrInsufficientCredits} {
+			_ = errors.Is(err, target)
+		}
+	}
+}
+
+// Options that can only fail every call are refused by NewClient; an
+// option left nil by a condition is skipped.
+func TestNewClient_Options(t *testing.T) {
+	for _, o := range []lendgraph.Option{lendgraph.WithRateLimit(10, 0), lendgraph.WithRateLimit(0, 5), lendgraph.WithMaxRetries(-1)} {
+		var ia *lendgraph.InvalidArgumentError
+		if _, err := lendgraph.NewClient(o); !errors.As(err, &ia) {
+			t.Errorf("%v, want *InvalidArgumentError", err)
+		}
+	}
+	if _, err := lendgraph.NewClient(nil, lendgraph.WithAPIKey("k"), nil); err != nil {
+		t.Fatal(err)
 	}
 }

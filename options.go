@@ -61,7 +61,12 @@ func WithInsecureHTTPLinks() Option { return func(s *settings) { s.insecureLinks
 // per second with bursts of burst. Every attempt, retries included, takes a
 // token; waiting honours the call's context.
 func WithRateLimit(r rate.Limit, burst int) Option {
-	return func(s *settings) { s.limiter = rate.NewLimiter(r, burst) }
+	return func(s *settings) {
+		s.limiter = rate.NewLimiter(r, burst)
+		if r <= 0 || burst < 1 {
+			s.invalid = append(s.invalid, invalidArg("WithRateLimit", "rate %v and burst %d let no request through; use a positive rate and a burst of at least 1, or leave the option out", r, burst))
+		}
+	}
 }
 
 // WithLogger logs each attempt (method, path, status, duration; never a key,

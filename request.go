@@ -159,6 +159,13 @@ func joinURL(base *url.URL, path string, q any) (string, error) {
 	// path arrives escaped (ids went through url.PathEscape), so it is the
 	// wire form: keep it as RawPath, with Path its unescaped twin, and
 	// url.URL does not escape it a second time.
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "." || seg == ".." {
+			// url.PathEscape keeps dots, and a server would resolve them
+			// to another path: no record has such an id.
+			return "", invalidArg("id", "%q cannot be an id: in a URL path it names another resource", seg)
+		}
+	}
 	u := *base
 	u.RawPath = strings.TrimRight(base.EscapedPath(), "/") + path
 	p, err := url.PathUnescape(u.RawPath)

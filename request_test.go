@@ -102,6 +102,33 @@ func TestClient_PathIDsEscapedOnce(t *testing.T) {
 	}
 }
 
+// The ids "." and ".." would name another path once a server resolves
+// them: they are refused before any request.
+func TestClient_DotIDsRefused(t *testing.T) {
+	rec := &pathRecorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(srv.URL), lendgraph.WithAPIKey("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []string{".", ".."} {
+		_, err1 := c.Agents.Get(ctx, id)
+		_, err2 := c.Properties.EnrichJob(id).Status(ctx)
+		_, err3 := c.Agents.DeliveryJob(id).Cancel(ctx)
+		for _, err := range []error{err1, err2, err3} {
+			var ia *lendgraph.InvalidArgumentError
+			if !errors.As(err, &ia) {
+				t.Errorf("id %q: %v, want *InvalidArgumentError", id, err)
+			}
+		}
+	}
+	if rec.received != 0 {
+		t.Fatalf("%d requests reached the server", rec.received)
+	}
+}
+
 // Saved-filter ids are refused before any request unless they match
 // [\w-]{1,32}, so no escaping can reach the server.
 func TestSavedFilters_IDRefusedBeforeRequest(t *testing.T) {

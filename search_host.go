@@ -277,20 +277,6 @@ func (h *SearchHost) query(ctx context.Context, tok *SearchToken, index SearchIn
 
 func searchPath(index SearchIndex) string { return "/indexes/" + string(index) + "/search" }
 
-// SearchHostError is a non-2xx answer of the search host, with the members
-// of its error body ({message, code, type, link}, Meilisearch's shape). It
-// matches the sentinel of its status with errors.Is (ErrUnauthorized for
-// 401, ErrForbidden for 403, ErrUnavailable for 503, ...) and unwraps to the
-// *APIError that holds the status, the message, the code and the raw body.
-type SearchHostError struct {
-	*APIError
-	// Index is the index queried.
-	Index SearchIndex
-	// Type and Link are the "type" and "link" members of the host's error
-	// body (Message and Code are on the APIError).
-	Type, Link string
-}
-
 // newSearchHostError reads the host's error body.
 func newSearchHostError(index SearchIndex, status int, h http.Header, body []byte, truncated bool) error {
 	e := &SearchHostError{Index: index, APIError: &APIError{StatusCode: status, Method: http.MethodPost,
@@ -309,29 +295,6 @@ func (e *SearchHostError) redact(secret string) {
 	}
 	e.Message = strings.ReplaceAll(e.Message, secret, "[redacted]")
 	e.Body = []byte(strings.ReplaceAll(string(e.Body), secret, "[redacted]"))
-}
-
-// Error implements the error interface.
-func (e *SearchHostError) Error() string {
-	if e.APIError == nil {
-		return fmt.Sprintf("lendgraph: search host error on index %q", e.Index)
-	}
-	s := fmt.Sprintf("lendgraph: search host %s %s: %d %s", e.Method, e.Path, e.StatusCode, http.StatusText(e.StatusCode))
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	if e.Code != "" {
-		s += " (code " + e.Code + ")"
-	}
-	return s
-}
-
-// Unwrap returns the *APIError, for errors.As.
-func (e *SearchHostError) Unwrap() error {
-	if e.APIError == nil {
-		return nil
-	}
-	return e.APIError
 }
 
 // Is matches the sentinel of the status, as *APIError does.

@@ -19,6 +19,8 @@ type EnrichmentAPI interface {
 	Enrich(ctx context.Context, id string, opts *EnrichOptions) (*EnrichResult, error)
 	EnrichBulk(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichJob, error)
 	EnrichJob(id string) *EnrichJob
+	PlanEnrichBulk(ids []string, opts *EnrichBulkOptions) (*EnrichPlan, error)
+	EnrichBulkAll(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichBatch, error)
 	Enrichments(ctx context.Context, req *EnrichmentsRequest) (*EnrichmentPage, error)
 	EnrichmentsPager(req *EnrichmentsRequest) (*Pager[EnrichmentEntry], error)
 	AllEnrichments(ctx context.Context, req *EnrichmentsRequest) iter.Seq2[EnrichmentEntry, error]

@@ -98,7 +98,7 @@ func ExampleSearchHost_Search_pagesAndFacets() {
 	// Andrew Smith 1
 	// Andrew Smith 1
 	// Anthony Smithson 1
-	// 94 matches on 32 pages; 20 in TX
+	// 94 matches on 32 pages; 18 in TX
 }
 
 // A backend hands search tokens to its browser clients, keeping the API key

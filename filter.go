@@ -65,9 +65,18 @@ func In(field string, vs ...any) *Filter { return &Filter{Field: field, Op: OpIn
 // condition with a field name and an operator.
 func (f *Filter) Validate() error { return f.validate("AdvancedFilters") }
 
-func (f *Filter) validate(at string) error {
+// maxFilterDepth bounds the nesting of an advanced filter: far above any
+// real query, and low enough that encoding one stays cheap.
+const maxFilterDepth = 64
+
+func (f *Filter) validate(at string) error { return f.validateDepth(at, 1) }
+
+func (f *Filter) validateDepth(at string, depth int) error {
 	if f == nil {
 		return invalidArg(at, "is nil")
+	}
+	if depth > maxFilterDepth {
+		return invalidArg(at, "the filter is nested more than %d levels deep; flatten it (And and Or take any number of conditions)", maxFilterDepth)
 	}
 	n := 0
 	if f.And != nil {
@@ -86,25 +95,29 @@ func (f *Filter) validate(at string) error {
 		return invalidArg(at, "a filter node must be exactly one of And, Or, Not or a field condition; this one has %d", n)
 	}
 	for i, c := range f.And {
-		if err := c.validate(fmt.Sprintf("%s.And[%d]", at, i)); err != nil {
+		if err := c.validateDepth(fmt.Sprintf("%s.And[%d]", at, i), depth+1); err != nil {
 			return err
 		}
 	}
 	for i, c := range f.Or {
-		if err := c.validate(fmt.Sprintf("%s.Or[%d]", at, i)); err != nil {
+		if err := c.validateDepth(fmt.Sprintf("%s.Or[%d]", at, i), depth+1); err != nil {
 			return err
 		}
 	}
 	if f.Not != nil {
-		return f.Not.validate(at + ".Not")
+		return f.Not.validateDepth(at+".Not", depth+1)
 	}
 	if f.Field != "" || f.Op != "" {
 		if f.Field == "" || f.Op == "" {
 			return invalidArg(at, "a field condition needs both Field and Op")
 		}
 		if f.Op == OpIn {
-			if _, ok := f.Value.([]any); !ok {
+			vs, ok := f.Value.([]any)
+			if !ok {
 				return invalidArg(at, "op in needs a list of values")
+			}
+			if len(vs) == 0 {
+				return invalidArg(at, "op in on %q has no values; name at least one (In(field, v1, v2...))", f.Field)
 			}
 		}
 	}

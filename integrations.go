@@ -130,10 +130,17 @@ func (r *CRMPushRequest) validate(maxIDs int) error {
 	if maxIDs > 0 && len(r.IDs) > maxIDs {
 		return invalidArg("IDs", "%d ids; one push takes at most %d: use PushCRMAll to send larger sets in batches", len(r.IDs), maxIDs)
 	}
+	seen := make(map[string]int, len(r.IDs))
 	for i, id := range r.IDs {
 		if id == "" {
 			return invalidArg(fmt.Sprintf("IDs[%d]", i), "must not be empty")
 		}
+		// Each id is pushed and charged as sent: a repeat would write the
+		// same record again and charge for it again.
+		if j, dup := seen[id]; dup {
+			return invalidArg(fmt.Sprintf("IDs[%d]", i), "%q repeats IDs[%d]; each push charges per id sent, so send each record once", id, j)
+		}
+		seen[id] = i
 	}
 	return nil
 }

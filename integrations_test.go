@@ -196,3 +196,12 @@ func TestPushResponseKeepsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// A push that names an id twice would write and charge the record twice:
+// refused before any request.
+func TestIntegrations_PushCRMDuplicateIDs(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10))
+	_, err := srv.Client().Integrations.PushCRM(context.Background(), &lendgraph.CRMPushRequest{
+		Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: []string{"agt_1", "agt_2", "agt_1"}})
+	wantInvalid(t, srv, err, "IDs[2]")
+}

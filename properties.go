@@ -26,7 +26,6 @@ type PropertiesQueryAPI interface {
 
 var _ PropertiesQueryAPI = (*PropertiesService)(nil)
 
-// PropertiesService serves properties: search (List, All), detail, and the
 // PropertiesAPI is everything c.Properties offers: records, counts and
 // charts, enrichment, and bulk delivery.
 type PropertiesAPI interface {
@@ -37,7 +36,9 @@ type PropertiesAPI interface {
 
 var _ PropertiesAPI = (*PropertiesService)(nil)
 
-// property-only calls (enrichment, count, chart, related records).
+// PropertiesService serves properties: search (List, All), detail, bulk
+// delivery, and the property-only calls (enrichment, count, chart, related
+// records).
 type PropertiesService struct {
 	*ResourceService[Property]
 	*DeliveryService[Property]

@@ -81,7 +81,7 @@ func (d *JobDouble[S]) Cancel(ctx context.Context, id string) (*S, error) {
 	}
 	cur := d.Statuses[min(max(d.polls, 1), len(d.Statuses))-1]
 	if d.cancelled != nil || stateOf(&cur).Terminal() {
-		return nil, &lendgraph.APIError{StatusCode: http.StatusConflict, Method: http.MethodDelete, Message: "job already finished"}
+		return nil, &lendgraph.APIError{StatusCode: http.StatusConflict, Method: http.MethodDelete, Path: "job " + id, Message: "job already finished"}
 	}
 	setJobState(&cur, lendgraph.JobCancelled)
 	d.cancelled = &cur
@@ -135,8 +135,20 @@ func setJobState[S lendgraph.EnrichJobStatus | lendgraph.DeliveryStatus](s *S, s
 // statuses the job is already completed, every property matched.
 func NewEnrichJob(id string, results []lendgraph.EnrichmentResultEntry, statuses ...lendgraph.EnrichJobStatus) *lendgraph.EnrichJob {
 	if len(statuses) == 0 {
-		n := int64(len(results))
-		statuses = []lendgraph.EnrichJobStatus{{JobID: id, Status: lendgraph.JobCompleted, Total: n, Succeeded: n, ChargedCount: n}}
+		var ok, failed int64
+		for _, r := range results {
+			if r.Error != "" {
+				failed++
+			} else {
+				ok++
+			}
+		}
+		statuses = []lendgraph.EnrichJobStatus{{Status: lendgraph.JobCompleted, Total: ok + failed, Succeeded: ok, Failed: failed, ChargedCount: ok}}
+	}
+	for i := range statuses {
+		if statuses[i].JobID == "" {
+			statuses[i].JobID = id
+		}
 	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -154,8 +166,8 @@ func NewEnrichJob(id string, results []lendgraph.EnrichmentResultEntry, statuses
 
 // NewDeliveryJob returns a handle on a scripted bulk delivery job whose
 // file holds rows in format, written as the API writes deliveries (ndjson
-// gzipped; nested values as JSON strings in csv and parquet; columns from
-// the first row's members): Rows yields them back, Download writes the
+// gzipped; nested values as JSON strings in csv and parquet; a column for
+// every member any row has): Rows yields them back, Download writes the
 // file. Status and Wait see statuses in turn (the last repeats); with none
 // the job is already completed. A status without Format gets format.
 func NewDeliveryJob[T any](id string, format lendgraph.Format, rows []T, statuses ...lendgraph.DeliveryStatus) (*lendgraph.DeliveryJob[T], error) {
@@ -165,11 +177,14 @@ func NewDeliveryJob[T any](id string, format lendgraph.Format, rows []T, statuse
 	}
 	if len(statuses) == 0 {
 		n := int64(len(rows))
-		statuses = []lendgraph.DeliveryStatus{{JobID: id, Status: lendgraph.JobCompleted, Processed: n, EstimatedTotal: n, ChargedCount: &n, Bytes: int64(len(file))}}
+		statuses = []lendgraph.DeliveryStatus{{ Status: lendgraph.JobCompleted, Processed: n, EstimatedTotal: n, ChargedCount: &n, Bytes: int64(len(file))}}
 	}
 	for i := range statuses {
 		if statuses[i].Format == "" {
 			statuses[i].Format = format
+		}
+		if statuses[i].JobID == "" {
+			statuses[i].JobID = id
 		}
 	}
 	j := lendgraph.NewDeliveryJob[T](id, &JobDouble[lendgraph.DeliveryStatus]{Statuses: statuses, File: file})
@@ -182,13 +197,19 @@ func NewDeliveryJob[T any](id string, format lendgraph.Format, rows []T, statuse
 func EncodeRows[T any](format lendgraph.Format, rows []T) ([]byte, error) {
 	records := make([]Record, 0, len(rows))
 	var columns []string
+	seen := map[string]bool{}
 	for i, r := range rows {
 		rec, keys, err := recordOf(r)
 		if err != nil {
 			return nil, fmt.Errorf("lendgraphtest: row %d: %w", i, err)
 		}
-		if i == 0 {
-			columns = keys
+		// Every member any row has is a column (omitempty leaves members
+		// out of some rows), in the order they first appear.
+		for _, k := range keys {
+			if !seen[k] {
+				seen[k] = true
+				columns = append(columns, k)
+			}
 		}
 		records = append(records, rec)
 	}

@@ -144,7 +144,7 @@ func Example_stubSearchMarketAndCRM() {
 	fmt.Println(mv.Data[0].CompanyName, mv.Data[0].Net)
 	crm := &integrationsDouble{}
 	var api lendgraph.IntegrationsAPI = crm
-	out, _ := api.PushCRM(ctx, &lendgraph.CRMPushRequest{Entity: "agents", IDs: []string{"agt_1", "agt_2"}})
+	out, _ := api.PushCRM(ctx, &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, IDs: []string{"agt_1", "agt_2"}})
 	fmt.Println(out.Summary.Created, crm.pushed)
 	// Output:
 	// smith

@@ -83,6 +83,14 @@ func (s *PropertiesService) EnrichBulkAll(ctx context.Context, ids []string, opt
 // (errors.Is ErrJobFailed / ErrJobCancelled). Cancelling ctx stops waiting
 // and leaves the jobs running on the server.
 func (b *EnrichBatch) Wait(ctx context.Context, opts ...WaitOption) ([]*EnrichJobStatus, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
+	for i, j := range b.Jobs {
+		if j == nil {
+			return nil, invalidArg(fmt.Sprintf("Jobs[%d]", i), "is nil; a batch holds the jobs that Submit or EnrichBulkAll returned (re-attach one by id with PropertiesService.EnrichJob)")
+		}
+	}
 	if len(b.Jobs) == 0 {
 		return nil, nil
 	}

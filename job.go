@@ -142,6 +142,9 @@ func waitJob[S jobStatus](ctx context.Context, j job, opts []WaitOption, state f
 // a failure: the loop waits for the server's Retry-After and polls again.
 // A state the SDK does not know counts as running.
 func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (*S, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	cfg := waitConfig{poll: poll.Default}
 	for _, o := range opts {
 		o(&cfg)
@@ -190,8 +193,8 @@ func waitFor[S jobStatus](ctx context.Context, kind, id string, opts []WaitOptio
 		return false, h, nil
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", kind, id, ctx.Err())
+		if cerr := ctxErr(ctx); cerr != nil {
+			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", kind, id, cerr)
 		}
 		return last, err
 	}

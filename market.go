@@ -2,6 +2,7 @@ package lendgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -243,6 +244,9 @@ type computingBody struct {
 // request until rows come, or ctx ends (at once, no goroutine left).
 // The parameters are checked before any request.
 func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opts ...MovementOption) (*MostGainedResponse, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -278,6 +282,9 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 		return true, poll.Hint{}, nil
 	})
 	if err != nil {
+		if cerr := ctxErr(ctx); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("lendgraph: waiting for market movement: %w", cerr)
+		}
 		return nil, err
 	}
 	return out, nil

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
 // attemptTransport cuts an attempt that takes longer than timeout
@@ -112,7 +114,8 @@ func (e *attemptTimeoutError) Is(target error) bool { return e.body && target ==
 // ResponseHeaderTimeout cut the attempt. Other errors are returned as they
 // are.
 func attemptTimeout(err error) error {
-	if err == nil || err == context.DeadlineExceeded || !errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || err == context.DeadlineExceeded || !errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, retry.ErrNoRetry) { // the rate limiter's: the call's deadline
 		return err
 	}
 	var at *attemptTimeoutError

@@ -113,6 +113,9 @@ func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) e
 	if j.id == "" {
 		return invalidArg("id", "the %s job id is empty", j.kind)
 	}
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	actx, sent := countAttempts(ctx)
 	_, err := j.client.send(actx, request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
 	if errors.Is(err, ErrJobFinished) && sent.Load() > 1 {

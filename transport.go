@@ -95,6 +95,9 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	o, _ := req.Context().Value(outcomeKey{}).(*outcome)
 	if o != nil {
+		if err := req.Context().Err(); err != nil {
+			return nil, err // ended before sending: nothing happened
+		}
 		o.acted.Store(true) // from here on the server may act
 	}
 	resp, err := t.next.RoundTrip(r)

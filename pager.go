@@ -125,16 +125,17 @@ func (p *Pager[T]) NextPage(ctx context.Context) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	return items, p.advance(pos.cursor, next, p.seen)
+	return items, p.advance(pos.cursor, next)
 }
 
 // advance records that the page fetched with cursor arrived, naming next as
-// the page after it. A cursor that comes back a second time in seen is an
-// error, not an endless loop.
-func (p *Pager[T]) advance(cursor, next string, seen map[string]struct{}) error {
+// the page after it. A cursor that comes back a second time in one walk is
+// an error, not an endless loop.
+func (p *Pager[T]) advance(cursor, next string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cursor, p.next, p.partial = cursor, next, false
+	seen := p.seen
 	seen[cursor] = struct{}{}
 	if next == "" {
 		p.done = true
@@ -184,6 +185,7 @@ func (p *Pager[T]) All(ctx context.Context) iter.Seq2[T, error] {
 		defer p.release()
 		p.mu.Lock()
 		p.next, p.done, p.partial = start.cursor, start.done, false
+		p.seen = map[string]struct{}{} // a new walk from start
 		p.mu.Unlock()
 		if start.done {
 			return
@@ -223,10 +225,9 @@ func (p *Pager[T]) walk(ctx context.Context, cursor string, yield func(T, error)
 			return false
 		}
 	}
-	seen := map[string]struct{}{}
 	items, next, err := p.fetch(ctx, cursor)
 	if err == nil {
-		err = p.advance(cursor, next, seen)
+		err = p.advance(cursor, next)
 	}
 	for {
 		if err != nil && len(items) == 0 {
@@ -262,7 +263,7 @@ func (p *Pager[T]) walk(ctx context.Context, cursor string, yield func(T, error)
 		cursor = next
 		items, next, err = r.items, r.next, r.err
 		if err == nil {
-			err = p.advance(cursor, next, seen)
+			err = p.advance(cursor, next)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package lendgraph
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -82,6 +83,8 @@ type settings struct {
 	insecureLinks bool
 	// invalid holds what options found wrong with their own arguments.
 	invalid []error
+	// attemptTimeout bounds one attempt (WithAttemptTimeout); 0: none.
+	attemptTimeout time.Duration
 }
 
 // NewClient returns a client configured by opts. Bad options (an empty or
@@ -119,6 +122,9 @@ func NewClient(opts ...Option) (*Client, error) {
 	base, err := parseBaseURL(raw)
 	if err != nil {
 		return nil, err
+	}
+	if s.attemptTimeout < 0 {
+		return nil, fmt.Errorf("lendgraph: WithAttemptTimeout(%s): use 0 for no per-attempt timeout", s.attemptTimeout)
 	}
 	if s.maxRetries < 0 {
 		return nil, invalidArg("WithMaxRetries", "%d is negative; use 0 to disable retries", s.maxRetries)
@@ -158,6 +164,9 @@ func NewClient(opts ...Option) (*Client, error) {
 	inner := hc.Transport
 	if inner == nil {
 		inner = http.DefaultTransport
+	}
+	if s.attemptTimeout > 0 {
+		inner = &attemptTransport{next: inner, timeout: s.attemptTimeout}
 	}
 	// Every response's headers are redacted before anything reads them.
 	logged := &logTransport{next: &redactTransport{next: inner, client: c}, logger: c.logger}
@@ -211,16 +220,53 @@ func (c *Client) newRetryClient(hc *http.Client, maxRetries int) *retryablehttp.
 		RetryMax:     maxRetries,
 		CheckRetry:   c.policy.CheckRetry,
 		Backoff:      c.policy.Backoff,
-		// Keep the last response so its status and body become an APIError.
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
+		ErrorHandler: keepLastResponse,
 	}
 }
 
-// BaseURL returns the API base address the client sends to.
-func (c *Client) BaseURL() string { return c.base.String() }
+// keepLastResponse is the retry client's ErrorHandler: the last response of
+// a call whose retries ended is returned, so that its status and body
+// become an APIError. A response that comes with an error (a context
+// cancelled right after the headers arrived) is closed and dropped: the
+// caller gets the error alone, and net/http, when the retry client sits
+// under an http.Client (the search host), gets no response to drop unclosed
+// and log about. An attempt's own timeout is reworded (attemptTimeout):
+// when the call's context ended, the retry policy returned its bare error.
+func keepLastResponse(resp *http.Response, err error, _ int) (*http.Response, error) {
+	if err != nil && resp != nil {
+		_ = resp.Body.Close()
+		resp = nil
+	}
+	return resp, attemptTimeout(err)
+}
+
+// errNotSetUp is what a call on a Client not made by NewClient returns.
+var errNotSetUp error = &InvalidArgumentError{Arg: "Client",
+	Problem: "is not set up: create clients with lendgraph.NewClient (a zero lendgraph.Client{} or a nil *Client has no address, key or transport)"}
+
+// ready checks what every call needs before it sends anything: a client
+// made by NewClient and a non-nil context.
+func (c *Client) ready(ctx context.Context) error {
+	if c == nil || c.api == nil || c.key == nil || c.base == nil {
+		return errNotSetUp
+	}
+	return checkCtx(ctx)
+}
+
+// BaseURL returns the API base address the client sends to (empty for a
+// Client not made by NewClient).
+func (c *Client) BaseURL() string {
+	if c == nil || c.base == nil {
+		return ""
+	}
+	return c.base.String()
+}
 
 // String describes the client without its credentials.
 func (c *Client) String() string {
+	if c == nil || c.base == nil || c.key == nil {
+		return "lendgraph.Client{not set up: use lendgraph.NewClient}"
+	}
 	return fmt.Sprintf("lendgraph.Client{BaseURL: %s, APIKey: %s}", c.base, *c.key)
 }
 

@@ -272,18 +272,36 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, erro
 // (nothing touches the disk); parquet, which needs random access, is
 // downloaded to a temporary file first (removed when the loop ends) and
 // read one row group at a time. A job still queued or running is waited
-// for first. Breaking out of the loop or cancelling ctx stops the download;
-// no goroutine is left behind. Errors end the sequence.
+// for first. Errors end the sequence.
+//
+// The sequence follows the package's iterator contract: every range
+// downloads the file again and yields it from its first row; ranges in
+// several goroutines are independent; break or a panic in the loop body
+// closes the download at once (even one stalled mid-body) and returns
+// with no goroutine, connection or temporary file left; cancelling ctx
+// ends the sequence with an error matching ctx's error and cause, the same
+// in every format.
 func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Seq2[T, error] {
+	if err := checkCtx(ctx); err != nil {
+		return errSeq[T](err)
+	}
 	return func(yield func(T, error) bool) {
 		var zero T
+		// fail yields err, or the context's error once ctx has ended (a
+		// failed read caused by the cancellation says less).
+		fail := func(err error) bool {
+			if cerr := ctxErr(ctx); cerr != nil {
+				err = fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, cerr)
+			}
+			return yield(zero, err)
+		}
 		st, err := j.completed(ctx)
 		if err != nil {
-			yield(zero, err)
+			fail(err)
 			return
 		}
 		if st.Format == FormatParquet {
-			j.parquetRows(ctx, st, yield)
+			j.parquetRows(ctx, st, yield, fail)
 			return
 		}
 		if !slices.Contains(deliveryFormats, st.Format) {
@@ -296,38 +314,54 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 			return
 		}
 		defer rc.Close()
-		for row, err := range DecodeRows[T](rc, st.Format, opts...) {
-			if ctx.Err() != nil {
-				yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, context.Cause(ctx)))
+		done := ctx.Done()
+		for row, err := range decodeRows[T](rc, st.Format, opts...) {
+			select {
+			case <-done:
+				err = ctxErr(ctx)
+			default:
+			}
+			if err != nil {
+				// Close the download first: the decoder's reader must not
+				// wait for the network before the loop can return.
+				_ = rc.Close()
+				fail(err)
 				return
 			}
-			if !yield(row, err) || err != nil {
+			// Breaking (or panicking) closes the download before the
+			// decoder waits for its reader.
+			if !yieldClosing(yield, rc, row, nil) {
 				return
 			}
 		}
 	}
 }
 
-func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yield func(T, error) bool) {
-	var zero T
+func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yield func(T, error) bool, fail func(error) bool) {
 	f, err := os.CreateTemp("", "lendgraph-delivery-*.parquet")
 	if err != nil {
-		yield(zero, fmt.Errorf("lendgraph: a temporary file for the parquet delivery: %w", err))
+		fail(fmt.Errorf("lendgraph: a temporary file for the parquet delivery: %w", err))
 		return
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
 	n, err := j.Download(ctx, f)
 	if err != nil {
-		yield(zero, err)
+		fail(err)
 		return
 	}
+	done := ctx.Done()
 	for row, err := range DecodeParquet[T](f, n) {
-		if ctx.Err() != nil {
-			yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, ctx.Err()))
+		select {
+		case <-done:
+			err = ctxErr(ctx)
+		default:
+		}
+		if err != nil {
+			fail(err)
 			return
 		}
-		if !yield(row, err) || err != nil {
+		if !yield(row, nil) {
 			return
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"reflect"
+	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -47,10 +48,37 @@ func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxL
 //     memory here).
 //
 // A truncated or corrupt file yields every whole row before the damage and
-// then an error naming the format and where (row, line or byte offset).
-// Rows are decoded in parallel batches on GOMAXPROCS goroutines; breaking
-// out of the loop stops them before the iterator returns.
+// then an error naming the format and where (row, line or byte offset); an
+// empty (0-byte) file is an error in every format: even a delivery of no
+// rows has a gzip header, a csv header line, "[]" or a parquet footer.
+//
+// The sequence follows the package's iterator contract. Ranging it again
+// reads r again from where the first range started when r is an io.Seeker
+// (an *os.File, a *bytes.Reader); any other reader cannot be rewound, and
+// a second range yields an error instead of rows. Two ranges at the same
+// time are refused (the second yields an error): they would share r.
+//
+// Rows are decoded in parallel batches on GOMAXPROCS goroutines, one of
+// which reads r. Stopping the loop (break, a panic in its body, an error)
+// stops them all before the iterator returns, and waits for a Read of r
+// in progress to return: DecodeRows cannot interrupt a Read it did not
+// start. When r can block for long (a network body, a pipe), make its Read
+// return before you stop: close r (from the loop body, before break, or
+// from another goroutine), or cancel the request that feeds it.
+// DeliveryJob.Rows does this for you.
 func DecodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T, error] {
+	if r == nil {
+		return errSeq[T](errNilReader("r"))
+	}
+	if !slices.Contains(deliveryFormats, f) {
+		return errSeq[T](invalidArg("Format", "%q is not a delivery format; use ndjson, json, csv or parquet", f))
+	}
+	return replayable(r, func(r io.Reader) iter.Seq2[T, error] { return decodeRows[T](r, f, opts...) })
+}
+
+// decodeRows is DecodeRows for one range over r, for callers that open a
+// new stream for every range (DeliveryJob.Rows).
+func decodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T, error] {
 	var cfg decodeConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -86,7 +114,15 @@ func DecodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T,
 // fields decode into the row's nested fields; fields missing from a file
 // narrowed by `fields` stay zero; columns the row type lacks land in its
 // Extra fields. A corrupt file is an error, never a panic.
+//
+// The sequence follows the package's iterator contract: r is read at
+// offsets, never moved, so every range reads the whole file again, and
+// ranges in several goroutines at once are independent (io.ReaderAt allows
+// parallel reads).
 func DecodeParquet[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
+	if r == nil {
+		return errSeq[T](errNilReader("r"))
+	}
 	return formats.Stream("parquet", formats.Parquet(r, size, schemaOf[T]()), rowDecoder[T](), formats.ParquetInFlight)
 }
 

@@ -28,6 +28,45 @@
 // http while the API is https (unless WithInsecureHTTPLinks); otherwise the
 // call fails with an error matching ErrUnsafeLink before anything is sent.
 //
+// # Iterators
+//
+// Every iter.Seq2 the SDK returns (ResourceService.All and the other All*
+// methods, Pager.All, Enrichments, DeliveryJob.Rows, EnrichJob.ResultRows,
+// DecodeRows, DecodeParquet, DecodeEnrichmentResults) keeps one contract:
+//
+//   - Ranging a sequence again starts it over: a list from the request's
+//     first page (Pager.All: from where the pager stood when All was
+//     called), a delivery or results file from its first row, downloaded
+//     again. Nothing is skipped and nothing is invented. A decoder over an
+//     io.Reader starts over only when the reader can seek back (an
+//     io.Seeker such as an *os.File); over any other reader a second range
+//     yields an error instead of rows.
+//   - Ranging one sequence from several goroutines at once is safe where
+//     the ranges are independent (the All* methods, Enrichments, Rows,
+//     ResultRows, DecodeParquet), and refused where they would share one
+//     cursor or one reader (Pager.All and NextPage on one Pager, DecodeRows
+//     and DecodeEnrichmentResults over one reader): the second range
+//     yields an error as its only element. It is never a silent short read.
+//   - break, return or a panic in the loop body stops the sequence within a
+//     bounded time, however stalled the network is: prefetches and
+//     downloads are cancelled and closed before the iterator returns, and
+//     no goroutine, connection or temporary file is left. A Pager left in
+//     the middle of a page reads that page again next time. (DecodeRows
+//     reads a reader you gave it: see its documentation for a Read that
+//     blocks.)
+//   - Cancelling the context ends the sequence at the next element with an
+//     error e for which errors.Is(e, ctx.Err()) holds and, for a context
+//     ended with a cause (context.WithCancelCause, WithTimeoutCause),
+//     errors.Is(e, context.Cause(ctx)) too; the same in every file format.
+//   - An error is yielded once, as the last element; the zero value comes
+//     with it.
+//
+// # Misuse
+//
+// A call given a nil context, a nil reader, a nil job or a Client not made
+// by NewClient returns an *InvalidArgumentError saying what to pass instead
+// (an iterator yields it as its only element), before any request is sent.
+//
 // For tests, package lendgraphtest starts an in-process fake of the API that
 // follows the reference's rules.
 package lendgraph

@@ -72,6 +72,9 @@ func (d *downloadStream) Close() error {
 // close-delimited body), a connection cut short is still told from the end
 // of the file. size is -1 when unknown.
 func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFunc, w io.Writer, size int64) (int64, error) {
+	if err := c.ready(ctx); err != nil {
+		return 0, err
+	}
 	var written int64
 	cur := first
 	stalls := 0
@@ -81,8 +84,8 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 			return written, &DownloadError{Written: written, Size: size, Err: lastErr}
 		}
 		if stalls > 0 {
-			if err := retry.Wait(ctx, c.policy.Jitter(stalls-1)); err != nil {
-				return written, &DownloadError{Written: written, Size: size, Err: err}
+			if retry.Wait(ctx, c.policy.Jitter(stalls-1)) != nil {
+				return written, &DownloadError{Written: written, Size: size, Err: ctxErr(ctx)}
 			}
 		}
 		if cur == "" {
@@ -107,10 +110,10 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 			return written, nil
 		}
 		var werr *writeError
-		if errors.As(err, &werr) || ctx.Err() != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
+		if cerr := ctxErr(ctx); cerr != nil {
+			return written, &DownloadError{Written: written, Size: size, Err: cerr}
+		}
+		if errors.As(err, &werr) {
 			return written, &DownloadError{Written: written, Size: size, Err: err}
 		}
 		var perm *permanentError
@@ -142,7 +145,7 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64,
 	if err := c.checkLinkString("results link", link.Reveal()); err != nil {
 		return 0, -1, false, false, &permanentError{err}
 	}
-	req, err := retryablehttp.NewRequestWithContext(retry.WithKind(ctx, retry.Idempotent), http.MethodGet, link.Reveal(), nil)
+	req, err := retryablehttp.NewRequestWithContext(retry.WithKind(streaming(ctx), retry.Idempotent), http.MethodGet, link.Reveal(), nil)
 	if err != nil {
 		return 0, -1, false, false, &permanentError{fmt.Errorf("bad link %s: %v", link, redactError(err))}
 	}
@@ -156,7 +159,10 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64,
 	}
 	resp, err := c.plain.Do(req)
 	if err != nil {
-		return 0, -1, false, false, redactError(err)
+		if resp != nil {
+			resp.Body.Close() // a response that came with an error (a cancel right after the headers)
+		}
+		return 0, -1, false, false, redactError(attemptTimeout(err))
 	}
 	defer resp.Body.Close()
 	if d, ok := retry.RetryAfter(resp.Header, c.now()); ok && resp.StatusCode >= 300 {
@@ -206,7 +212,7 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64,
 	}
 	n, err = copyTo(w, resp.Body)
 	if err != nil {
-		return n, total, false, false, err
+		return n, total, false, false, attemptTimeout(err)
 	}
 	if total >= 0 && offset+n != total {
 		return n, total, false, false, fmt.Errorf("connection closed at byte %d of %d", offset+n, total)

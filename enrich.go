@@ -105,8 +105,16 @@ type EnrichCounts struct {
 // enriched property is served from the cache, free; a live lookup debits
 // one credit only when it finds a person (Reason fresh_skip_trace).
 //
-// The call may debit a credit, so it is never repeated after the server may
-// have acted: only a 429 or a connection that never opened is retried.
+// Without Refresh the call is retried like a read (5xx, a reset or cut
+// connection, an attempt timeout): the reference serves a property already
+// enriched from the cache, free, so a repeat after a lost answer cannot
+// charge twice and returns the result that was paid for. The answer then
+// describes the repeat (Reason member_cache_hit, Charged false), although
+// the lost attempt may have debited the credit. With Refresh every lookup is
+// charged, so the call is never repeated after the server may have acted
+// (only a 429 or a connection that never opened is retried), and such a
+// failure matches ErrOutcomeUnknown.
+//
 // Errors: 400 (no usable address on the parcel or any associated record),
 // *InsufficientCreditsError (402, with Balance and Cost), ErrNotFound (404),
 // and a 502 *APIError when the enrichment provider failed.
@@ -115,12 +123,17 @@ func (s *PropertiesService) Enrich(ctx context.Context, id string, opts *EnrichO
 		return nil, invalidArg("id", "must not be empty: pass the property's id")
 	}
 	refresh := opts != nil && opts.Refresh
+	// Enrichment rule 2: without refresh a repeat is a free cache hit.
+	kind := retry.Idempotent
+	if refresh {
+		kind = retry.Unrepeatable
+	}
 	var out EnrichResult
 	_, err := s.client.send(ctx, request{
 		method: http.MethodPost,
 		path:   "/v1/properties/" + url.PathEscape(id) + "/enrich",
 		query:  url.Values{"refresh": {strconv.FormatBool(refresh)}},
-		kind:   retry.Unrepeatable,
+		kind:   kind,
 	}, &out)
 	if err != nil {
 		return nil, err

@@ -85,6 +85,14 @@ func (s *PropertiesService) EnrichBulkAll(ctx context.Context, ids []string, opt
 // records come back with the error too: each job's last status fetched,
 // nil for a job not polled yet.
 func (b *EnrichBatch) Wait(ctx context.Context, opts ...WaitOption) ([]*EnrichJobStatus, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
+	for i, j := range b.Jobs {
+		if j == nil {
+			return nil, invalidArg(fmt.Sprintf("Jobs[%d]", i), "is nil; a batch holds the jobs that Submit or EnrichBulkAll returned (re-attach one by id with PropertiesService.EnrichJob)")
+		}
+	}
 	if len(b.Jobs) == 0 {
 		return nil, nil
 	}

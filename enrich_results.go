@@ -66,18 +66,42 @@ func (j *EnrichJob) Results(ctx context.Context) (io.ReadCloser, error) {
 }
 
 // ResultRows streams the job's results file and yields one typed entry a
-// property (see DecodeEnrichmentResults). Breaking out of the loop stops
-// the download.
+// property (see DecodeEnrichmentResults).
+//
+// The sequence follows the package's iterator contract: every range
+// downloads the file again and yields it from its first entry; ranges in
+// several goroutines are independent; break or a panic in the loop body
+// stops the download and returns with nothing left behind; cancelling ctx
+// ends the sequence at once with an error matching ctx's error and cause.
 func (j *EnrichJob) ResultRows(ctx context.Context) iter.Seq2[EnrichmentResultEntry, error] {
+	if err := checkCtx(ctx); err != nil {
+		return errSeq[EnrichmentResultEntry](err)
+	}
 	return func(yield func(EnrichmentResultEntry, error) bool) {
+		fail := func(err error) {
+			if cerr := ctxErr(ctx); cerr != nil {
+				err = fmt.Errorf("lendgraph: reading the results of enrichment job %s: %w", j.ID, cerr)
+			}
+			yield(EnrichmentResultEntry{}, err)
+		}
 		rc, err := j.Results(ctx)
 		if err != nil {
-			yield(EnrichmentResultEntry{}, err)
+			fail(err)
 			return
 		}
 		defer rc.Close()
-		for e, err := range DecodeEnrichmentResults(rc) {
-			if !yield(e, err) {
+		done := ctx.Done()
+		for e, err := range decodeEnrichmentResults(rc) {
+			select {
+			case <-done:
+				err = ctxErr(ctx)
+			default:
+			}
+			if err != nil {
+				fail(err)
+				return
+			}
+			if !yield(e, nil) {
 				return
 			}
 		}
@@ -106,8 +130,24 @@ func (j *EnrichJob) resultsLink(ctx context.Context) (SignedURL, error) {
 // one entry a property, streaming. It accepts newline-delimited JSON
 // objects or one JSON array of objects, either of them gzipped or not
 // (told apart from the bytes, not a file name). Anything else fails with an
-// error naming the line or array element; the error is yielded once, last.
+// error naming the line or array element; the error is yielded once, last,
+// and keeps the reader's error in its chain (errors.Is and errors.As).
+//
+// The sequence follows the package's iterator contract. r is read on the
+// loop's goroutine, so stopping the loop returns at once. Ranging it again
+// reads r again from where the first range started when r is an
+// io.Seeker; any other reader cannot be rewound, and a second range yields
+// an error instead of entries. Two ranges at the same time are refused
+// (the second yields an error): they would share r.
 func DecodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error] {
+	if r == nil {
+		return errSeq[EnrichmentResultEntry](errNilReader("r"))
+	}
+	return replayable(r, decodeEnrichmentResults)
+}
+
+// decodeEnrichmentResults is DecodeEnrichmentResults for one range over r.
+func decodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error] {
 	return func(yield func(EnrichmentResultEntry, error) bool) {
 		fail := func(format string, a ...any) {
 			yield(EnrichmentResultEntry{}, fmt.Errorf("lendgraph: enrichment results: "+format, a...))
@@ -116,7 +156,7 @@ func DecodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error
 		if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 			zr, err := gzip.NewReader(br)
 			if err != nil {
-				fail("reading gzip header: %v", err)
+				fail("reading gzip header: %w", err)
 				return
 			}
 			defer zr.Close()
@@ -128,7 +168,7 @@ func DecodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error
 		case errors.Is(err, io.EOF):
 			return // an empty file holds no results
 		case err != nil:
-			fail("reading: %v", err)
+			fail("reading: %w", err)
 		case first == '[':
 			decodeResultArray(br, yield, fail)
 		case first == '{':
@@ -182,7 +222,7 @@ func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 			b = long
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			fail("line %d: %v", line, err)
+			fail("line %d: %w", line, err)
 			return
 		}
 		if t := bytes.TrimSpace(b); len(t) > 0 {
@@ -192,7 +232,7 @@ func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 				return
 			}
 			if derr := unmarshal(t, &e); derr != nil {
-				fail("line %d: %v", line, derr)
+				fail("line %d: %w", line, derr)
 				return
 			}
 			if !yield(e, nil) {
@@ -209,7 +249,7 @@ func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 	budget := &capReader{r: br, left: maxResultEntry, tooLarge: errors.New("one array element is larger than the limit")}
 	dec := jsontext.NewDecoder(budget)
 	if _, err := dec.ReadToken(); err != nil {
-		fail("reading the array: %v", err)
+		fail("reading the array: %w", err)
 		return
 	}
 	for i := 0; ; i++ {
@@ -226,7 +266,7 @@ func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 		case '{':
 			var e EnrichmentResultEntry
 			if err := decodeFrom(dec, &e); err != nil {
-				fail("array element %d: %v", i, err)
+				fail("array element %d: %w", i, err)
 				return
 			}
 			if !yield(e, nil) {
@@ -234,7 +274,7 @@ func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 			}
 		case 0:
 			_, err := dec.ReadToken()
-			fail("array element %d: %v", i, err)
+			fail("array element %d: %w", i, err)
 			return
 		default:
 			fail("array element %d: expected a JSON object, got a JSON %v", i, k)

@@ -151,9 +151,13 @@ func TestEnrichErrors(t *testing.T) {
 		t.Fatalf("no address: %v", err)
 	}
 
+	// With refresh every lookup is charged: a provider failure is not
+	// repeated, and the caller is told the server may have acted.
 	srv.ResetRequests()
 	srv.FailEnrichment(1)
-	if _, err := c.Properties.Enrich(ctx, match, nil); !errors.As(err, &apiErr) || apiErr.StatusCode != 502 {
+	refresh := &lendgraph.EnrichOptions{Refresh: true}
+	if _, err := c.Properties.Enrich(ctx, match, refresh); !errors.As(err, &apiErr) || apiErr.StatusCode != 502 ||
+		!errors.Is(err, lendgraph.ErrOutcomeUnknown) {
 		t.Fatalf("provider failure: %v", err)
 	}
 	if n := srv.CountRequests("POST", "/v1/properties/*/enrich"); n != 1 {
@@ -162,10 +166,23 @@ func TestEnrichErrors(t *testing.T) {
 	if n, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich"); n != 0 {
 		t.Fatal("a failed lookup was charged")
 	}
+	// Without refresh a repeat is a free cache hit (Enrichment rule 2): the
+	// provider failure is retried like a read, and charged once.
+	srv.ResetRequests()
+	srv.FailEnrichment(1)
+	if r, err := c.Properties.Enrich(ctx, match, nil); err != nil || len(r.Data.Persons) == 0 || !r.Charged {
+		t.Fatalf("provider failure once, no refresh: %+v, %v", r, err)
+	}
+	if n := srv.CountRequests("POST", "/v1/properties/*/enrich"); n != 2 {
+		t.Fatalf("%d requests, want 2 (a retry)", n)
+	}
+	if n, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich"); n != 1 {
+		t.Fatalf("%d debits, want 1", n)
+	}
 
 	srv.SetCredits(lendgraphtest.DefaultOrg, 0)
 	var ice *lendgraph.InsufficientCreditsError
-	if _, err := c.Properties.Enrich(ctx, match, nil); !errors.As(err, &ice) || ice.Balance != 0 || ice.Cost != 1 ||
+	if _, err := c.Properties.Enrich(ctx, match, refresh); !errors.As(err, &ice) || ice.Balance != 0 || ice.Cost != 1 ||
 		!errors.Is(err, lendgraph.ErrInsufficientCredits) {
 		t.Fatalf("402: %v", err)
 	}

@@ -37,6 +37,19 @@ var (
 	// ErrUnavailable matches a 503: the backend (for instance instant
 	// search) is not configured or temporarily unavailable.
 	ErrUnavailable = errors.New("lendgraph: service unavailable")
+	// ErrOutcomeUnknown matches the error of a call that charges or acts
+	// (an enrichment with Refresh, a bulk enrichment or delivery submit, an
+	// external CRM push, a state-changing CRM or saved-filter call, Do with
+	// POST or PATCH) when its request may have reached the server: a 5xx,
+	// a connection cut after sending, a response cut or unreadable, an
+	// attempt timeout, a context that ended in flight. The server may have
+	// acted (charged, started a job, written records) although the call
+	// failed, so the SDK did not repeat it. Find out before repeating it:
+	// list the enrichments (Enrichments) or look for the job you would
+	// submit again; read the CRM push status. The error keeps its own type
+	// (errors.As: *APIError, *TransportError, *DecodeError) and the
+	// context's error. Errors that do not match it mean nothing happened.
+	ErrOutcomeUnknown = errors.New("lendgraph: outcome unknown: the server may have acted")
 	// ErrMissingAPIKey is returned by any call that needs the API key when
 	// none was configured (WithAPIKey or $LENDGRAPH_API_KEY).
 	ErrMissingAPIKey = errors.New("lendgraph: no API key: pass lendgraph.WithAPIKey or set LENDGRAPH_API_KEY")
@@ -746,3 +759,15 @@ func (e *SearchHostError) Unwrap() error {
 	}
 	return e.APIError
 }
+
+// outcomeUnknownError marks the error of a call that charges or acts whose
+// request may have been acted on (see ErrOutcomeUnknown).
+type outcomeUnknownError struct{ err error }
+
+// Error implements the error interface.
+func (e *outcomeUnknownError) Error() string {
+	return e.err.Error() + " (outcome unknown: the server may have acted; check before repeating the call)"
+}
+
+// Unwrap returns the error and ErrOutcomeUnknown, for errors.Is and errors.As.
+func (e *outcomeUnknownError) Unwrap() []error { return []error{e.err, ErrOutcomeUnknown} }

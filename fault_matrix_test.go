@@ -49,6 +49,7 @@ type route struct {
 	method  string
 	pattern string                             // path.Match pattern of the route's requests (faults and counting)
 	reason  string                             // ledger reason of the route's charge, "" when free
+	acts    bool                               // not repeated once the server may have acted: its errors say whether it may have (ErrOutcomeUnknown)
 	host    func(*lendgraphtest.Server) string // the route's host; nil: the API
 	opts    []lendgraphtest.Option
 	setup   func(t *testing.T, e *env)
@@ -60,24 +61,36 @@ var (
 		do: func(ctx context.Context, e *env) error { _, err := e.c.Agents.Get(ctx, "agt_0000001"); return err }}
 	routeList = route{name: "read POST list", method: "POST", pattern: "/v1/agents",
 		do: func(ctx context.Context, e *env) error { _, err := e.c.Agents.List(ctx, nil); return err }}
+	// A single enrichment without refresh repeats as a free cache hit
+	// (Enrichment rule 2): it is retried like a read. With refresh every
+	// lookup is charged: it is not.
 	routeEnrich = route{name: "enrich", method: "POST", pattern: "/v1/properties/*/enrich", reason: "enrich",
 		setup: func(t *testing.T, e *env) { e.match = matchingProperty(t, e.srv) },
 		do: func(ctx context.Context, e *env) error {
-			_, err := e.c.Properties.Enrich(ctx, e.match, nil)
+			r, err := e.c.Properties.Enrich(ctx, e.match, nil)
+			if err == nil && len(r.Data.Persons) == 0 {
+				return errors.New("the paid-for result was lost: no persons")
+			}
 			return err
 		}}
-	routeEnrichBulk = route{name: "enrich-bulk", method: "POST", pattern: "/v1/properties/enrich-bulk", reason: "enrich-bulk",
+	routeEnrichRefresh = route{name: "enrich refresh", method: "POST", pattern: "/v1/properties/*/enrich", reason: "enrich", acts: true,
+		setup: func(t *testing.T, e *env) { e.match = matchingProperty(t, e.srv) },
+		do: func(ctx context.Context, e *env) error {
+			_, err := e.c.Properties.Enrich(ctx, e.match, &lendgraph.EnrichOptions{Refresh: true})
+			return err
+		}}
+	routeEnrichBulk = route{name: "enrich-bulk", method: "POST", pattern: "/v1/properties/enrich-bulk", reason: "enrich-bulk", acts: true,
 		setup: func(t *testing.T, e *env) { e.match = matchingProperty(t, e.srv) },
 		do: func(ctx context.Context, e *env) error {
 			_, err := e.c.Properties.EnrichBulk(ctx, []string{e.match}, nil)
 			return err
 		}}
-	routeDeliver = route{name: "delivery submit", method: "POST", pattern: "/v1/agents/bulk-delivery", reason: "delivery",
+	routeDeliver = route{name: "delivery submit", method: "POST", pattern: "/v1/agents/bulk-delivery", reason: "delivery", acts: true,
 		do: func(ctx context.Context, e *env) error {
 			_, err := e.c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10})
 			return err
 		}}
-	routePush = route{name: "CRM push", method: "POST", pattern: "/v1/integrations/crm/push", reason: "crm-push",
+	routePush = route{name: "CRM push", method: "POST", pattern: "/v1/integrations/crm/push", reason: "crm-push", acts: true,
 		do: func(ctx context.Context, e *env) error {
 			_, err := e.c.Integrations.PushCRM(ctx, &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent,
 				Object: lendgraph.CRMObjectContact, IDs: []string{"agt_0000001"}})
@@ -214,6 +227,9 @@ type faultCase struct {
 	status     int           // the status an *APIError carries
 	retryAfter time.Duration // the RetryAfter a *RateLimitError carries (-1: any)
 	debits     int           // ledger entries of the route's reason (-1: at most one)
+	// unknown: the error of a route that acts matches ErrOutcomeUnknown
+	// (the request may have reached the server); otherwise it must not.
+	unknown bool
 }
 
 func TestFaultMatrix(t *testing.T) {
@@ -243,6 +259,9 @@ func (fc faultCase) expected() string {
 	}
 	if fc.want == wantRateLimit && fc.retryAfter >= 0 {
 		s += fmt.Sprintf(" (RetryAfter %s)", fc.retryAfter)
+	}
+	if fc.unknown {
+		s += " + ErrOutcomeUnknown"
 	}
 	if fc.minElapsed > 0 {
 		s += fmt.Sprintf(", waits >= %s", fc.minElapsed)
@@ -358,6 +377,9 @@ func runOn(t *testing.T, e *env, fc faultCase) string {
 		t.Errorf("%d debits for one intended action", debits)
 	}
 	checkOutcome(t, fc, err)
+	if unknown := errors.Is(err, lendgraph.ErrOutcomeUnknown); err != nil && unknown != (fc.unknown && r.acts) {
+		t.Errorf("errors.Is(err, ErrOutcomeUnknown) = %v, want %v: %v", unknown, fc.unknown && r.acts, err)
+	}
 	return observed
 }
 
@@ -421,6 +443,9 @@ func describeErr(err error) string {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		s += " (context.DeadlineExceeded)"
+	}
+	if errors.Is(err, lendgraph.ErrOutcomeUnknown) {
+		s += " + ErrOutcomeUnknown"
 	}
 	return s
 }
@@ -604,23 +629,39 @@ func matrixCases() []faultCase {
 	add(routeGet, "wrong content type, JSON body", status(200, every, map[string]string{"Content-Type": "text/plain"}, `{"id":"agt_0000001"}`), faultCase{attempts: 1, want: wantOK})
 	add(routeGet, "XML body", status(200, every, map[string]string{"Content-Type": "application/xml"}, `<?xml version="1.0"?><Error/>`), faultCase{attempts: 1, want: wantDecode})
 
-	// Credit-debiting calls: retried only when the server certainly did not act.
-	for _, r := range []route{routeEnrich, routeEnrichBulk, routeDeliver, routePush} {
+	// Credit-debiting calls: retried only when the server certainly did not
+	// act; an error once it may have matches ErrOutcomeUnknown.
+	for _, r := range []route{routeEnrichRefresh, routeEnrichBulk, routeDeliver, routePush} {
 		add(r, "success", nil, faultCase{attempts: 1, want: wantOK, debits: 1})
 		add(r, "429 no Retry-After once", status(429, 1, nil, ""), faultCase{attempts: 2, want: wantOK, debits: 1})
 		add(r, "429 Retry-After 86400", status(429, every, retryAfter("86400"), ""), faultCase{attempts: 1, want: wantRateLimit, retryAfter: 24 * time.Hour, maxElapsed: 2 * time.Second})
 		for _, code := range []int{500, 503, 504} {
-			add(r, fmt.Sprint(code), status(code, every, nil, ""), faultCase{attempts: 1, want: wantAPI, status: code})
+			add(r, fmt.Sprint(code), status(code, every, nil, ""), faultCase{attempts: 1, want: wantAPI, status: code, unknown: true})
 		}
 		add(r, "connection refused", refused, faultCase{attempts: n, want: wantTransport})
-		add(r, "reset before the response", dropBefore, faultCase{attempts: 1, want: wantTransport})
-		add(r, "reset mid-body (server acted)", dropMid, faultCase{attempts: 1, want: wantDecode, debits: 1})
-		add(r, "headers never come", stall, faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
-		add(r, "body trickles (server acted)", trickle, faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short, debits: 1})
-		add(r, "HTML page with 502", status(502, every, map[string]string{"Content-Type": "text/html"}, htmlPage), faultCase{attempts: map[bool]int{true: n, false: 1}[r.name == routeDeliver.name], want: wantAPI, status: 502})
+		add(r, "reset before the response", dropBefore, faultCase{attempts: 1, want: wantTransport, unknown: true})
+		add(r, "reset mid-body (server acted)", dropMid, faultCase{attempts: 1, want: wantDecode, debits: 1, unknown: true})
+		add(r, "headers never come", stall, faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short, unknown: true})
+		add(r, "body trickles (server acted)", trickle, faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short, debits: 1, unknown: true})
+		launch := r.name == routeDeliver.name // a 502 is "failed to launch": retried, and nothing happened
+		add(r, "HTML page with 502", status(502, every, map[string]string{"Content-Type": "text/html"}, htmlPage), faultCase{attempts: map[bool]int{true: n, false: 1}[launch], want: wantAPI, status: 502, unknown: !launch})
 	}
 	add(routeDeliver, "502 once (failed to launch: safe to retry)", status(502, 1, nil, `{"error":"job failed to launch"}`), faultCase{attempts: 2, want: wantOK, debits: 1})
-	add(routeEnrich, "502 (provider error)", status(502, every, nil, `{"error":"enrichment provider error"}`), faultCase{attempts: 1, want: wantAPI, status: 502})
+	add(routeEnrichRefresh, "502 (provider error)", status(502, every, nil, `{"error":"enrichment provider error"}`), faultCase{attempts: 1, want: wantAPI, status: 502, unknown: true})
+
+	// A single enrichment without refresh: retried like a read, since the
+	// repeat of a lookup that was charged is a free cache hit; the result
+	// paid for is not lost.
+	re := routeEnrich
+	add(re, "success", nil, faultCase{attempts: 1, want: wantOK, debits: 1})
+	for _, code := range []int{500, 502, 503, 504} {
+		add(re, fmt.Sprint(code), status(code, every, nil, ""), faultCase{attempts: n, want: wantAPI, status: code, debits: 0})
+	}
+	add(re, "503 twice then success", status(503, 2, nil, ""), faultCase{attempts: 3, want: wantOK, debits: 1})
+	add(re, "reset before the response", dropBefore, faultCase{attempts: n, want: wantTransport, debits: 0})
+	add(re, "reset mid-body once (server acted)", dropMid, faultCase{attempts: 2, want: wantOK, debits: 1})
+	add(re, "reset mid-body always (server acted)", dropMidAll, faultCase{attempts: n, want: wantDecode, debits: 1})
+	add(re, "connection refused", refused, faultCase{attempts: n, want: wantTransport, debits: 0})
 
 	// Polls and cancels repeat safely.
 	for _, r := range []route{routePoll, routeCancel} {
@@ -712,21 +753,22 @@ func toxiCases() []faultCase {
 	down := "downstream"
 	resetPeer := toxic("reset_peer", down, map[string]any{"timeout": 0})
 	add(routeGet, "reset_peer", resetPeer, faultCase{attempts: n, want: wantTransport})
-	add(routeEnrich, "reset_peer (server acted)", resetPeer, faultCase{attempts: 1, want: wantTransport, debits: 1})
-	add(routeDeliver, "reset_peer (server acted)", resetPeer, faultCase{attempts: 1, want: wantTransport, debits: 1})
+	add(routeEnrich, "reset_peer (server acted; repeats are cache hits)", resetPeer, faultCase{attempts: n, want: wantTransport, debits: 1})
+	add(routeEnrichRefresh, "reset_peer (server acted)", resetPeer, faultCase{attempts: 1, want: wantTransport, debits: 1, unknown: true})
+	add(routeDeliver, "reset_peer (server acted)", resetPeer, faultCase{attempts: 1, want: wantTransport, debits: 1, unknown: true})
 	limit := toxic("limit_data", down, map[string]any{"bytes": 400})
 	add(routeList, "limit_data 400 bytes", limit, faultCase{attempts: n, want: wantDecode})
-	add(routePush, "limit_data 400 bytes (server acted)", toxic("limit_data", down, map[string]any{"bytes": 250}), faultCase{attempts: 1, want: wantDecode, debits: 1})
+	add(routePush, "limit_data 400 bytes (server acted)", toxic("limit_data", down, map[string]any{"bytes": 250}), faultCase{attempts: 1, want: wantDecode, debits: 1, unknown: true})
 	add(routeDownload, "limit_data 4 KB a connection (resumes)", toxic("limit_data", down, map[string]any{"bytes": 4096}), faultCase{attempts: 14, want: wantOK})
 	add(routeGet, "latency 1s, deadline 300ms", toxic("latency", down, map[string]any{"latency": 1000}), faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
 	add(routeList, "latency 20ms", toxic("latency", down, map[string]any{"latency": 20, "jitter": 5}), faultCase{attempts: 1, want: wantOK})
-	add(routeEnrich, "latency 20ms", toxic("latency", "upstream", map[string]any{"latency": 20}), faultCase{attempts: 1, want: wantOK, debits: 1})
+	add(routeEnrichRefresh, "latency 20ms", toxic("latency", "upstream", map[string]any{"latency": 20}), faultCase{attempts: 1, want: wantOK, debits: 1})
 	slicer := toxic("slicer", down, map[string]any{"average_size": 7, "size_variation": 5, "delay": 10})
 	add(routeList, "slicer 7-byte writes", slicer, faultCase{attempts: 1, want: wantOK})
 	add(routeDownload, "slicer 7-byte writes", toxic("slicer", down, map[string]any{"average_size": 512, "size_variation": 256, "delay": 10}), faultCase{attempts: 1, want: wantOK})
 	add(routePoll, "timeout 0 (data never comes)", toxic("timeout", down, map[string]any{"timeout": 0}), faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
 	add(routeGet, "timeout 50ms (closed without data)", toxic("timeout", down, map[string]any{"timeout": 50}), faultCase{attempts: n, want: wantTransport})
-	add(routeEnrichBulk, "timeout 50ms (closed without data)", toxic("timeout", down, map[string]any{"timeout": 50}), faultCase{attempts: 1, want: wantTransport, debits: -1})
+	add(routeEnrichBulk, "timeout 50ms (closed without data)", toxic("timeout", down, map[string]any{"timeout": 50}), faultCase{attempts: 1, want: wantTransport, debits: -1, unknown: true})
 	add(routeDownload, "bandwidth 16 KB/s, deadline 300ms", toxic("bandwidth", down, map[string]any{"rate": 16}), faultCase{attempts: 1, want: wantDeadline, ctxTimeout: short})
 	add(routeSearchHost, "latency 20ms", toxic("latency", down, map[string]any{"latency": 20}), faultCase{attempts: 1, want: wantOK})
 	add(routeSearchHost, "slicer 7-byte writes", slicer, faultCase{attempts: 1, want: wantOK})

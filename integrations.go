@@ -164,15 +164,12 @@ func (s *IntegrationsService) push(ctx context.Context, req *CRMPushRequest) (*C
 	return call[CRMPushResponse](ctx, s.client, request{method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
 }
 
-// outcomeKnown reports whether a failed push certainly wrote nothing: the
-// server answered with a client error (402, 400, 401, 403, 404, 429...).
-// A 5xx, a cut connection, a timeout or an unreadable 2xx leave the
-// outcome unknown.
-func outcomeKnown(err error) bool {
-	var ae *APIError
-	var ia *InvalidArgumentError
-	return (errors.As(err, &ae) && ae.StatusCode >= 400 && ae.StatusCode < 500) || errors.As(err, &ia)
-}
+// outcomeKnown reports whether a failed push certainly wrote nothing (see
+// ErrOutcomeUnknown): a client error (402, 400, 401, 403, 404, 429...), a
+// connection that never opened, a context that ended before sending. A
+// 5xx, a cut connection, a timeout or an unreadable 2xx leave the outcome
+// unknown.
+func outcomeKnown(err error) bool { return !errors.Is(err, ErrOutcomeUnknown) }
 
 // PushCRMAll sends any number of records in batches of 100, in order, and
 // merges the outcomes (results, summary, charged credits). It stops at the

@@ -138,6 +138,9 @@ func (j job) status(ctx context.Context, out any) error {
 // earlier attempt may have cancelled the job before its answer was lost),
 // the job's status decides: cancelled is the success the caller asked for.
 func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	actx, sent := countAttempts(ctx)
 	_, err := j.client.send(actx, request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
 	if errors.Is(err, ErrJobFinished) && sent.Load() > 1 {
@@ -156,6 +159,9 @@ func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) e
 // a longer Retry-After ends the wait at once with the *RateLimitError.
 // A state the SDK does not know counts as running.
 func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (*S, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	cfg := waitConfig{poll: poll.Default}
 	for _, o := range opts {
 		o(&cfg)
@@ -207,8 +213,8 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 		return false, h, nil
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", kind, id, ctx.Err())
+		if cerr := ctxErr(ctx); cerr != nil {
+			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", kind, id, cerr)
 		}
 		return last, err
 	}

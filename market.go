@@ -3,6 +3,7 @@ package lendgraph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -249,6 +250,9 @@ type computingBody struct {
 // retryAfterMs (absent, zero, negative) it waits a second. The parameters
 // are checked before any request.
 func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opts ...MovementOption) (*MostGainedResponse, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -289,6 +293,9 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 		return true, poll.Hint{}, nil
 	})
 	if err != nil {
+		if cerr := ctxErr(ctx); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("lendgraph: waiting for market movement: %w", cerr)
+		}
 		return nil, err
 	}
 	return out, nil

@@ -57,6 +57,25 @@ func WithMaxServerWait(d time.Duration) Option {
 // without it. Links that are not http or https are never followed.
 func WithInsecureHTTPLinks() Option { return func(s *settings) { s.insecureLinks = true } }
 
+// WithAttemptTimeout cuts one attempt of a call that takes longer than d
+// (default: no per-attempt timeout; the call's context bounds it all): an
+// API or search-host attempt from sending the request to the end of the
+// response body; a download while it waits for the headers and whenever no
+// byte arrives for d (a download that keeps moving is never cut). A cut
+// attempt is a transport error like a reset connection: reads, list
+// queries, polls, searches and downloads are retried (a download resumes
+// where it stopped); a call that charges or acts is not, and its error
+// matches ErrOutcomeUnknown. Only the call's own context ends the retries.
+//
+// Pick d well above the slowest answer you expect: market movement
+// (MostGained) may hold a request up to 25 seconds before answering 202.
+// The same rules apply to the timeouts of a client given by
+// WithHTTPClient (http.Client.Timeout, the transport's
+// ResponseHeaderTimeout): the error of such an attempt is a net.Error
+// whose Timeout reports true, and matches context.DeadlineExceeded only
+// when the call's own context ended.
+func WithAttemptTimeout(d time.Duration) Option { return func(s *settings) { s.attemptTimeout = d } }
+
 // WithRateLimit limits the requests this client sends to the API host to r
 // per second with bursts of burst. Every attempt, retries included, takes a
 // token; waiting honours the call's context.

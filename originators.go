@@ -226,7 +226,9 @@ func (s *OriginatorsService) TitleCompaniesPager(nmlsID string, req *ListRequest
 	})
 }
 
-// AllTitleCompanies yields every row of the breakdown, following cursors.
+// AllTitleCompanies yields every row of the breakdown, following cursors;
+// each range starts again from the first page (see the package's iterator
+// contract).
 func (s *OriginatorsService) AllTitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[TitleCompanyRow, error] {
 	p, err := s.TitleCompaniesPager(nmlsID, req)
 	return pagedAll(ctx, p, err)
@@ -273,7 +275,9 @@ func (s *CompaniesService) BranchesPager(nmlsID string, req *ListRequest) (*Page
 	})
 }
 
-// AllBranches yields every branch of the company, following cursors.
+// AllBranches yields every branch of the company, following cursors; each
+// range starts again from the first page (see the package's iterator
+// contract).
 func (s *CompaniesService) AllBranches(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[Branch, error] {
 	p, err := s.BranchesPager(nmlsID, req)
 	return pagedAll(ctx, p, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"sync"
 )
 
 // Pager walks a cursor-paginated list one page at a time. Every cursor list
@@ -11,15 +12,26 @@ import (
 // read through a Pager. The zero value is not usable; services return ready
 // pagers.
 //
+// A Pager is one cursor: its position moves as NextPage returns pages and
+// as an All loop yields rows. A loop that stops in the middle of a page
+// (break, a panic in the loop body, an error) leaves the pager on that
+// page, so the next NextPage or All reads it again from its first row: no
+// row is skipped. Cursor, NextCursor and More may be called from any
+// goroutine; NextPage and All loops of one pager do not run at the same
+// time (a second one gets an error; use one pager per goroutine).
+//
 // A long export can be stopped and resumed in another process: save Cursor
 // (the cursor that fetched the page being read) and start a new pager from
 // it; the page is read again from its first row.
 type Pager[T any] struct {
-	fetch   func(ctx context.Context, cursor string) ([]T, string, error)
+	fetch func(ctx context.Context, cursor string) ([]T, string, error)
+
+	mu      sync.Mutex
+	busy    bool   // a NextPage call or an All loop is running
 	cursor  string // fetched the current page ("" = first page)
 	next    string // fetches the page after the current one
-	started bool
-	done    bool
+	done    bool   // no page after the current one
+	partial bool   // the current page was not read to its end: it comes again
 	seen    map[string]struct{}
 }
 
@@ -29,49 +41,108 @@ func newPager[T any](start string, fetch func(ctx context.Context, cursor string
 	return &Pager[T]{fetch: fetch, next: start, seen: map[string]struct{}{}}
 }
 
+// position is where a pager stands: the cursor of the next page to fetch,
+// and whether the list is exhausted.
+type position struct {
+	cursor string
+	done   bool
+}
+
+// positionLocked is the page NextPage or All reads next: the current page
+// again when a loop left it unfinished, else the page after it.
+func (p *Pager[T]) positionLocked() position {
+	if p.partial {
+		return position{cursor: p.cursor}
+	}
+	return position{cursor: p.next, done: p.done}
+}
+
 // More reports whether NextPage has another page to return.
-func (p *Pager[T]) More() bool { return !p.done }
+func (p *Pager[T]) More() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.positionLocked().done
+}
 
 // Cursor returns the cursor that fetched the page last returned by NextPage
 // (or being iterated by All): resuming from it reads that page again.
 // It is empty on the first page.
-func (p *Pager[T]) Cursor() string { return p.cursor }
+func (p *Pager[T]) Cursor() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cursor
+}
 
-// NextCursor returns the cursor of the page after the current one, empty
-// when the list is exhausted.
+// NextCursor returns the cursor of the page NextPage or All reads next,
+// empty when the list is exhausted. After a loop stopped in the middle of
+// a page, that is the same page (Cursor).
 func (p *Pager[T]) NextCursor() string {
-	if p.done {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pos := p.positionLocked()
+	if pos.done {
 		return ""
 	}
-	return p.next
+	return pos.cursor
+}
+
+// acquire marks the pager busy, refusing when another NextPage call or All
+// loop holds it.
+func (p *Pager[T]) acquire() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.busy {
+		return errConcurrentRange
+	}
+	p.busy = true
+	return nil
+}
+
+func (p *Pager[T]) release() {
+	p.mu.Lock()
+	p.busy = false
+	p.mu.Unlock()
 }
 
 // NextPage fetches the next page. After the last page More reports false and
-// NextPage returns nil, nil.
+// NextPage returns nil, nil. After an All loop stopped in the middle of a
+// page, NextPage returns that page whole.
 func (p *Pager[T]) NextPage(ctx context.Context) ([]T, error) {
-	if p.done {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.acquire(); err != nil {
+		return nil, err
+	}
+	defer p.release()
+	p.mu.Lock()
+	pos := p.positionLocked()
+	p.mu.Unlock()
+	if pos.done {
 		return nil, nil
 	}
-	items, next, err := p.fetch(ctx, p.next)
+	items, next, err := p.fetch(ctx, pos.cursor)
 	if err != nil {
 		return nil, err
 	}
-	return items, p.advance(next)
+	return items, p.advance(pos.cursor, next)
 }
 
-// advance records that the page fetched with p.next arrived, naming next as
-// the page after it. A cursor that comes back a second time is an error,
-// not an endless loop.
-func (p *Pager[T]) advance(next string) error {
-	p.started = true
-	p.cursor = p.next
-	p.seen[p.cursor] = struct{}{}
-	p.next = next
+// advance records that the page fetched with cursor arrived, naming next as
+// the page after it. A cursor that comes back a second time in one walk is
+// an error, not an endless loop.
+func (p *Pager[T]) advance(cursor, next string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cursor, p.next, p.partial = cursor, next, false
+	seen := p.seen
+	seen[cursor] = struct{}{}
 	if next == "" {
 		p.done = true
 		return nil
 	}
-	if _, dup := p.seen[next]; dup {
+	p.done = false
+	if _, dup := seen[next]; dup {
 		p.done = true
 		return fmt.Errorf("lendgraph: the server returned cursor %q a second time; stopping instead of looping", next)
 	}
@@ -84,60 +155,115 @@ type pageResult[T any] struct {
 	err   error
 }
 
-// All yields every item of the remaining pages in order. While the caller
-// works through one page, the next one is already being fetched, so a
-// consumer that does real work per item rarely waits for the network.
-// Breaking out of the loop or cancelling ctx stops the prefetch and returns
-// with no goroutine left behind. An error is yielded once, as the last
-// element.
+// All yields every item from the pager's position on: the page after the
+// last one NextPage returned, or the first row of a page an earlier loop
+// left unfinished. While the caller works through one page, the next one
+// is already being fetched, so a consumer that does real work per item
+// rarely waits for the network.
+//
+// The sequence follows the package's iterator contract: each range starts
+// again from the position the pager had when All was called (and moves the
+// pager along); break, a panic in the loop body or a cancelled ctx stops
+// the prefetch and returns with no goroutine left behind, leaving the
+// pager on the page being read; cancelling ctx ends the sequence with an
+// error matching ctx's error and cause. Two loops over one pager at the
+// same time are refused: the second gets an error. An error is yielded
+// once, as the last element.
 func (p *Pager[T]) All(ctx context.Context) iter.Seq2[T, error] {
+	if err := checkCtx(ctx); err != nil {
+		return errSeq[T](err)
+	}
+	p.mu.Lock()
+	start := p.positionLocked()
+	p.mu.Unlock()
 	return func(yield func(T, error) bool) {
 		var zero T
-		if p.done {
+		if err := p.acquire(); err != nil {
+			yield(zero, err)
 			return
 		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		items, err := p.NextPage(ctx)
-		for {
-			if err != nil {
+		defer p.release()
+		p.mu.Lock()
+		p.next, p.done, p.partial = start.cursor, start.done, false
+		p.seen = map[string]struct{}{} // a new walk from start
+		p.mu.Unlock()
+		if start.done {
+			return
+		}
+		p.walk(ctx, start.cursor, yield)
+	}
+}
+
+// walk yields the rows of the pages from cursor on, prefetching the next
+// page while the current one is yielded.
+func (p *Pager[T]) walk(ctx context.Context, cursor string, yield func(T, error) bool) {
+	var zero T
+	ctx, cancel := context.WithCancel(ctx)
+	var prefetch chan pageResult[T]
+	// A loop that leaves before the page's last row was yielded and
+	// returned (break, a panic, cancellation) leaves the pager on that
+	// page: the next loop reads it again rather than skip its rest.
+	inPage := false
+	defer func() {
+		cancel()
+		if prefetch != nil {
+			<-prefetch // the fetch returns promptly once ctx is cancelled
+		}
+		if inPage {
+			p.mu.Lock()
+			p.partial = true
+			p.mu.Unlock()
+		}
+	}()
+	done := ctx.Done()
+	stopped := func() bool {
+		select {
+		case <-done:
+			yield(zero, fmt.Errorf("lendgraph: listing stopped: %w", ctxErr(ctx)))
+			return true
+		default:
+			return false
+		}
+	}
+	items, next, err := p.fetch(ctx, cursor)
+	if err == nil {
+		err = p.advance(cursor, next)
+	}
+	for {
+		if err != nil && len(items) == 0 {
+			if !stopped() {
 				yield(zero, err)
+			}
+			return
+		}
+		if next != "" && err == nil {
+			prefetch = make(chan pageResult[T], 1)
+			go func(cursor string) {
+				items, next, err := p.fetch(ctx, cursor)
+				prefetch <- pageResult[T]{items, next, err}
+			}(next)
+		}
+		inPage = true
+		for _, it := range items {
+			if stopped() || !yield(it, nil) {
 				return
 			}
-			var prefetch chan pageResult[T]
-			if !p.done {
-				prefetch = make(chan pageResult[T], 1)
-				go func(cursor string) {
-					items, next, err := p.fetch(ctx, cursor)
-					prefetch <- pageResult[T]{items, next, err}
-				}(p.next)
-			}
-			for _, it := range items {
-				if !yield(it, nil) {
-					if prefetch != nil {
-						cancel()
-						<-prefetch
-					}
-					return
-				}
-			}
-			if prefetch == nil {
-				return
-			}
-			r := <-prefetch
-			if r.err != nil {
-				err = r.err
-				continue
-			}
-			items, err = r.items, p.advance(r.next)
-			if err != nil && len(items) > 0 {
-				// Yield the page that carried the repeated cursor, then stop.
-				for _, it := range items {
-					if !yield(it, nil) {
-						return
-					}
-				}
-			}
+		}
+		inPage = false
+		if err != nil {
+			// The page that carried a repeated cursor was yielded; now the error.
+			yield(zero, err)
+			return
+		}
+		if prefetch == nil {
+			return
+		}
+		r := <-prefetch
+		prefetch = nil
+		cursor = next
+		items, next, err = r.items, r.next, r.err
+		if err == nil {
+			err = p.advance(cursor, next)
 		}
 	}
 }
@@ -164,13 +290,22 @@ func listPager[T any](req *ListRequest, page func(ctx context.Context, body *Lis
 	}), nil
 }
 
-// pagedAll is Pager.All for a pager that may have failed to build: the
-// construction error is yielded as the only element.
+// pagedAll is the sequence behind every All* method of a service, over a
+// pager just built (or the error building it, yielded as the only
+// element). Each range walks a pager of its own from p's start, so every
+// range starts from the request's first page and ranges in several
+// goroutines are independent.
 func pagedAll[T any](ctx context.Context, p *Pager[T], err error) iter.Seq2[T, error] {
+	if err == nil {
+		err = checkCtx(ctx)
+	}
 	if err != nil {
 		return errSeq[T](err)
 	}
-	return p.All(ctx)
+	start := p.next
+	return func(yield func(T, error) bool) {
+		newPager(start, p.fetch).All(ctx)(yield)
+	}
 }
 
 // errSeq yields err as its only element.

@@ -154,7 +154,9 @@ func (s *PropertiesService) ChartPager(req *ChartRequest) (*Pager[ChartRow], err
 	})
 }
 
-// AllChart yields every slice of the chart, following NextCursor.
+// AllChart yields every slice of the chart, following NextCursor; each
+// range starts again from the first page (see the package's iterator
+// contract).
 func (s *PropertiesService) AllChart(ctx context.Context, req *ChartRequest) iter.Seq2[ChartRow, error] {
 	p, err := s.ChartPager(req)
 	return pagedAll(ctx, p, err)

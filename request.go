@@ -25,6 +25,9 @@ type request struct {
 	kind   retry.Kind
 	data   bool       // the answer wraps the result in {"data": ...}
 	host   *otherHost // nil: the API host, with the API key
+	// header, when set, receives the headers of the response decoded
+	// into out (the search token reads the server's Date).
+	header *http.Header
 }
 
 // otherHost is a host other than the API's (the search host). Requests to
@@ -40,8 +43,25 @@ type otherHost struct {
 const maxResponseBody = 64 << 20
 
 // send runs r through the pipeline and decodes a 2xx JSON body into out
-// (when out is non-nil). It returns the final status code.
+// (when out is non-nil). It returns the final status code. A failed call
+// that charges or acts (kind Unrepeatable or Launch) whose request may
+// have reached the server returns an error matching ErrOutcomeUnknown.
 func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
+	if err := c.ready(ctx); err != nil {
+		return 0, err
+	}
+	var acted *outcome
+	if r.kind == retry.Unrepeatable || r.kind == retry.Launch {
+		ctx, acted = trackOutcome(ctx, r.kind)
+	}
+	status, err := c.sendRetrying(ctx, r, out)
+	if err != nil && acted != nil && acted.mayHaveActed() {
+		err = &outcomeUnknownError{err: err}
+	}
+	return status, err
+}
+
+func (c *Client) sendRetrying(ctx context.Context, r request, out any) (int, error) {
 	for attempt := 0; ; attempt++ {
 		status, err := c.sendOnce(ctx, r, out)
 		// A body cut mid-way is a transport failure that retryablehttp
@@ -52,11 +72,10 @@ func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
 			!errors.As(err, &de) || !retry.Interrupted(de.Err) || !c.policy.Spend() {
 			return status, err
 		}
-		if werr := retry.Wait(ctx, c.policy.Jitter(attempt)); werr != nil {
-			return status, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, werr)
+		if retry.Wait(ctx, c.policy.Jitter(attempt)) != nil {
+			return status, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, ctxErr(ctx))
 		}
 		reflect.ValueOf(out).Elem().SetZero() // no half-decoded leftovers
-
 	}
 }
 
@@ -66,16 +85,22 @@ func (c *Client) sendOnce(ctx context.Context, r request, out any) (int, error) 
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if r.header != nil {
+		*r.header = resp.Header
+	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return resp.StatusCode, nil
 	}
 	if err := decodeBody(resp.Body, out, maxResponseBody); err != nil {
+		if cerr := ctxErr(ctx); cerr != nil {
+			return resp.StatusCode, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, cerr)
+		}
 		// The headers are redacted already (redactTransport); the decoder's
 		// message may quote the body.
 		return resp.StatusCode, &DecodeError{Method: r.method, Path: r.path, StatusCode: resp.StatusCode,
 			ContentType: resp.Header.Get("Content-Type"), RequestID: resp.Header.Get("X-Request-Id"),
-			Err: redactError(err, string(*c.key))}
+			Err: redactError(attemptTimeout(err), string(*c.key))}
 	}
 	return resp.StatusCode, nil
 }
@@ -83,6 +108,9 @@ func (c *Client) sendOnce(ctx context.Context, r request, out any) (int, error) 
 // open runs r through the pipeline and returns a 2xx response whose body
 // the caller reads and closes. Non-2xx responses become typed errors.
 func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
+	if err := c.ready(ctx); err != nil {
+		return nil, err
+	}
 	base, hc := c.base, c.api
 	if r.host != nil {
 		base, hc = r.host.base, c.plain
@@ -122,10 +150,10 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 		if resp != nil {
 			resp.Body.Close()
 		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, ctx.Err())
+		if cerr := ctxErr(ctx); cerr != nil {
+			return nil, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, cerr)
 		}
-		return nil, &TransportError{Method: r.method, Path: r.path, Err: redactError(err, secrets...)}
+		return nil, &TransportError{Method: r.method, Path: r.path, Err: redactError(attemptTimeout(err), secrets...)}
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()

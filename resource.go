@@ -74,8 +74,12 @@ func (s *ResourceService[T]) Pager(req *ListRequest) (*Pager[T], error) {
 }
 
 // All yields every record matching req, following cursors until the server
-// returns none. Breaking out of the loop stops it. Use Pager to keep track of
-// the cursor for resuming in another process.
+// returns none. The sequence follows the package's iterator contract:
+// every range starts again from req's first page (or its
+// Pagination.Cursor), ranges in several goroutines are independent, and
+// break, a panic or a cancelled ctx stop it at once with nothing left
+// behind. Use Pager to keep track of the cursor for resuming in another
+// process.
 func (s *ResourceService[T]) All(ctx context.Context, req *ListRequest) iter.Seq2[T, error] {
 	p, err := s.Pager(req)
 	return pagedAll(ctx, p, err)

@@ -31,6 +31,7 @@ type SearchToken struct {
 	Extra Fields `json:",unknown"`
 
 	refreshAt time.Time // when the source replaces it; set by the source
+	served    time.Time // the server's clock when it minted the token (its Date header); zero when absent
 }
 
 // SearchIndex names an index on the search host. Unknown values sent by the
@@ -67,8 +68,12 @@ func (t SearchToken) LogValue() slog.Value {
 // TokenSource, which caches it until shortly before it expires.
 func (s *SearchService) Token(ctx context.Context) (*SearchToken, error) {
 	var t SearchToken
-	if _, err := s.client.send(ctx, request{method: http.MethodGet, path: "/v1/search-token", kind: retry.Idempotent}, &t); err != nil {
+	var h http.Header
+	if _, err := s.client.send(ctx, request{method: http.MethodGet, path: "/v1/search-token", kind: retry.Idempotent, header: &h}, &t); err != nil {
 		return nil, err
+	}
+	if d, err := http.ParseTime(h.Get("Date")); err == nil {
+		t.served = d
 	}
 	if t.Token == "" {
 		return nil, errors.New("lendgraph: GET /v1/search-token: the response has no token")
@@ -92,7 +97,10 @@ var _ SearchTokenProvider = (*SearchTokenSource)(nil)
 // SearchTokenSource caches a search token and mints the next one before the
 // cached one expires, a margin ahead that scales with the token's lifetime
 // (a tenth of it, at least 5 seconds and at most a minute, and never more
-// than half of it). However many goroutines ask at once, one mint runs; the
+// than half of it). The lifetime is the server's: expiresAt against the
+// Date of the response that carried the token, so a machine whose clock is
+// minutes off neither mints on every call nor keeps a token past its end;
+// whatever the clocks say, a token is reused for at least a second. However many goroutines ask at once, one mint runs; the
 // others wait for it, each until its own context ends. A failed mint is not
 // cached: the next call tries again. Get one from SearchService.TokenSource.
 type SearchTokenSource struct {
@@ -114,6 +122,9 @@ type mintCall struct {
 // Token returns the cached token, or mints one when there is none or the
 // cached one is within its refresh margin.
 func (ts *SearchTokenSource) Token(ctx context.Context) (*SearchToken, error) {
+	if err := checkCtx(ctx); err != nil {
+		return nil, err
+	}
 	if t := ts.cur.Load(); t != nil && ts.now().Before(t.refreshAt) {
 		return t, nil
 	}
@@ -141,7 +152,7 @@ func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*Se
 		select {
 		case <-call.done:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("lendgraph: waiting for a search token: %w", ctx.Err())
+			return nil, fmt.Errorf("lendgraph: waiting for a search token: %w", ctxErr(ctx))
 		}
 		if !call.cancelled || ctx.Err() != nil {
 			return call.tok, call.err
@@ -154,7 +165,7 @@ func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*Se
 func (ts *SearchTokenSource) run(ctx context.Context, call *mintCall) {
 	tok, err := ts.mint(ctx)
 	if err == nil {
-		tok.refreshAt = refreshTime(ts.now(), tok.ExpiresAt)
+		tok.refreshAt = refreshTime(ts.now(), tok.served, tok.ExpiresAt)
 	}
 	ts.mu.Lock()
 	call.tok, call.err = tok, err
@@ -167,17 +178,28 @@ func (ts *SearchTokenSource) run(ctx context.Context, call *mintCall) {
 	close(call.done)
 }
 
-// Refresh margin bounds: a tenth of the lifetime, clamped.
+// Refresh margin bounds: a tenth of the lifetime, clamped; the shortest
+// reuse of a token; and how far the server's Date may be from the local
+// clock for the two to count as agreeing (Date has whole seconds).
 const (
 	minRefreshMargin = 5 * time.Second
 	maxRefreshMargin = time.Minute
+	minTokenReuse    = time.Second
+	clockSlack       = 2 * time.Second
 )
 
-// refreshTime is when a token minted at now and expiring at exp is replaced.
-func refreshTime(now, exp time.Time) time.Time {
-	life := exp.Sub(now)
+// refreshTime is when a token received at now (the local clock) and
+// expiring at exp (the server's clock) is replaced. served is the server's
+// Date when the token was minted (zero when it sent none). When the two
+// clocks disagree, the lifetime is measured on the server's alone.
+func refreshTime(now, served, exp time.Time) time.Time {
+	ref := now
+	if !served.IsZero() && (served.Sub(now) > clockSlack || now.Sub(served) > clockSlack) {
+		ref = served.Add(500 * time.Millisecond) // Date is truncated to the second
+	}
+	life := exp.Sub(ref)
 	margin := min(max(life/10, minRefreshMargin), maxRefreshMargin, life/2)
-	return exp.Add(-margin)
+	return now.Add(max(life-margin, minTokenReuse))
 }
 
 // TokenHandler returns an http.Handler that serves a valid search token to a

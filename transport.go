@@ -137,8 +137,9 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, req.Context().Err()
 			}
 			// rate.Limiter fails at once when the next token comes after
-			// the deadline; make that recognisable as a deadline.
-			return nil, fmt.Errorf("lendgraph: client rate limit: no request slot before the context deadline: %w", context.DeadlineExceeded)
+			// the deadline; make that recognisable as a deadline, and
+			// final: a retry would fail the same way.
+			return nil, retry.Final(fmt.Errorf("lendgraph: client rate limit: no request slot before the context deadline: %w", context.DeadlineExceeded))
 		}
 	}
 	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
@@ -150,8 +151,56 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		r.Header.Set("x-api-key", string(*c.key))
 	}
-	return t.next.RoundTrip(r)
+	o, _ := req.Context().Value(outcomeKey{}).(*outcome)
+	if o != nil {
+		if err := req.Context().Err(); err != nil {
+			return nil, err // ended before sending: nothing happened
+		}
+		o.acted.Store(true) // from here on the server may act
+	}
+	resp, err := t.next.RoundTrip(r)
+	if o != nil {
+		o.observe(resp, err)
+	}
+	return resp, err
 }
+
+type outcomeKey struct{}
+
+// outcome follows the attempts of one call that charges or acts, to tell
+// "nothing happened" from "the server may have acted" when it fails.
+type outcome struct {
+	kind  retry.Kind
+	acted atomic.Bool // the last attempt may have reached the server and been acted on
+}
+
+// trackOutcome returns a context in which the API transport records
+// whether the call's last attempt may have been acted on.
+func trackOutcome(ctx context.Context, k retry.Kind) (context.Context, *outcome) {
+	o := &outcome{kind: k}
+	return context.WithValue(ctx, outcomeKey{}, o), o
+}
+
+// observe judges one attempt's result: a connection that never opened and
+// an answer below 500 but 2xx (a refusal: 4xx, 429; a redirect) mean the
+// server did not act, and so does a 502 to a Launch call (the reference:
+// "job failed to launch; safe to retry"). A 2xx, any other 5xx, or an
+// error once the request may have been sent (a reset, a timeout, a cancel
+// in flight) leave the outcome unknown.
+func (o *outcome) observe(resp *http.Response, err error) {
+	switch {
+	case err != nil:
+		if retry.NotSent(err) {
+			o.acted.Store(false)
+		}
+	case resp.StatusCode < 200 || resp.StatusCode >= 300 && resp.StatusCode < 500,
+		resp.StatusCode == http.StatusNotImplemented,
+		o.kind == retry.Launch && resp.StatusCode == http.StatusBadGateway:
+		o.acted.Store(false)
+	}
+}
+
+func (o *outcome) mayHaveActed() bool { return o.acted.Load() }
 
 type attemptsKey struct{}
 

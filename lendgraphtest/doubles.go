@@ -177,7 +177,7 @@ func NewDeliveryJob[T any](id string, format lendgraph.Format, rows []T, statuse
 	}
 	if len(statuses) == 0 {
 		n := int64(len(rows))
-		statuses = []lendgraph.DeliveryStatus{{ Status: lendgraph.JobCompleted, Processed: n, EstimatedTotal: n, ChargedCount: &n, Bytes: int64(len(file))}}
+		statuses = []lendgraph.DeliveryStatus{{Status: lendgraph.JobCompleted, Processed: n, EstimatedTotal: n, ChargedCount: &n, Bytes: int64(len(file))}}
 	}
 	for i := range statuses {
 		if statuses[i].Format == "" {

@@ -472,8 +472,12 @@ func (s *Server) wrap(listener string, h http.Handler) http.Handler {
 		s.requests = append(s.requests, Request{Listener: listener, Method: r.Method, Path: r.URL.Path,
 			Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: logged, At: s.nowLocked()})
 		f := s.takeFaultLocked(r.Method, r.URL.Path)
+		now := s.nowLocked()
 		s.mu.Unlock()
 		w.Header().Set("X-Request-Id", fmt.Sprintf("req_%d", s.nextID.Add(1)))
+		// The Date header follows the fake's clock (Advance), like the
+		// expiry times it sends.
+		w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
 		if f != nil {
 			s.applyFault(w, r, f, h)
 			return

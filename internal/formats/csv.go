@@ -34,7 +34,8 @@ func CSV(r io.Reader, schema Schema) Producer {
 		sp := &csvSplitter{br: br, line: 1}
 		head, _, err := sp.record(nil)
 		if len(head) == 0 && err == io.EOF {
-			return nil // an empty file has no rows
+			// Even a delivery of no rows has its header line.
+			return errors.New("csv: the file is empty: no header line")
 		}
 		if err != nil && err != io.EOF {
 			return fmt.Errorf("csv: reading the header: %w", err)

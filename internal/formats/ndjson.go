@@ -25,7 +25,13 @@ func NDJSON(r io.Reader, maxLine int) Producer {
 	return func(e *emitter) error {
 		br := bufio.NewReaderSize(r, 64<<10)
 		src := io.Reader(br)
-		if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		magic, err := br.Peek(2)
+		if len(magic) == 0 && err == io.EOF {
+			// A delivery of no rows is still a gzip file (a header and an
+			// empty member): 0 bytes is a file that never arrived whole.
+			return errors.New("ndjson.gz: the file is empty (0 bytes): not even a gzip header")
+		}
+		if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 			zr, err := gzip.NewReader(br)
 			if err != nil {
 				return fmt.Errorf("ndjson.gz: reading the gzip header: %w", err)

@@ -148,9 +148,10 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 		return false, nil
 	}
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return false, nil
-		}
+		// The call's context is live (checked above): a deadline or a
+		// cancellation in err is the attempt's own (the http.Client's
+		// Timeout, the transport's ResponseHeaderTimeout, a per-attempt
+		// timeout), a transport failure like a reset connection.
 		if errors.Is(err, ErrNoRetry) || permanent(err) {
 			return false, nil
 		}
@@ -203,6 +204,14 @@ func (p *Policy) Jitter(attempt int) time.Duration {
 // ErrNoRetry marks a transport error that must not be retried (a refused
 // redirect, a rate-limit wait that cannot finish before the deadline).
 var ErrNoRetry = errors.New("not retryable")
+
+// Final marks err as not retryable (it then matches ErrNoRetry) and keeps
+// it, message and chain, as it is.
+func Final(err error) error { return finalError{err} }
+
+type finalError struct{ error }
+
+func (e finalError) Unwrap() []error { return []error{e.error, ErrNoRetry} }
 
 // permanent reports transport errors that a retry cannot fix: a
 // certificate the client does not trust.

@@ -124,8 +124,13 @@ func TestCheckRetryKinds(t *testing.T) {
 		{Idempotent, 0, reset, true},
 		{Unrepeatable, 0, reset, false},
 		{Unrepeatable, 0, refused, true},
-		{Idempotent, 0, context.DeadlineExceeded, false},
+		// The call's context is live: a deadline in err is the attempt's
+		// own timeout (http.Client.Timeout, ResponseHeaderTimeout), a
+		// transport failure like any other.
+		{Idempotent, 0, context.DeadlineExceeded, true},
+		{Unrepeatable, 0, context.DeadlineExceeded, false},
 		{Idempotent, 0, ErrNoRetry, false},
+		{Idempotent, 0, Final(context.DeadlineExceeded), false},
 		{Never, 503, nil, false},
 		{Launch, 502, nil, true},
 		{Launch, 500, nil, false},
@@ -173,6 +178,14 @@ func TestBudget(t *testing.T) {
 	}
 	if _, err := p.CheckRetry(canceled(), r503, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled ctx: %v", err)
+	}
+	// Only the call's own context ends the retries: once it has ended, no
+	// error is retried, a deadline included.
+	p.MaxRetries, p.Budget = 3, nil
+	expired, cancel := context.WithDeadline(WithKind(context.Background(), Idempotent), time.Now())
+	defer cancel()
+	if retry, err := p.CheckRetry(expired, nil, context.DeadlineExceeded); retry || err != context.DeadlineExceeded {
+		t.Fatalf("expired ctx: retry=%v err=%v", retry, err)
 	}
 }
 

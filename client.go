@@ -63,6 +63,8 @@ type Client struct {
 	api       *retryablehttp.Client // API host: key added, client-side rate limit
 	plain     *retryablehttp.Client // signed links and other hosts: never a credential
 	now       func() time.Time
+	conns     int   // connections of one download (WithDownloadConnections)
+	part      int64 // bytes of one ranged request of a parallel download
 }
 
 type settings struct {
@@ -76,6 +78,8 @@ type settings struct {
 	bearer     bool
 	retryBase  time.Duration
 	retryMax   time.Duration
+	// downloadConns is nil for the default.
+	downloadConns *int
 }
 
 func NewClient(opts ...Option) (*Client, error) {
@@ -105,6 +109,13 @@ func NewClient(opts ...Option) (*Client, error) {
 	if s.maxRetries < 0 {
 		return nil, fmt.Errorf("lendgraph: WithMaxRetries(%d): use 0 to disable retries", s.maxRetries)
 	}
+	conns := DefaultDownloadConnections
+	if s.downloadConns != nil {
+		conns = *s.downloadConns
+		if conns < 1 || conns > maxDownloadConnections {
+			return nil, fmt.Errorf("lendgraph: WithDownloadConnections(%d): use 1 to %d (1 downloads over a single connection)", conns, maxDownloadConnections)
+		}
+	}
 	policy := retry.New()
 	policy.MaxRetries = s.maxRetries
 	if s.retryBase > 0 {
@@ -125,6 +136,8 @@ func NewClient(opts ...Option) (*Client, error) {
 		logger:    s.logger,
 		policy:    policy,
 		now:       time.Now,
+		conns:     conns,
+		part:      defaultPartSize,
 	}
 	hc := s.httpClient
 	if hc == nil {

@@ -38,6 +38,11 @@ var (
 	// ErrMissingAPIKey is returned by any call that needs the API key when
 	// none was configured (WithAPIKey or $LENDGRAPH_API_KEY).
 	ErrMissingAPIKey = errors.New("lendgraph: no API key: pass lendgraph.WithAPIKey or set LENDGRAPH_API_KEY")
+	// ErrPartialMismatch is returned by DownloadFile when PATH.part holds
+	// part of another file (another job, or another size, ETag or
+	// Last-Modified than the storage host now sends). Nothing was written
+	// to it; remove PATH.part to download from the start.
+	ErrPartialMismatch = errors.New("lendgraph: the partial download belongs to another file")
 )
 
 // maxErrorBody caps how much of an error response is read and kept.

@@ -54,7 +54,7 @@ type linkSource struct {
 	fetch  linkFunc
 	mu     sync.Mutex
 	cur    SignedURL
-	gen    uint64         // counts the links handed out; identifies cur
+	gen    uint64       // counts the links handed out; identifies cur
 	flight *linkRefresh // the refresh in progress, nil when none
 }
 

@@ -47,7 +47,10 @@ type span struct{ off, end int64 }
 func parts(off, end, size int64) []span {
 	var out []span
 	for off < end {
-		e := min(off+size, end)
+		e := end
+		if end-off > size {
+			e = off + size
+		}
 		out = append(out, span{off, e})
 		off = e
 	}

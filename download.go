@@ -431,6 +431,9 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 // copyTo copies src to dst, telling write failures (the caller's) from
 // read failures (the network's).
 func copyTo(dst io.Writer, src io.Reader) (int64, error) {
+	if p, ok := dst.(*streamPart); ok {
+		return p.readFrom(src)
+	}
 	buf := make([]byte, 256<<10)
 	var n int64
 	for {

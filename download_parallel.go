@@ -29,8 +29,10 @@ const (
 	// maxDownloadConnections bounds WithDownloadConnections.
 	maxDownloadConnections = 64
 	// defaultPartSize is the span one ranged request of a parallel download
-	// asks for: aws s3 cp's default part size. Files of at least two parts
-	// come down in parallel.
+	// to a file asks for: aws s3 cp's default part size. Files of at least
+	// two parts come down in parallel. A download read in order (a
+	// rangedStream) asks for half as much: it holds up to conns+1 parts in
+	// memory.
 	defaultPartSize = 8 << 20
 )
 
@@ -39,6 +41,9 @@ const (
 func (c *Client) parallel(size int64) bool {
 	return c.conns > 1 && size >= 2*c.part
 }
+
+// streamPart is the part size of a rangedStream.
+func (c *Client) streamPart() int64 { return max(c.part/2, 1) }
 
 // span is the object's bytes [off, end).
 type span struct{ off, end int64 }
@@ -58,7 +63,8 @@ func parts(off, end, size int64) []span {
 }
 
 // rangedStream is a parallel download read in order. Workers (at most
-// c.conns) fetch the parts into a window of at most conns+1 part buffers;
+// c.conns) fetch the parts (c.streamPart() bytes each) into a window of at
+// most conns+1 part buffers;
 // the reader takes the bytes in file order, the first part's as they
 // arrive. A worker takes a free buffer before it takes the next part, so
 // the parts being fetched are always the first ones not yet read and the
@@ -104,7 +110,7 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 	size, _, _ := obj.validators()
 	wctx, cancel := context.WithCancel(ctx)
 	s := &rangedStream{c: c, parent: ctx, ctx: wctx, cancel: cancel, src: src, obj: obj, size: size}
-	for _, sp := range parts(0, size, c.part) {
+	for _, sp := range parts(0, size, c.streamPart()) {
 		s.parts = append(s.parts, &streamPart{span: sp, notify: make(chan struct{}, 1)})
 	}
 	workers := min(c.conns, len(s.parts))
@@ -135,7 +141,7 @@ func (s *rangedStream) work() {
 		}
 		p := s.parts[i]
 		if buf == nil {
-			buf = make([]byte, s.c.part)
+			buf = make([]byte, s.c.streamPart())
 		}
 		p.mu.Lock()
 		p.buf = buf[:p.end-p.off]
@@ -171,6 +177,35 @@ func (p *streamPart) Write(b []byte) (int, error) {
 	p.mu.Unlock()
 	p.signal()
 	return len(b), nil
+}
+
+// readFrom reads the part's next bytes from src straight into its buffer
+// (copyTo's way for a part: no copy buffer), until src ends or fails.
+func (p *streamPart) readFrom(src io.Reader) (int64, error) {
+	var n int64
+	for {
+		if p.filled == len(p.buf) {
+			var one [1]byte
+			if k, _ := src.Read(one[:]); k > 0 {
+				return n, &writeError{errors.New("the storage host sent more bytes than the range holds")}
+			}
+			return n, nil
+		}
+		k, err := src.Read(p.buf[p.filled:])
+		if k > 0 {
+			p.mu.Lock()
+			p.filled += k
+			p.mu.Unlock()
+			p.signal()
+			n += int64(k)
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, redactError(err)
+		}
+	}
 }
 
 // fail records a worker's failure and stops the others.

@@ -368,6 +368,7 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 	defer resp.Body.Close()
 	total := int64(-1)
 	skip := int64(0)
+	short := int64(0) // the end of a range the host sent shorter than asked
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		if end >= 0 {
@@ -380,10 +381,15 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 		skip = offset // the host ignored Range: start over, skipping what we have
 	case resp.StatusCode == http.StatusPartialContent:
 		start, last, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
-		if !ok || start != offset || (end >= 0 && last != end-1) {
+		if !ok || start != offset || last < start || (end >= 0 && last >= end) {
 			return 0, false, false, fmt.Errorf("storage host answered range %q to a request for bytes %d-%d", resp.Header.Get("Content-Range"), offset, end-1)
 		}
 		total = t
+		if end >= 0 && last+1 < end {
+			// A host that caps the length of a range: take what it sent,
+			// then ask for the rest.
+			short = last + 1
+		}
 	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
 		_, _, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
 		if ok && t == offset && end < 0 {
@@ -414,6 +420,9 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 	if want < 0 {
 		want, _, _ = obj.validators()
 	}
+	if short > 0 {
+		want = short
+	}
 	var body io.Reader = resp.Body
 	if want >= 0 {
 		body = io.LimitReader(resp.Body, want-offset)
@@ -424,6 +433,9 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 	}
 	if want >= 0 && offset+n != want {
 		return n, false, false, fmt.Errorf("connection closed at byte %d of %d", offset+n, want)
+	}
+	if short > 0 {
+		return n, false, false, fmt.Errorf("storage host sent bytes %d-%d of %d-%d", offset, short-1, offset, end-1)
 	}
 	return n, true, false, nil
 }

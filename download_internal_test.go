@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -119,14 +120,13 @@ func TestDownloadRefusesAnObjectThatChanged(t *testing.T) {
 	ctx := context.Background()
 	_, err := c.downloadSized(ctx, first, link, io.Discard, int64(len(h.data)))
 	var de *DownloadError
-	if !errors.As(err, &de) || !strings.Contains(err.Error(), `file changed on the storage host during the download (ETag "v1", now "v2")`) {
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), `file changed on the storage host during the download (ETag "v`) {
 		t.Fatalf("parallel: %v", err)
 	}
 
 	// Over one connection: a resume after a cut meets the new version.
 	c.conns = 1
-	h.etag = func(int32) string { return `"v2"` }
-	cut := &cutOnce{h: h}
+	cut := &cutOnce{h: &objectHost{data: h.data, etag: func(int32) string { return `"v2"` }}}
 	srv := httptest.NewServer(cut)
 	defer srv.Close()
 	first = SignedURL(srv.URL + "/f")
@@ -156,6 +156,27 @@ func (c *cutOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn, _, err := w.(http.Hijacker).Hijack()
 	if err == nil {
 		conn.Close()
+	}
+}
+
+// A host that caps the length of a range: the rest of each part is asked
+// for again.
+func TestShortRangesAreCompleted(t *testing.T) {
+	h := &objectHost{data: randomBytes(300 << 10)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a, b int
+		if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &a, &b); err == nil && b-a >= 10_000 {
+			r.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", a, a+9_999))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c, _, _ := testObject(t, h)
+	first := SignedURL(srv.URL + "/f")
+	var buf bytes.Buffer
+	n, err := c.downloadSized(context.Background(), first, func(context.Context) (SignedURL, error) { return first, nil }, &buf, int64(len(h.data)))
+	if err != nil || n != int64(len(h.data)) || !bytes.Equal(buf.Bytes(), h.data) {
+		t.Fatalf("%d bytes, %v", n, err)
 	}
 }
 

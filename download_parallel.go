@@ -366,7 +366,7 @@ type fill struct {
 	st   *fillState
 	todo []span // set by run
 	next atomic.Int64
-	open bool // the last span is requested to the end of the object (one connection)
+	open bool // one connection: a span ending at the end of the object is requested open-ended
 
 	errMu sync.Mutex
 	err   error
@@ -417,8 +417,8 @@ func (fl *fill) work(ctx context.Context, cancel context.CancelFunc) {
 		}
 		sp := fl.todo[i]
 		end := sp.end
-		if fl.open && i == int64(len(fl.todo))-1 {
-			end = -1
+		if fl.open && end == fl.st.size {
+			end = -1 // one connection: the tail as one request, which a host ignoring Range also serves
 		}
 		a := fl.st.begin(sp.off)
 		_, err := fl.c.fetch(ctx, fl.src, fl.obj, sp.off, end, &spanWriter{f: fl.f, a: a, st: fl.st})

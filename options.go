@@ -54,10 +54,10 @@ func WithUserAgent(ua string) Option { return func(s *settings) { s.userAgent = 
 // WithDownloadConnections sets how many connections one download of a
 // delivery file opens at once (default DefaultDownloadConnections; 1 for a
 // single connection, at most 64). Object stores cap the speed of each
-// connection, so a file of 16 MiB or more comes down in 8 MiB ranges
-// fetched in parallel, as aws s3 cp and s5cmd do: Download and Rows keep at
-// most n+1 ranges in memory and hand the bytes over in order; DownloadFile
-// writes each range in place. Smaller files always use one connection.
+// connection, so a file of 16 MiB or more comes down in ranges fetched in
+// parallel, as aws s3 cp and s5cmd do: Download and Rows keep at most n
+// ranges of 4 MiB in memory and hand the bytes over in order; DownloadFile
+// writes ranges of 8 MiB in place. Smaller files always use one connection.
 func WithDownloadConnections(n int) Option { return func(s *settings) { s.downloadConns = &n } }
 
 // WithBearerAuth sends the key as "Authorization: Bearer <key>" instead of

@@ -65,6 +65,8 @@ type Client struct {
 	api           *retryablehttp.Client // API host: key added, client-side rate limit
 	plain         *retryablehttp.Client // signed links and other hosts: never a credential
 	now           func() time.Time
+	conns         int   // connections of one download (WithDownloadConnections)
+	part          int64 // bytes of one ranged request of a parallel download
 }
 
 type settings struct {
@@ -85,6 +87,8 @@ type settings struct {
 	invalid []error
 	// attemptTimeout bounds one attempt (WithAttemptTimeout); 0: none.
 	attemptTimeout time.Duration
+	// downloadConns is nil for the default.
+	downloadConns *int
 }
 
 // NewClient returns a client configured by opts. Bad options (an empty or
@@ -129,6 +133,13 @@ func NewClient(opts ...Option) (*Client, error) {
 	if s.maxRetries < 0 {
 		return nil, invalidArg("WithMaxRetries", "%d is negative; use 0 to disable retries", s.maxRetries)
 	}
+	conns := DefaultDownloadConnections
+	if s.downloadConns != nil {
+		conns = *s.downloadConns
+		if conns < 1 || conns > maxDownloadConnections {
+			return nil, fmt.Errorf("lendgraph: WithDownloadConnections(%d): use 1 to %d (1 downloads over a single connection)", conns, maxDownloadConnections)
+		}
+	}
 	policy := retry.New()
 	policy.MaxRetries = s.maxRetries
 	if s.retryBase > 0 {
@@ -156,6 +167,8 @@ func NewClient(opts ...Option) (*Client, error) {
 		logger:        s.logger,
 		policy:        policy,
 		now:           time.Now,
+		conns:         conns,
+		part:          defaultPartSize,
 	}
 	hc := s.httpClient
 	if hc == nil {

@@ -255,7 +255,12 @@ func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
 // link expires, Download fetches the status again for a freshly signed link
 // and resumes with a Range request from the bytes already written
 // (restarting cleanly when the host ignores Range); the final length is
-// checked against the size the host announced.
+// checked against the size the host announced, and every response must
+// carry the same ETag (or Last-Modified) as the first. A file of 16 MiB or
+// more comes down in 4 MiB ranges over several connections at once (see
+// WithDownloadConnections), written to w in order from a window of one
+// range a connection in memory (16 MiB with the defaults). To write to a file that a later call
+// can continue after a crash, use DownloadFile.
 func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, error) {
 	st, err := j.completed(ctx)
 	if err != nil {
@@ -265,6 +270,37 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, erro
 		return copyDouble(ctx, func(ctx context.Context) (io.ReadCloser, error) { return j.double.Open(ctx, j.ID) }, w)
 	}
 	return j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, w, expectedSize(st))
+}
+
+// DownloadFile downloads the delivered file to path and returns its size;
+// a job still queued or running is waited for first. The bytes go to
+// path+".part", renamed to path once complete; a large file comes down
+// over several connections, each range written in place (see
+// WithDownloadConnections). The download is resumable across restarts: it
+// records its progress in path+".part.meta" (the job, the file's size and
+// the ETag or Last-Modified the storage host sent, the byte ranges on
+// disk; the part file is fsynced first), and when it fails, is cancelled
+// or the process dies, the next DownloadFile of the same job to the same
+// path continues from the bytes on disk. A part file of another job, or
+// of a file the host now describes differently (size, ETag,
+// Last-Modified), is refused with an error matching ErrPartialMismatch
+// and left as it is; remove it to download from the start. A part file
+// without a readable record is overwritten. One download at a time may
+// write to a path.
+func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...DownloadOption) (int64, error) {
+	p, err := openPartial(path, j.ID)
+	if err != nil {
+		return 0, err
+	}
+	var cfg downloadConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	st, err := j.completed(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return j.client.downloadFile(ctx, p, st.ResultsURL, j.freshLink, expectedSize(st), cfg)
 }
 
 // Rows yields the delivered rows as T while the file downloads, whatever
@@ -345,7 +381,7 @@ func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yi
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	n, err := j.Download(ctx, f)
+	n, err := j.client.downloadTo(ctx, f, st.ResultsURL, j.freshLink, expectedSize(st))
 	if err != nil {
 		fail(err)
 		return

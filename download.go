@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-retryablehttp"
 
@@ -22,6 +23,146 @@ type linkFunc func(ctx context.Context) (SignedURL, error)
 // byte before a download gives up.
 const maxStalls = 5
 
+// linkSource hands out the current signed link of one download to all its
+// ranges. A range that finds the link expired (or refused) reports it with
+// expire; the next get fetches a fresh one, once for every range that saw
+// the same link fail (single flight), not once per range.
+type linkSource struct {
+	fetch  linkFunc
+	mu     sync.Mutex
+	cur    SignedURL
+	gen    uint64       // counts the links handed out; identifies cur
+	flight *linkRefresh // the refresh in progress, nil when none
+}
+
+type linkRefresh struct {
+	done chan struct{}
+	err  error
+}
+
+func newLinkSource(first SignedURL, fetch linkFunc) *linkSource {
+	return &linkSource{fetch: fetch, cur: first, gen: 1}
+}
+
+// get returns the current link and its generation, fetching a fresh one
+// when the last was expired (or there was none).
+func (s *linkSource) get(ctx context.Context) (SignedURL, uint64, error) {
+	s.mu.Lock()
+	for {
+		if s.cur != "" {
+			l, g := s.cur, s.gen
+			s.mu.Unlock()
+			return l, g, nil
+		}
+		if f := s.flight; f != nil {
+			s.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return "", 0, ctx.Err()
+			}
+			if f.err != nil {
+				return "", 0, f.err
+			}
+			s.mu.Lock()
+			continue
+		}
+		f := &linkRefresh{done: make(chan struct{})}
+		s.flight = f
+		s.mu.Unlock()
+		l, err := s.fetch(ctx)
+		if err == nil && l == "" {
+			err = errors.New("the job has no results link")
+		} else if err != nil {
+			err = fmt.Errorf("fetching a fresh link: %w", err)
+		}
+		s.mu.Lock()
+		s.flight = nil
+		if err == nil {
+			s.cur, s.gen = l, s.gen+1
+		}
+		f.err = err
+		close(f.done)
+		if err != nil {
+			s.mu.Unlock()
+			return "", 0, err
+		}
+	}
+}
+
+// expire reports that link generation gen was refused: the next get
+// fetches a fresh link unless another range already did.
+func (s *linkSource) expire(gen uint64) {
+	s.mu.Lock()
+	if s.gen == gen {
+		s.cur = ""
+	}
+	s.mu.Unlock()
+}
+
+// objectCheck is what a download knows about the object behind the link:
+// its size and the validators (ETag, Last-Modified) the storage host sent
+// first. Every response of the download, whatever its range, must describe
+// the same object, so bytes of two versions are never mixed.
+type objectCheck struct {
+	mu       sync.Mutex
+	size     int64 // -1 until known
+	etag     string
+	modified string
+	seen     bool   // etag and modified come from a response (or a partial file)
+	partial  string // the partial file the validators came from, "" when none
+}
+
+func newObjectCheck(size int64) *objectCheck { return &objectCheck{size: size} }
+
+// validators returns what the storage host sent to identify the object.
+func (o *objectCheck) validators() (size int64, etag, modified string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.size, o.etag, o.modified
+}
+
+// check compares one response with what the download knows.
+func (o *objectCheck) check(total int64, h http.Header) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	etag, modified := h.Get("ETag"), h.Get("Last-Modified")
+	if total >= 0 && o.size >= 0 && total != o.size {
+		if o.partial != "" {
+			return &permanentError{fmt.Errorf("%s holds part of another file (%d bytes; the storage host now announces %d): %w",
+				o.partial, o.size, total, ErrPartialMismatch)}
+		}
+		// Not the file the job wrote: a proxy's or portal's page, most likely.
+		return &permanentError{fmt.Errorf("storage host announced %d bytes (%s) for a file of %d bytes",
+			total, h.Get("Content-Type"), o.size)}
+	}
+	if total >= 0 {
+		o.size = total
+	}
+	if !o.seen {
+		o.etag, o.modified, o.seen = etag, modified, true
+		return nil
+	}
+	changed := ""
+	switch {
+	case o.etag != "" && etag != "":
+		if etag != o.etag {
+			changed = fmt.Sprintf("ETag %s, now %s", o.etag, etag)
+		}
+	case o.modified != "" && modified != "":
+		if modified != o.modified {
+			changed = fmt.Sprintf("Last-Modified %s, now %s", o.modified, modified)
+		}
+	}
+	if changed == "" {
+		return nil
+	}
+	if o.partial != "" {
+		return &permanentError{fmt.Errorf("%s holds part of another version of the file (%s): %w", o.partial, changed, ErrPartialMismatch)}
+	}
+	return &permanentError{fmt.Errorf("the file changed on the storage host during the download (%s)", changed)}
+}
+
 // download writes the object behind a signed link to w. The link's host
 // gets no API credential and no Authorization header. When the connection
 // drops it resumes with a Range request from the bytes already written;
@@ -34,23 +175,39 @@ func (c *Client) download(ctx context.Context, first SignedURL, link linkFunc, w
 }
 
 // openDownload streams the object behind a signed link (see
-// downloadSized): the download runs in a goroutine writing into a pipe
-// that the caller reads. Closing the stream cancels the download and waits
-// for the goroutine, so none outlives it; a failed download is the read
-// error after the bytes that did arrive.
+// downloadSized): a file of parallelMin bytes or more comes down over
+// several ranged connections (see rangedStream), a smaller one (or one of
+// unknown size) in a goroutine writing into a pipe that the caller reads.
+// Closing the stream cancels the download and waits for its goroutines, so
+// none outlives it; a failed download is the read error after the bytes
+// that did arrive.
 func (c *Client) openDownload(ctx context.Context, first SignedURL, link linkFunc, size int64) io.ReadCloser {
+	src, obj := newLinkSource(first, link), newObjectCheck(size)
+	if c.parallel(size) {
+		return c.newRangedStream(ctx, src, obj)
+	}
+	return c.openSequential(ctx, src, obj, 0)
+}
+
+// openSequential streams the object from byte off over one connection at
+// a time, in a goroutine writing into a pipe.
+func (c *Client) openSequential(ctx context.Context, src *linkSource, obj *objectCheck, off int64) io.ReadCloser {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, err := c.downloadSized(ctx, first, link, pw, size)
+		n, err := c.fetch(ctx, src, obj, off, -1, pw)
+		if err != nil {
+			size, _, _ := obj.validators()
+			err = &DownloadError{Written: off + n, Size: size, Err: err}
+		}
 		pw.CloseWithError(err) // nil: the reader sees io.EOF
 	}()
 	return &downloadStream{PipeReader: pr, cancel: cancel, done: done}
 }
 
-// downloadStream is the reading end of openDownload.
+// downloadStream is the reading end of openSequential.
 type downloadStream struct {
 	*io.PipeReader
 	cancel context.CancelFunc
@@ -70,38 +227,56 @@ func (d *downloadStream) Close() error {
 // downloadSized is download for a file whose size the caller knows (a
 // delivery's status record says it): when the host announces no length (a
 // close-delimited body), a connection cut short is still told from the end
-// of the file. size is -1 when unknown.
+// of the file. size is -1 when unknown. A file of parallelMin bytes or
+// more comes down over several ranged connections (see rangedStream).
 func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFunc, w io.Writer, size int64) (int64, error) {
 	if err := c.ready(ctx); err != nil {
 		return 0, err
 	}
+	src, obj := newLinkSource(first, link), newObjectCheck(size)
+	if c.parallel(size) {
+		rs := c.newRangedStream(ctx, src, obj)
+		defer rs.Close()
+		return rs.WriteTo(w)
+	}
+	n, err := c.fetch(ctx, src, obj, 0, -1, w)
+	if err != nil {
+		size, _, _ = obj.validators()
+		return n, &DownloadError{Written: n, Size: size, Err: err}
+	}
+	return n, nil
+}
+
+// fetch writes the object's bytes from off up to end (exclusive; -1: to
+// the end of the object) to w and returns how many it wrote. When the
+// connection drops it resumes with a Range request from the bytes already
+// written; when the link has expired it asks src for a fresh one. It gives
+// up after maxStalls attempts in a row without a new byte, when w fails,
+// or on an answer that repeating cannot change.
+func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, off, end int64, w io.Writer) (int64, error) {
 	var written int64
-	cur := first
 	stalls := 0
 	var lastErr error
 	for {
 		if stalls >= maxStalls {
-			return written, &DownloadError{Written: written, Size: size, Err: lastErr}
+			return written, lastErr
 		}
 		if stalls > 0 {
 			if retry.Wait(ctx, c.policy.Jitter(stalls-1)) != nil {
-				return written, &DownloadError{Written: written, Size: size, Err: ctxErr(ctx)}
+				return written, ctxErr(ctx)
 			}
 		}
-		if cur == "" {
-			l, err := link(ctx)
-			if err != nil {
-				return written, &DownloadError{Written: written, Size: size, Err: fmt.Errorf("fetching a fresh link: %w", err)}
+		link, gen, err := src.get(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return written, ctx.Err()
 			}
-			if l == "" {
-				return written, &DownloadError{Written: written, Size: size, Err: errors.New("the job has no results link")}
-			}
-			cur = l
+			// The API did not give a link: a stall like any other.
+			lastErr = err
+			stalls++
+			continue
 		}
-		n, total, done, refresh, err := c.downloadOnce(ctx, cur, written, w, size)
-		if total >= 0 {
-			size = total
-		}
+		n, done, refresh, err := c.downloadOnce(ctx, link, off+written, end, w, obj)
 		if n > 0 {
 			stalls = 0
 		}
@@ -110,18 +285,21 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 			return written, nil
 		}
 		var werr *writeError
-		if cerr := ctxErr(ctx); cerr != nil {
-			return written, &DownloadError{Written: written, Size: size, Err: cerr}
-		}
-		if errors.As(err, &werr) {
-			return written, &DownloadError{Written: written, Size: size, Err: err}
+		if errors.As(err, &werr) || ctx.Err() != nil {
+			if cerr := ctxErr(ctx); cerr != nil {
+				err = cerr
+			}
+			return written, err
 		}
 		var perm *permanentError
 		if errors.As(err, &perm) {
-			return written, &DownloadError{Written: written, Size: size, Err: perm.err}
+			return written, perm.err
+		}
+		if errors.Is(err, errRangeIgnored) {
+			return written, err
 		}
 		if refresh {
-			cur = ""
+			src.expire(gen)
 		}
 		lastErr = err
 		stalls++
@@ -136,25 +314,34 @@ func (e *writeError) Unwrap() error { return e.err }
 type permanentError struct{ err error }
 
 func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
 
-// downloadOnce makes one ranged GET from offset. It reports the bytes
-// written, the object's total size (-1 unknown), whether the object is
-// complete, and whether the link needs re-signing before the next attempt.
-func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64, w io.Writer, want int64) (n, total int64, done, refresh bool, err error) {
-	total = -1
+// errRangeIgnored is a bounded range request answered with the whole
+// object: the host does not do Range, so a parallel download falls back to
+// one connection.
+var errRangeIgnored = errors.New("the storage host ignores Range requests")
+
+// downloadOnce makes one GET of the object from byte offset up to end
+// (exclusive; -1: to the end). It is the one place a signed link is
+// opened. It reports the bytes written, whether the span is complete, and
+// whether the link needs re-signing before the next attempt.
+func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end int64, w io.Writer, obj *objectCheck) (n int64, done, refresh bool, err error) {
 	if err := c.checkLinkString("results link", link.Reveal()); err != nil {
-		return 0, -1, false, false, &permanentError{err}
+		return 0, false, false, &permanentError{err}
 	}
 	req, err := retryablehttp.NewRequestWithContext(retry.WithKind(streaming(ctx), retry.Idempotent), http.MethodGet, link.Reveal(), nil)
 	if err != nil {
-		return 0, -1, false, false, &permanentError{fmt.Errorf("bad link %s: %v", link, redactError(err))}
+		return 0, false, false, &permanentError{fmt.Errorf("bad link %s: %v", link, redactError(err))}
 	}
 	req.Header.Set("User-Agent", c.userAgent)
 	// Ask for the stored bytes as they are: offsets for Range then count the
 	// same bytes, and a gzip file stays gzip (Go's transport would otherwise
 	// ask for gzip and silently decode it).
 	req.Header.Set("Accept-Encoding", "identity")
-	if offset > 0 {
+	switch {
+	case end >= 0:
+		req.Header.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-"+strconv.FormatInt(end-1, 10))
+	case offset > 0:
 		req.Header.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-")
 	}
 	resp, err := c.plain.Do(req)
@@ -162,67 +349,95 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset int64,
 		if resp != nil {
 			resp.Body.Close() // a response that came with an error (a cancel right after the headers)
 		}
-		return 0, -1, false, false, redactError(attemptTimeout(err))
+		return 0, false, false, redactError(attemptTimeout(err))
 	}
 	defer resp.Body.Close()
 	if d, ok := retry.RetryAfter(resp.Header, c.now()); ok && resp.StatusCode >= 300 {
 		base := &APIError{StatusCode: resp.StatusCode, Method: http.MethodGet, Path: req.URL.Path, Message: "storage host"}
 		if rl := c.refuseWait(base, d); rl != nil {
-			return 0, -1, false, false, &permanentError{rl}
+			return 0, false, false, &permanentError{rl}
 		}
 	}
+	total := int64(-1)
 	skip := int64(0)
+	short := int64(0) // the end of a range the host sent shorter than asked
 	switch {
 	case resp.StatusCode == http.StatusOK:
+		if end >= 0 {
+			if err := obj.check(resp.ContentLength, resp.Header); err != nil {
+				return 0, false, false, err
+			}
+			return 0, false, false, errRangeIgnored
+		}
 		total = resp.ContentLength
 		skip = offset // the host ignored Range: start over, skipping what we have
 	case resp.StatusCode == http.StatusPartialContent:
-		start, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
-		if !ok || start != offset {
-			return 0, -1, false, false, fmt.Errorf("storage host answered range %q to a request from byte %d", resp.Header.Get("Content-Range"), offset)
+		start, last, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
+		if !ok || start != offset || last < start || (end >= 0 && last >= end) {
+			return 0, false, false, fmt.Errorf("storage host answered range %q to a request for bytes %d-%d", resp.Header.Get("Content-Range"), offset, end-1)
 		}
 		total = t
-	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
-		_, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
-		if ok && t == offset {
-			return 0, t, true, false, nil
+		if end >= 0 && last+1 < end {
+			// A host that caps the length of a range: take what it sent,
+			// then ask for the rest.
+			short = last + 1
 		}
-		return 0, -1, false, true, fmt.Errorf("storage host refused range from byte %d", offset)
+	case resp.StatusCode == http.StatusRequestedRangeNotSatisfiable:
+		_, _, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
+		if ok && t == offset && end < 0 {
+			if err := obj.check(t, resp.Header); err != nil {
+				return 0, false, false, err
+			}
+			return 0, true, false, nil
+		}
+		return 0, false, true, fmt.Errorf("storage host refused range from byte %d", offset)
 	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized:
 		// Expired or refused signature: ask for a freshly signed link.
 		b, _ := readCapped(resp.Body, 4<<10)
-		return 0, -1, false, true, fmt.Errorf("storage host answered %d (link expired or refused)%s", resp.StatusCode, storageCode(b))
+		return 0, false, true, fmt.Errorf("storage host answered %d (link expired or refused)%s", resp.StatusCode, storageCode(b))
 	case resp.StatusCode == http.StatusNotFound:
-		return 0, -1, false, false, &permanentError{fmt.Errorf("storage host answered 404: the file is gone (past the 30-day retention?): %w", ErrNotFound)}
+		return 0, false, false, &permanentError{fmt.Errorf("storage host answered 404: the file is gone (past the 30-day retention?): %w", ErrNotFound)}
 	default:
-		return 0, -1, false, false, fmt.Errorf("storage host answered %d", resp.StatusCode)
+		return 0, false, false, fmt.Errorf("storage host answered %d", resp.StatusCode)
 	}
-	if want >= 0 && total >= 0 && total != want {
-		// Not the file the job wrote: a proxy's or portal's page, most likely.
-		return 0, -1, false, false, &permanentError{fmt.Errorf("storage host announced %d bytes (%s) for a file of %d bytes",
-			total, resp.Header.Get("Content-Type"), want)}
+	if err := obj.check(total, resp.Header); err != nil {
+		return 0, false, false, err
 	}
 	if skip > 0 {
 		if _, err := io.CopyN(io.Discard, resp.Body, skip); err != nil {
-			return 0, total, false, false, fmt.Errorf("re-reading the first %d bytes: %w", skip, redactError(err))
+			return 0, false, false, fmt.Errorf("re-reading the first %d bytes: %w", skip, redactError(err))
 		}
 	}
-	if total < 0 {
-		total = want
+	want := end
+	if want < 0 {
+		want, _, _ = obj.validators()
 	}
-	n, err = copyTo(w, resp.Body)
+	if short > 0 {
+		want = short
+	}
+	var body io.Reader = resp.Body
+	if want >= 0 {
+		body = io.LimitReader(resp.Body, want-offset)
+	}
+	n, err = copyTo(w, body)
 	if err != nil {
-		return n, total, false, false, attemptTimeout(err)
+		return n, false, false, attemptTimeout(err)
 	}
-	if total >= 0 && offset+n != total {
-		return n, total, false, false, fmt.Errorf("connection closed at byte %d of %d", offset+n, total)
+	if want >= 0 && offset+n != want {
+		return n, false, false, fmt.Errorf("connection closed at byte %d of %d", offset+n, want)
 	}
-	return n, total, true, false, nil
+	if short > 0 {
+		return n, false, false, fmt.Errorf("storage host sent bytes %d-%d of %d-%d", offset, short-1, offset, end-1)
+	}
+	return n, true, false, nil
 }
 
 // copyTo copies src to dst, telling write failures (the caller's) from
 // read failures (the network's).
 func copyTo(dst io.Writer, src io.Reader) (int64, error) {
+	if p, ok := dst.(*streamPart); ok {
+		return p.readFrom(src)
+	}
 	buf := make([]byte, 256<<10)
 	var n int64
 	for {
@@ -258,30 +473,35 @@ func storageCode(body []byte) string {
 	return ": " + code
 }
 
-// parseContentRange reads "bytes start-end/total".
-func parseContentRange(h string) (start, total int64, ok bool) {
+// parseContentRange reads "bytes start-last/total" (or "bytes */total",
+// where start and last are -1).
+func parseContentRange(h string) (start, last, total int64, ok bool) {
 	rest, found := strings.CutPrefix(h, "bytes ")
 	if !found {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	rng, tot, found := strings.Cut(rest, "/")
 	if !found {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	t, err := strconv.ParseInt(tot, 10, 64)
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	if rng == "*" {
-		return 0, t, true
+		return -1, -1, t, true
 	}
-	s, _, found := strings.Cut(rng, "-")
+	s, l, found := strings.Cut(rng, "-")
 	if !found {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	st, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	return st, t, true
+	la, err := strconv.ParseInt(l, 10, 64)
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	return st, la, t, true
 }

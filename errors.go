@@ -59,6 +59,12 @@ var (
 	// plain http while the API is https (see WithInsecureHTTPLinks), or it
 	// carries the API key. Nothing is sent to it, and nothing is retried.
 	ErrUnsafeLink = errors.New("lendgraph: unsafe link")
+
+	// ErrPartialMismatch is returned by DownloadFile when PATH.part holds
+	// part of another file (another job, or another size, ETag or
+	// Last-Modified than the storage host now sends). Nothing was written
+	// to it; remove PATH.part to download from the start.
+	ErrPartialMismatch = errors.New("lendgraph: the partial download belongs to another file")
 )
 
 // maxErrorBody caps how much of an error response is read and kept.
@@ -646,7 +652,8 @@ func (e *TransportError) Unwrap() error {
 // DownloadError is a download from a signed link that could not finish.
 // Its message never holds the link's signature.
 type DownloadError struct {
-	// Written is how many bytes reached the writer before the failure.
+	// Written is how many bytes reached the writer (or the file) before
+	// the failure.
 	Written int64
 	// Size is the object's size, when the server said; -1 otherwise.
 	Size int64

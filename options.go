@@ -95,6 +95,15 @@ func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l
 // WithUserAgent prepends ua to the SDK's User-Agent header.
 func WithUserAgent(ua string) Option { return func(s *settings) { s.userAgent = ua } }
 
+// WithDownloadConnections sets how many connections one download of a
+// delivery file opens at once (default DefaultDownloadConnections; 1 for a
+// single connection, at most 64). Object stores cap the speed of each
+// connection, so a file of 16 MiB or more comes down in ranges fetched in
+// parallel, as aws s3 cp and s5cmd do: Download and Rows keep at most n
+// ranges of 4 MiB in memory and hand the bytes over in order; DownloadFile
+// writes ranges of 8 MiB in place. Smaller files always use one connection.
+func WithDownloadConnections(n int) Option { return func(s *settings) { s.downloadConns = &n } }
+
 // WithBearerAuth sends the key as "Authorization: Bearer <key>" instead of
 // the x-api-key header.
 func WithBearerAuth() Option { return func(s *settings) { s.bearer = true } }

@@ -215,6 +215,11 @@ func (s *Server) handleDeliverySubmit(w http.ResponseWriter, r *http.Request, c 
 		if err != nil {
 			return err
 		}
+		if s.cfg.s3 != nil {
+			if err := s.cfg.s3.upload(ctx, jc.Job().id+media.ext, path, media.contentType); err != nil {
+				return fmt.Errorf("storage: %w", err)
+			}
+		}
 		s.mu.Lock()
 		file = path
 		s.mu.Unlock()
@@ -222,7 +227,7 @@ func (s *Server) handleDeliverySubmit(w http.ResponseWriter, r *http.Request, c 
 	}
 	spec.complete = func(j *fakeJob) {
 		key := j.id + media.ext
-		s.putFileLocked(key, j.id+media.ext, media.contentType, file)
+		s.putFileLocked(key, j.id+media.ext, media.contentType, file, s.cfg.s3 != nil)
 		j.objectKey = key
 		st := &deliveryBilling{charged: int64(plan.rows)}
 		if !plan.noBill && plan.rows > 0 {

@@ -3,6 +3,7 @@ package lendgraphtest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +28,9 @@ const (
 	Stall
 	// Trickle sends the real response one byte per Delay.
 	Trickle
+	// Throttle sends the real response at Rate bytes a second: a slow
+	// connection (each matching request is one), as object stores cap them.
+	Throttle
 )
 
 // Fault is a failure a test arms for the next requests matching a route.
@@ -37,6 +41,8 @@ type Fault struct {
 	Body   string
 	// Delay is the stall before answering (Stall) or between bytes (Trickle).
 	Delay time.Duration
+	// Rate is the bytes a second of a Throttle.
+	Rate int64
 	// Times is how many matching requests get the fault (0 means 1, -1 every one).
 	Times int
 	// Stream, for Respond, repeats Body until Stream bytes were written
@@ -126,6 +132,8 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, f *Fault, h 
 		_, _ = w.Write([]byte(f.Body))
 	case DropBeforeResponse:
 		hijackClose(w)
+	case Throttle:
+		h.ServeHTTP(&throttledWriter{ResponseWriter: w, rate: max(f.Rate, 1), req: r.Context(), srv: s.ctx}, r)
 	case Stall:
 		select {
 		case <-time.After(f.Delay):
@@ -201,6 +209,48 @@ func (s *Server) streamBody(w http.ResponseWriter, r *http.Request, f *Fault) {
 		}
 	}
 }
+
+// throttledWriter writes at most rate bytes a second, in slices of 50ms,
+// until the client goes away or the server closes.
+type throttledWriter struct {
+	http.ResponseWriter
+	rate     int64
+	req, srv context.Context
+	start    time.Time
+	sent     int64
+}
+
+func (t *throttledWriter) Write(p []byte) (int, error) {
+	if t.start.IsZero() {
+		t.start = time.Now()
+	}
+	slice := max(int(t.rate/20), 1)
+	n := 0
+	for n < len(p) {
+		k := min(slice, len(p)-n)
+		w, err := t.ResponseWriter.Write(p[n : n+k])
+		n += w
+		t.sent += int64(w)
+		if err != nil {
+			return n, err
+		}
+		if f, ok := t.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		due := t.start.Add(time.Duration(float64(t.sent) / float64(t.rate) * float64(time.Second)))
+		select {
+		case <-time.After(time.Until(due)):
+		case <-t.req.Done():
+			return n, t.req.Err()
+		case <-t.srv.Done():
+			return n, t.srv.Err()
+		}
+	}
+	return n, nil
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (t *throttledWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 func hijack(w http.ResponseWriter) (conn interface{ Close() error }, buf *bufio.ReadWriter, ok bool) {
 	hj, ok := w.(http.Hijacker)

@@ -94,6 +94,21 @@ func TestFaults(t *testing.T) {
 			t.Fatalf("short stall: %v %v", resp, err)
 		}
 	})
+	t.Run("Throttle and BytesSent", func(t *testing.T) {
+		const list = "/v1/agents?limit=100"
+		before := s.BytesSent("api")
+		_, body, err := get(t, s, list, http.DefaultClient)
+		if err != nil || s.BytesSent("api")-before != int64(len(body)) {
+			t.Fatalf("BytesSent counted %d for a body of %d (%v)", s.BytesSent("api")-before, len(body), err)
+		}
+		rate := int64(len(body)) * 5 // a fifth of a second
+		s.InjectFault("GET", "/v1/agents", Fault{Kind: Throttle, Rate: rate})
+		start := time.Now()
+		_, b, err := get(t, s, list, http.DefaultClient)
+		if took := time.Since(start); err != nil || string(b) != string(body) || took < 150*time.Millisecond || took > 2*time.Second {
+			t.Fatalf("throttled at %d B/s: %d bytes in %v, %v", rate, len(b), took, err)
+		}
+	})
 }
 
 func TestRoutePatterns(t *testing.T) {

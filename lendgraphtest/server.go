@@ -1,6 +1,7 @@
 package lendgraphtest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -43,6 +44,7 @@ type Server struct {
 	callers  map[string]Caller // by key
 	faults   []*faultRule
 	requests []Request
+	sent     map[string]*atomic.Int64 // body bytes sent, by listener
 	nextID   atomic.Int64
 	queries  *queryCache
 	jobs     map[string]*fakeJob
@@ -61,6 +63,7 @@ type config struct {
 	jobRate     map[string]float64 // rows per second by job kind
 	settings    []Settings         // WithSettings, applied in order
 	control     bool               // WithControlEndpoint
+	s3          *S3Store           // delivery files go there when set
 }
 
 // Option configures a Server.
@@ -170,6 +173,7 @@ func Start(opts ...Option) (*Server, error) {
 		callers: map[string]Caller{},
 		jobs:    map[string]*fakeJob{},
 		objects: map[string]*object{},
+		sent:    map[string]*atomic.Int64{},
 		secret:  make([]byte, 32),
 		queries: newQueryCache(64),
 	}
@@ -179,6 +183,11 @@ func Start(opts ...Option) (*Server, error) {
 	s.area.init()
 	s.newCallerLocked(DefaultOrg, "user_default")
 
+	if cfg.s3 != nil {
+		if err := cfg.s3.createBucket(context.Background()); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.addr, err)
@@ -453,6 +462,11 @@ const maxLoggedBody = 1 << 20
 // wrap logs the request, applies injected faults and tags the response
 // with a request id.
 func (s *Server) wrap(listener string, h http.Handler) http.Handler {
+	sent := s.sent[listener]
+	if sent == nil {
+		sent = new(atomic.Int64)
+		s.sent[listener] = sent
+	}
 	var control http.Handler
 	if listener == "api" && s.cfg.control {
 		control = s.controlMux()
@@ -462,6 +476,7 @@ func (s *Server) wrap(listener string, h http.Handler) http.Handler {
 			control.ServeHTTP(w, r)
 			return
 		}
+		w = &countingResponseWriter{ResponseWriter: w, n: sent}
 		body, _ := io.ReadAll(io.LimitReader(r.Body, maxLoggedBody+1))
 		logged := body
 		if len(logged) > maxLoggedBody {
@@ -485,6 +500,46 @@ func (s *Server) wrap(listener string, h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
+
+// BytesSent returns the response body bytes a listener ("api", "storage"
+// or "search") has sent so far, what an injected DropMidBody, Trickle or
+// DropBeforeResponse fault sends not included: for instance to tell how
+// much of a file a resumed download fetched again.
+func (s *Server) BytesSent(listener string) int64 {
+	s.mu.Lock()
+	n := s.sent[listener]
+	s.mu.Unlock()
+	if n == nil {
+		return 0
+	}
+	return n.Load()
+}
+
+// countingResponseWriter counts the body bytes written through it.
+type countingResponseWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (c *countingResponseWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// Flush and Hijack keep the writer underneath usable by handlers and faults.
+func (c *countingResponseWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (c *countingResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(c.ResponseWriter).Hijack()
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (c *countingResponseWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // writeJSON writes v as a JSON response.
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -23,6 +23,7 @@ type object struct {
 	contentType string
 	name        string
 	modTime     time.Time
+	remote      bool // uploaded to the S3 store (WithS3Store)
 }
 
 // putObject stores data under key.
@@ -32,14 +33,23 @@ func (s *Server) putObject(key, name, contentType string, data []byte) {
 	s.mu.Unlock()
 }
 
-// putFileLocked stores the file at path under key (s.mu held).
-func (s *Server) putFileLocked(key, name, contentType, path string) {
-	s.objects[key] = &object{path: path, contentType: contentType, name: name, modTime: s.nowLocked()}
+// putFileLocked stores the file at path under key (s.mu held); remote
+// says it was uploaded to the S3 store under the same key.
+func (s *Server) putFileLocked(key, name, contentType, path string, remote bool) {
+	s.objects[key] = &object{path: path, contentType: contentType, name: name, modTime: s.nowLocked(), remote: remote}
 }
 
 // signedURLLocked returns a link to the object under key, valid for the
-// configured TTL from now. Links are signed like S3 presigned URLs.
+// configured TTL from now. Links are signed like S3 presigned URLs; those
+// of the S3 store are S3 presigned URLs.
 func (s *Server) signedURLLocked(key string) string {
+	if obj := s.objects[key]; obj != nil && obj.remote {
+		link, err := s.cfg.s3.presign(http.MethodGet, key, s.cfg.linkTTL, time.Now())
+		if err != nil {
+			panic("lendgraphtest: " + err.Error()) // the endpoint was used at Start
+		}
+		return link
+	}
 	exp := s.nowLocked().Add(s.cfg.linkTTL).Unix()
 	q := url.Values{}
 	q.Set("X-Expires", strconv.FormatInt(exp, 10))

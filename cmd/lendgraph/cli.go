@@ -48,9 +48,10 @@ type app struct {
 	baseURL    string
 	jsonOut    bool
 	client     *lendgraph.Client
-	started    bool          // cobra accepted the command line and ran the command
-	cmdPath    string        // the command that ran, for the usage hint
-	in         *bufio.Reader // stdin, buffered on first use
+	clientOpts []lendgraph.Option // a command's own client settings
+	started    bool               // cobra accepted the command line and ran the command
+	cmdPath    string             // the command that ran, for the usage hint
+	in         *bufio.Reader      // stdin, buffered on first use
 }
 
 // usageError marks a mistake in how the command was called.
@@ -172,7 +173,7 @@ func (a *app) clientFor() (*lendgraph.Client, error) {
 	if base != "" {
 		opts = append(opts, lendgraph.WithBaseURL(base))
 	}
-	c, err := lendgraph.NewClient(opts...)
+	c, err := lendgraph.NewClient(append(opts, a.clientOpts...)...)
 	if err != nil {
 		return nil, usagef("%v", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,14 +24,22 @@ func (a *app) deliverCommand() *cobra.Command {
 	var fields []string
 	var limit int64
 	var cancelOnInterrupt bool
+	var connections int
 	cmd := &cobra.Command{
 		Use:   "deliver RESOURCE -o FILE",
 		Short: "Deliver every matching record of a resource to one file",
 		Long: `deliver submits a bulk delivery job for every record of RESOURCE (agents,
 originators, companies, loans, properties or branches) that matches the
-filters, waits for it, and downloads the file to FILE (written as FILE.part,
-renamed when complete; "-o -" writes to stdout). Progress goes to stderr: a
-bar on a terminal, plain lines elsewhere.
+filters, waits for it, and downloads the file to FILE ("-o -" writes to
+stdout). Progress goes to stderr: a bar on a terminal, plain lines elsewhere.
+
+A large file comes down over several connections at once (--connections,
+default 4). The bytes go to FILE.part, renamed to FILE when complete; beside
+it FILE.part.meta records the job, the file's ETag and the ranges on disk.
+When the download is interrupted (Ctrl-C, a lost network, a killed
+process), FILE.part stays and the same command with --job ID continues from
+it. A FILE.part of another job or another file is refused; remove it to
+start over.
 
 --job ID re-attaches to a job submitted earlier (for instance after Ctrl-C)
 instead of submitting a new one.
@@ -40,7 +49,7 @@ server; --cancel-on-interrupt cancels without asking; elsewhere the job keeps
 running and its id is printed.`,
 		Example: `  lendgraph deliver agents --format parquet --filter state=TX -o agents.parquet
   lendgraph deliver loans --format csv --period 2024 --sort mortgageAmount:desc --limit 500 -o loans.csv
-  lendgraph deliver agents --job dlv_000007a1b2c3d4 -o agents.parquet   # re-attach: the id "submitted delivery job" printed`,
+  lendgraph deliver agents --job dlv_000007a1b2c3d4 -o agents.parquet   # re-attach (the id "submitted delivery job" printed), or continue a download`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -70,6 +79,9 @@ running and its id is printed.`,
 			} else if q.set() || format != "" || len(fields) > 0 || limit != 0 {
 				return usagef("--job re-attaches to a submitted job: drop the query flags (--format, --filter, --where, --period, --sort, --fields, --limit)")
 			}
+			if cmd.Flags().Changed("connections") {
+				a.clientOpts = append(a.clientOpts, lendgraph.WithDownloadConnections(connections))
+			}
 			c, err := a.clientFor()
 			if err != nil {
 				return err
@@ -87,6 +99,7 @@ running and its id is printed.`,
 	f.StringVarP(&out, "output", "o", "", "write the file here (- for stdout)")
 	f.StringVar(&jobID, "job", "", "re-attach to this delivery job instead of submitting")
 	f.BoolVar(&cancelOnInterrupt, "cancel-on-interrupt", false, "on Ctrl-C cancel the job on the server without asking")
+	f.IntVar(&connections, "connections", lendgraph.DefaultDownloadConnections, "download a large file over up to N connections at once (1: a single connection)")
 	return cmd
 }
 
@@ -110,15 +123,17 @@ type deliveryResult struct {
 }
 
 func (d *delivery) run(ctx context.Context, res records, req *lendgraph.DeliveryRequest, jobID string) error {
-	// Open the output before submitting: a job is not paid for only to
-	// find the file cannot be written.
-	dst, commit, discard, err := openOutput(d.app, d.out)
-	if err != nil {
-		return err
+	toFile := d.out != "-"
+	if toFile && jobID == "" {
+		// Before submitting: a job is not paid for only to find the file
+		// cannot be written.
+		if err := checkOutput(d.out, d.resource); err != nil {
+			return err
+		}
 	}
-	defer discard()
 
 	var job *lendgraph.DeliveryJob[lendgraph.Row]
+	var err error
 	if jobID != "" {
 		job = res.attach(jobID)
 		d.say("re-attaching to delivery job %s", jobID)
@@ -143,16 +158,24 @@ func (d *delivery) run(ctx context.Context, res records, req *lendgraph.Delivery
 	}
 
 	m = d.newMeter("download", true)
-	cw := &countingWriter{w: dst, m: m, total: st.Bytes}
-	n, err := job.Download(ctx, cw)
+	var n int64
+	if toFile {
+		n, err = job.DownloadFile(ctx, d.out, lendgraph.WithDownloadProgress(m.set))
+	} else {
+		n, err = job.Download(ctx, &countingWriter{w: d.stdout, m: m, total: st.Bytes})
+	}
 	m.end(err == nil)
 	if err != nil {
-		if ctx.Err() != nil {
-			return &interruptedError{fmt.Sprintf("download interrupted; delivery job %s is complete: download it again with: lendgraph deliver %s --job %s -o %s", job.ID, d.resource, job.ID, d.out)}
+		again := fmt.Sprintf("lendgraph deliver %s --job %s -o %s", d.resource, job.ID, d.out)
+		var de *lendgraph.DownloadError
+		switch {
+		case ctx.Err() != nil && toFile:
+			return &interruptedError{fmt.Sprintf("download interrupted; %s.part keeps what came down; continue with: %s", d.out, again)}
+		case ctx.Err() != nil:
+			return &interruptedError{fmt.Sprintf("download interrupted; delivery job %s is complete: download it again with: %s", job.ID, again)}
+		case toFile && errors.As(err, &de) && de.Written > 0:
+			return fmt.Errorf("%w\n%s.part keeps what came down; continue with: %s", err, d.out, again)
 		}
-		return err
-	}
-	if err := commit(); err != nil {
 		return err
 	}
 	r := deliveryResult{JobID: job.ID, Resource: d.resource, Format: string(st.Format), File: d.out, Bytes: n, Rows: st.Processed, CreditsCharged: st.CreditsCharged}
@@ -168,6 +191,30 @@ func (d *delivery) run(ctx context.Context, res records, req *lendgraph.Delivery
 	}
 	d.say("wrote %s: %d rows, %s%s", d.out, r.Rows, humanBytes(n), charged)
 	return nil
+}
+
+// checkOutput makes sure a new delivery can be written to path: its
+// directory takes a new file, and no interrupted download waits in
+// path.part (that one is continued with --job, or removed).
+func checkOutput(path, resource string) error {
+	part := path + ".part"
+	if _, err := os.Stat(part); err == nil {
+		job := "ID"
+		var rec struct {
+			Job string `json:"job"`
+		}
+		if b, err := os.ReadFile(part + ".meta"); err == nil && json.Unmarshal(b, &rec) == nil && rec.Job != "" {
+			job = rec.Job
+		}
+		return usagef("%s holds an interrupted download; continue it with: lendgraph deliver %s --job %s -o %s (or remove %s to start a new delivery)",
+			part, resource, job, path, part)
+	}
+	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return fmt.Errorf("output: %w", err)
+	}
+	_ = f.Close()
+	return os.Remove(part)
 }
 
 // openOutput opens path.part for writing (stdout for "-"); commit closes it

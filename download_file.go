@@ -1,0 +1,255 @@
+package lendgraph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Downloads to a path, resumable across restarts. The bytes go to
+// PATH.part, written in place (several ranges at once for a large file);
+// PATH.part.meta, beside it, records what the part file holds: the job,
+// the file's size and the validators the storage host sent (ETag,
+// Last-Modified), and the byte spans already on disk. The part file is
+// fsynced before each record is written, and the record is replaced
+// atomically (written aside, fsynced, renamed), so after a crash or a kill
+// every span it names is on disk. The next download to the same path
+// continues from those spans, once the host's answer shows the same file.
+
+// DownloadOption tunes DownloadFile.
+type DownloadOption func(*downloadConfig)
+
+type downloadConfig struct {
+	progress func(done, total int64)
+}
+
+// WithDownloadProgress calls fn as bytes reach the file: done counts every
+// byte on disk, those an interrupted earlier download left included, and
+// total is the file's size (-1 when unknown). fn is called from the
+// download's goroutines, one call at a time; keep it quick.
+func WithDownloadProgress(fn func(done, total int64)) DownloadOption {
+	return func(c *downloadConfig) { c.progress = fn }
+}
+
+// partialVersion is the layout of PATH.part.meta.
+const partialVersion = 1
+
+// partialMeta is the content of PATH.part.meta.
+type partialMeta struct {
+	Version      int        `json:"version"`
+	Job          string     `json:"job"`
+	Size         int64      `json:"size"` // -1: unknown
+	ETag         string     `json:"etag,omitempty"`
+	LastModified string     `json:"lastModified,omitempty"`
+	Done         [][2]int64 `json:"done,omitempty"` // spans [start, end) on disk
+}
+
+// partial is a download to a path: its part file, its record, and what an
+// earlier download left there.
+type partial struct {
+	path, part, meta string
+	job              string
+	prev             *partialMeta // the record an earlier download left; nil for none
+}
+
+// openPartial looks at what an earlier download to path left. A record of
+// another job is refused at once; one that cannot be read (or a part file
+// without a record) is a fresh start.
+func openPartial(path, job string) (*partial, error) {
+	if path == "" {
+		return nil, invalidArg("path", "is empty; name the file to write")
+	}
+	p := &partial{path: path, part: path + ".part", meta: path + ".part.meta", job: job}
+	b, err := os.ReadFile(p.meta)
+	if errors.Is(err, fs.ErrNotExist) {
+		return p, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lendgraph: reading %s: %w", p.meta, err)
+	}
+	var m partialMeta
+	if json.Unmarshal(b, &m) != nil || m.Version != partialVersion {
+		return p, nil // not a record this version wrote: start over
+	}
+	if m.Job != job {
+		return nil, fmt.Errorf("lendgraph: %s is a partial download of delivery job %s, not %s; finish it with that job, or remove it to download from the start: %w",
+			p.part, m.Job, job, ErrPartialMismatch)
+	}
+	p.prev = &m
+	return p, nil
+}
+
+// resumeFrom returns the spans an earlier download left that this one can
+// continue from, and the object check seeded with that download's
+// validators. A record of another size is refused; one without a
+// validator, or whose part file is shorter than it says, is a fresh start.
+func (p *partial) resumeFrom(size int64) ([]span, *objectCheck, error) {
+	obj := newObjectCheck(size)
+	m := p.prev
+	if m == nil || len(m.Done) == 0 {
+		return nil, obj, nil
+	}
+	if size >= 0 && m.Size >= 0 && m.Size != size {
+		return nil, nil, fmt.Errorf("lendgraph: %s holds part of a file of %d bytes, but the delivered file has %d; remove it to download from the start: %w",
+			p.part, m.Size, size, ErrPartialMismatch)
+	}
+	if m.ETag == "" && m.LastModified == "" {
+		return nil, obj, nil // nothing to tell the file by: start over
+	}
+	fi, err := os.Stat(p.part)
+	if err != nil {
+		return nil, obj, nil
+	}
+	var done []span
+	for _, d := range m.Done {
+		if d[0] < 0 || d[1] <= d[0] || d[1] > fi.Size() || (m.Size >= 0 && d[1] > m.Size) {
+			return nil, obj, nil // not what this download wrote: start over
+		}
+		done = append(done, span{d[0], d[1]})
+	}
+	if size < 0 {
+		size = m.Size
+	}
+	obj.size, obj.etag, obj.modified, obj.seen, obj.partial = size, m.ETag, m.LastModified, true, p.part
+	return done, obj, nil
+}
+
+// downloadFile downloads the object behind a signed link to p.path through
+// p.part, continuing from what an earlier download left when it is the
+// same file, and returns the file's size. On failure the part file and its
+// record stay for the next call.
+func (c *Client) downloadFile(ctx context.Context, p *partial, first SignedURL, link linkFunc, size int64, cfg downloadConfig) (int64, error) {
+	done, obj, err := p.resumeFrom(size)
+	if err != nil {
+		return 0, err
+	}
+	if obj.size >= 0 {
+		size = obj.size
+	}
+	flags := os.O_RDWR | os.O_CREATE
+	if len(done) == 0 {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(p.part, flags, 0o666)
+	if err != nil {
+		return 0, fmt.Errorf("lendgraph: %w", err)
+	}
+	closeFile := func() error {
+		if f == nil {
+			return nil
+		}
+		err := f.Close()
+		f = nil
+		return err
+	}
+	defer closeFile()
+	if size >= 0 {
+		if err := f.Truncate(size); err != nil {
+			return 0, fmt.Errorf("lendgraph: %w", err)
+		}
+	}
+	st := newFillState(size, done)
+	st.progress = cfg.progress
+	record := func() error {
+		spans := st.snapshot() // before the sync: every span named is written
+		if err := f.Sync(); err != nil {
+			return err
+		}
+		sz, etag, modified := obj.validators()
+		m := partialMeta{Version: partialVersion, Job: p.job, Size: sz, ETag: etag, LastModified: modified}
+		for _, s := range spans {
+			m.Done = append(m.Done, [2]int64{s.off, s.end})
+		}
+		return writeFileSynced(p.meta, m)
+	}
+	if err := record(); err != nil {
+		return 0, fmt.Errorf("lendgraph: recording the download in %s: %w", p.meta, err)
+	}
+	// A record that cannot be written costs only the resume; the download
+	// goes on.
+	st.checkpoint = func() { _ = record() }
+	if cfg.progress != nil {
+		cfg.progress(st.have.Load(), size)
+	}
+	fl := &fill{c: c, src: newLinkSource(first, link), obj: obj, f: f, st: st}
+	if err := fl.run(ctx); err != nil {
+		st.ckMu.Lock()
+		_ = record()
+		st.ckMu.Unlock()
+		var have int64
+		for _, s := range st.snapshot() {
+			have += s.end - s.off
+		}
+		sz, _, _ := obj.validators()
+		return 0, &DownloadError{Written: have, Size: sz, Err: err}
+	}
+	n := fl.st.firstMissing()
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("lendgraph: %w", err)
+	}
+	if err := closeFile(); err != nil {
+		return 0, fmt.Errorf("lendgraph: %w", err)
+	}
+	if err := os.Rename(p.part, p.path); err != nil {
+		return 0, fmt.Errorf("lendgraph: %w", err)
+	}
+	_ = os.Remove(p.meta)
+	syncDir(filepath.Dir(p.path))
+	return n, nil
+}
+
+// downloadTo downloads the object into f in place (a temporary file: no
+// record, no resume) and returns its size.
+func (c *Client) downloadTo(ctx context.Context, f *os.File, first SignedURL, link linkFunc, size int64) (int64, error) {
+	obj := newObjectCheck(size)
+	st := newFillState(size, nil)
+	fl := &fill{c: c, src: newLinkSource(first, link), obj: obj, f: f, st: st}
+	if err := fl.run(ctx); err != nil {
+		sz, _, _ := obj.validators()
+		return 0, &DownloadError{Written: st.firstMissing(), Size: sz, Err: err}
+	}
+	return st.firstMissing(), nil
+}
+
+// writeFileSynced replaces path with v as JSON: written aside, fsynced,
+// renamed over path, and the directory fsynced.
+func writeFileSynced(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// syncDir makes a rename in dir durable where the system allows it (not on
+// Windows, where directories cannot be opened for syncing).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}

@@ -1,0 +1,229 @@
+package lendgraph
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// objectHost serves data at every path with ETag etag(), honouring Range
+// unless ignoreRange; it counts requests.
+type objectHost struct {
+	data        []byte
+	ignoreRange bool
+	etag        func(n int32) string // ETag of the n-th request (from 1)
+	requests    atomic.Int32
+}
+
+func (h *objectHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := h.requests.Add(1)
+	if h.etag != nil {
+		w.Header().Set("ETag", h.etag(n))
+	}
+	if h.ignoreRange {
+		w.Header().Set("Content-Length", strconv.Itoa(len(h.data)))
+		_, _ = w.Write(h.data)
+		return
+	}
+	http.ServeContent(w, r, "f", time.Time{}, bytes.NewReader(h.data))
+}
+
+func testObject(t *testing.T, h *objectHost) (*Client, SignedURL, linkFunc) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := NewClient(WithAPIKey("k"), WithBaseURL("http://127.0.0.1:1"), WithDownloadConnections(4),
+		WithRetryBackoff(time.Millisecond, 5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.part = 32 << 10
+	link := SignedURL(srv.URL + "/file?X-Signature=s")
+	return c, link, func(context.Context) (SignedURL, error) { return link, nil }
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// A host that ignores Range answers every part with the whole file: the
+// download notices at the first answer and fetches the file over one
+// connection instead of once per part.
+func TestRangeIgnoredFallsBackToOneConnection(t *testing.T) {
+	h := &objectHost{data: randomBytes(300 << 10), ignoreRange: true}
+	c, first, link := testObject(t, h)
+	ctx := context.Background()
+	size := int64(len(h.data))
+
+	var buf bytes.Buffer
+	if n, err := c.downloadSized(ctx, first, link, &buf, size); err != nil || n != size || !bytes.Equal(buf.Bytes(), h.data) {
+		t.Fatalf("Download: %d, %v", n, err)
+	}
+	if n := h.requests.Load(); n > 5 {
+		t.Fatalf("Download: %d requests, want at most one a connection and one more", n)
+	}
+
+	h.requests.Store(0)
+	rc := c.openDownload(ctx, first, link, size)
+	got, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || !bytes.Equal(got, h.data) {
+		t.Fatalf("stream: %d bytes, %v", len(got), err)
+	}
+	if n := h.requests.Load(); n > 5 {
+		t.Fatalf("stream: %d requests", n)
+	}
+
+	h.requests.Store(0)
+	f, err := os.CreateTemp(t.TempDir(), "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if n, err := c.downloadTo(ctx, f, first, link, size); err != nil || n != size {
+		t.Fatalf("file: %d, %v", n, err)
+	}
+	if got, _ := os.ReadFile(f.Name()); !bytes.Equal(got, h.data) {
+		t.Fatal("file: bytes differ")
+	}
+	if n := h.requests.Load(); n > 5 {
+		t.Fatalf("file: %d requests", n)
+	}
+}
+
+// Every answer must describe the object the first one did: a file
+// replaced during the download is an error, not a mix of two versions.
+func TestDownloadRefusesAnObjectThatChanged(t *testing.T) {
+	h := &objectHost{data: randomBytes(300 << 10), etag: func(n int32) string {
+		if n <= 2 {
+			return `"v1"`
+		}
+		return `"v2"`
+	}}
+	c, first, link := testObject(t, h)
+	ctx := context.Background()
+	_, err := c.downloadSized(ctx, first, link, io.Discard, int64(len(h.data)))
+	var de *DownloadError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), `file changed on the storage host during the download (ETag "v`) {
+		t.Fatalf("parallel: %v", err)
+	}
+
+	// Over one connection: a resume after a cut meets the new version.
+	c.conns = 1
+	cut := &cutOnce{h: &objectHost{data: h.data, etag: func(int32) string { return `"v2"` }}}
+	srv := httptest.NewServer(cut)
+	defer srv.Close()
+	first = SignedURL(srv.URL + "/f")
+	_, err = c.downloadSized(ctx, first, func(context.Context) (SignedURL, error) { return first, nil }, io.Discard, int64(len(h.data)))
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "changed") || de.Written != int64(len(h.data)/2) {
+		t.Fatalf("one connection: %v", err)
+	}
+}
+
+// cutOnce sends half the file and closes the connection the first time,
+// then serves h.
+type cutOnce struct {
+	h    *objectHost
+	done atomic.Bool
+}
+
+func (c *cutOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if c.done.Swap(true) {
+		c.h.ServeHTTP(w, r)
+		return
+	}
+	c.h.requests.Add(1)
+	w.Header().Set("ETag", `"v1"`)
+	w.Header().Set("Content-Length", strconv.Itoa(len(c.h.data)))
+	_, _ = w.Write(c.h.data[:len(c.h.data)/2])
+	w.(http.Flusher).Flush()
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+// A host that caps the length of a range: the rest of each part is asked
+// for again.
+func TestShortRangesAreCompleted(t *testing.T) {
+	h := &objectHost{data: randomBytes(300 << 10)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var a, b int
+		if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &a, &b); err == nil && b-a >= 10_000 {
+			r.Header.Set("Range", fmt.Sprintf("bytes=%d-%d", a, a+9_999))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c, _, _ := testObject(t, h)
+	first := SignedURL(srv.URL + "/f")
+	var buf bytes.Buffer
+	n, err := c.downloadSized(context.Background(), first, func(context.Context) (SignedURL, error) { return first, nil }, &buf, int64(len(h.data)))
+	if err != nil || n != int64(len(h.data)) || !bytes.Equal(buf.Bytes(), h.data) {
+		t.Fatalf("%d bytes, %v", n, err)
+	}
+}
+
+// Many ranges meeting a refused link at once fetch one fresh link between
+// them.
+func TestLinkSourceRefreshesOnceForAllRanges(t *testing.T) {
+	var fetches atomic.Int32
+	release := make(chan struct{})
+	src := newLinkSource("l1", func(ctx context.Context) (SignedURL, error) {
+		fetches.Add(1)
+		<-release
+		return "l2", nil
+	})
+	ctx := context.Background()
+	l, gen, err := src.get(ctx)
+	if err != nil || l != "l1" {
+		t.Fatal(l, err)
+	}
+	got := make(chan SignedURL, 8)
+	for range 8 {
+		go func() {
+			src.expire(gen)
+			l, _, err := src.get(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	for range 8 {
+		if l := <-got; l != "l2" {
+			t.Fatalf("link %q", l)
+		}
+	}
+	if n := fetches.Load(); n != 1 {
+		t.Fatalf("%d fetches, want 1", n)
+	}
+	// A failed refresh reaches every waiter; the next get tries again.
+	src.expire(gen + 1)
+	src.fetch = func(context.Context) (SignedURL, error) { fetches.Add(1); return "", errors.New("API down") }
+	if _, _, err := src.get(ctx); err == nil || !strings.Contains(err.Error(), "API down") {
+		t.Fatal(err)
+	}
+	src.fetch = func(context.Context) (SignedURL, error) { fetches.Add(1); return "l3", nil }
+	if l, _, err := src.get(ctx); err != nil || l != "l3" {
+		t.Fatal(l, err)
+	}
+}

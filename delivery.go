@@ -7,7 +7,6 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -244,23 +243,29 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, erro
 	return j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, w, expectedSize(st))
 }
 
-// Rows yields the delivered rows as T while the file downloads, whatever
-// its format: ndjson, json and csv are decoded straight from the network
-// (nothing touches the disk); parquet, which needs random access, is
-// downloaded to a temporary file first (removed when the loop ends) and
-// read one row group at a time. A job still queued or running is waited
-// for first. Breaking out of the loop or cancelling ctx stops the download;
-// no goroutine is left behind. Errors end the sequence.
+// Rows yields the delivered rows as T while the file downloads: ndjson,
+// json and csv are decoded straight from the network (nothing touches the
+// disk). Parquet needs random access and a parquet library, which lives in
+// its own package so that programs that never read parquet do not link
+// it: for a parquet job Rows yields an *InvalidArgumentError naming
+// parquet.Rows (github.com/lendgraph/lendgraph-go/parquet), which streams
+// it through a temporary file. A job still queued or running is waited
+// for first. Breaking out of the loop or cancelling ctx stops the
+// download; no goroutine is left behind. Errors end the sequence.
 func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
+		if j.Format == FormatParquet {
+			yield(zero, errParquet("Format", "parquet.Rows(ctx, job)"))
+			return
+		}
 		st, err := j.completed(ctx)
 		if err != nil {
 			yield(zero, err)
 			return
 		}
 		if st.Format == FormatParquet {
-			j.parquetRows(ctx, st, yield)
+			yield(zero, errParquet("Format", "parquet.Rows(ctx, job)"))
 			return
 		}
 		if !slices.Contains(deliveryFormats, st.Format) {
@@ -277,31 +282,6 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 			if !yield(row, err) || err != nil {
 				return
 			}
-		}
-	}
-}
-
-func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yield func(T, error) bool) {
-	var zero T
-	f, err := os.CreateTemp("", "lendgraph-delivery-*.parquet")
-	if err != nil {
-		yield(zero, fmt.Errorf("lendgraph: a temporary file for the parquet delivery: %w", err))
-		return
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	n, err := j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, f, expectedSize(st))
-	if err != nil {
-		yield(zero, err)
-		return
-	}
-	for row, err := range DecodeParquet[T](f, n) {
-		if ctx.Err() != nil {
-			yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", j.ID, ctx.Err()))
-			return
-		}
-		if !yield(row, err) || err != nil {
-			return
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // The tests build the binary once and run it as a subprocess against the
@@ -120,7 +121,7 @@ func fileRows[T any](t *testing.T, path string, f lendgraph.Format) []T {
 	var seq iter.Seq2[T, error]
 	if f == lendgraph.FormatParquet {
 		fi, _ := file.Stat()
-		seq = lendgraph.DecodeParquet[T](file, fi.Size())
+		seq = parquet.Decode[T](file, fi.Size())
 	} else {
 		seq = lendgraph.DecodeRows[T](file, f)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 func (a *app) rowsCommand() *cobra.Command {
@@ -116,7 +117,7 @@ func (a *app) openRows(path, format string) (iter.Seq2[lendgraph.Row, error], fu
 		closeIn()
 		return nil, nil, fmt.Errorf("input: %w", err)
 	}
-	return lendgraph.DecodeParquet[lendgraph.Row](file, fi.Size()), closeIn, nil
+	return parquet.Decode[lendgraph.Row](file, fi.Size()), closeIn, nil
 }
 
 // detectFormat names a delivery file's format from its first bytes, then

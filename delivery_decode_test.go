@@ -300,3 +300,133 @@ func ExampleDecodeRows() {
 	// agt_1 Ana Lima TX 42
 	// agt_2 Bo Chen CA 7
 }
+
+// nestedFileRow is the rows of testdata/delivery/nested.parquet and
+// nested.ndjson, written by DuckDB (make_nested.mjs): native STRUCT, LIST
+// and MAP columns with nulls at every level.
+type nestedFileRow struct {
+	ID     int64 `json:"id"`
+	Office *struct {
+		Name string `json:"name"`
+		Zip  string `json:"zip"`
+		Geo  struct {
+			Lat *float64 `json:"lat"`
+			Lon float64  `json:"lon"`
+		} `json:"geo"`
+		Agents *int32  `json:"agents"`
+		Opened string  `json:"opened"`
+		Fee    float64 `json:"fee"`
+	} `json:"office"`
+	Tags  []string `json:"tags"`
+	Pairs []struct {
+		K *string `json:"k"`
+		V int     `json:"v"`
+	} `json:"pairs"`
+	Grid   [][]int         `json:"grid"`
+	Counts map[string]*int `json:"counts"`
+	Note   string          `json:"note"`
+}
+
+func TestDecodeNativeNestedParquet(t *testing.T) {
+	pq := readTestFile(t, "nested.parquet")
+	nd := readTestFile(t, "nested.ndjson")
+	want, err := decodeAll[nestedFileRow](t, nd, lendgraph.FormatNDJSON)
+	if err != nil || len(want) != 4 {
+		t.Fatalf("ndjson: %d rows, %v", len(want), err)
+	}
+	got, err := decodeAll[nestedFileRow](t, pq, lendgraph.FormatParquet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("parquet rows differ from DuckDB's JSON: %s", d)
+	}
+	if want[0].Office.Zip != "02134" || len(want[3].Tags) != 3 || want[1].Tags == nil || want[2].Tags != nil || want[3].Grid[0] != nil {
+		t.Fatalf("rows: %+v", want)
+	}
+	// Untyped rows: every column as the JSON DuckDB writes for it.
+	wantRows, _ := decodeAll[lendgraph.Row](t, nd, lendgraph.FormatNDJSON)
+	gotRows, err := decodeAll[lendgraph.Row](t, pq, lendgraph.FormatParquet)
+	if err != nil || len(gotRows) != len(wantRows) {
+		t.Fatalf("%d rows, %v", len(gotRows), err)
+	}
+	for i := range wantRows {
+		for _, name := range wantRows[i].Names() {
+			var w, g any
+			if err := wantRows[i].Decode(name, &w); err != nil {
+				t.Fatal(err)
+			}
+			if err := gotRows[i].Decode(name, &g); err != nil || !cmp.Equal(w, g) {
+				t.Errorf("row %d %s: %s, want %s (%v)", i+1, name, gotRows[i][name], wantRows[i][name], err)
+			}
+		}
+	}
+}
+
+// TestCSVCellsKeepTheirText: zips.csv, zips.ndjson and zips.parquet hold
+// the same rows (DuckDB, make_nested.mjs). A csv cell never changes, a
+// column has one JSON type in every row, and Extra.Decode gives every
+// format's value.
+func TestCSVCellsKeepTheirText(t *testing.T) {
+	rows, err := decodeAll[lendgraph.Row](t, readTestFile(t, "zips.csv"), lendgraph.FormatCSV)
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	if string(rows[0]["zip"]) != `"02134"` || string(rows[1]["zip"]) != `"90210"` || string(rows[0]["score"]) != `"1.50"` {
+		t.Fatalf("cells changed: %s %s %s", rows[0]["zip"], rows[1]["zip"], rows[0]["score"])
+	}
+	for _, r := range rows {
+		for name, v := range r {
+			if v[0] != '"' {
+				t.Errorf("column %s: %s is not a JSON string", name, v)
+			}
+		}
+	}
+	type office struct {
+		Name string `json:"name"`
+		Zip  string `json:"zip"`
+	}
+	type values struct {
+		Zip    string
+		Deals  float64
+		Score  float64
+		Active bool
+		Tags   []string
+		Office office
+	}
+	type idOnly struct {
+		ID    string           `json:"id"`
+		Extra lendgraph.Fields `json:",unknown"`
+	}
+	var byFormat [][]values
+	for _, c := range []struct {
+		f    lendgraph.Format
+		file string
+	}{{lendgraph.FormatCSV, "zips.csv"}, {lendgraph.FormatNDJSON, "zips.ndjson"}, {lendgraph.FormatParquet, "zips.parquet"}} {
+		rows, err := decodeAll[idOnly](t, readTestFile(t, c.file), c.f)
+		if err != nil || len(rows) != 3 {
+			t.Fatalf("%s: %d rows, %v", c.f, len(rows), err)
+		}
+		var vs []values
+		for _, r := range rows {
+			var v values
+			for _, err := range []error{r.Extra.Decode("zip", &v.Zip), r.Extra.Decode("deals", &v.Deals), r.Extra.Decode("score", &v.Score),
+				r.Extra.Decode("active", &v.Active), r.Extra.Decode("tags", &v.Tags), r.Extra.Decode("office", &v.Office)} {
+				if err != nil {
+					t.Fatalf("%s row %s: %v", c.f, r.ID, err)
+				}
+			}
+			vs = append(vs, v)
+		}
+		byFormat = append(byFormat, vs)
+	}
+	want := values{Zip: "02134", Deals: 42, Score: 1.5, Active: true, Tags: []string{"x", "y"}, Office: office{"Lima", "02134"}}
+	if d := cmp.Diff(want, byFormat[0][0]); d != "" {
+		t.Fatalf("csv row 1: %s", d)
+	}
+	for i := 1; i < len(byFormat); i++ {
+		if d := cmp.Diff(byFormat[0], byFormat[i]); d != "" {
+			t.Errorf("format %d differs from csv: %s", i, d)
+		}
+	}
+}

@@ -120,7 +120,8 @@ func (st *Setter) MakeSlice(f *Field, ptr unsafe.Pointer, n int) unsafe.Pointer 
 	return data
 }
 
-// Index is the address of element i of a slice field's elements at data.
+// Index is the address of element i of the slice field f whose elements
+// are at data.
 func (f *Field) Index(data unsafe.Pointer, i int) unsafe.Pointer {
 	return unsafe.Add(data, uintptr(i)*f.size)
 }

@@ -491,7 +491,7 @@ func (a *assembler) set(n *pnode, f *formats.Field, ptr unsafe.Pointer) bool {
 		data := st.MakeSlice(s, p, k)
 		el := s.Elem()
 		for i := range k {
-			if !a.set(n.elem, el, el.Index(data, i)) {
+			if !a.set(n.elem, el, s.Index(data, i)) {
 				return false
 			}
 		}

@@ -581,8 +581,7 @@ func BenchmarkDeliveryNestedFloor(b *testing.B) {
 		for {
 			k, err := pr.Read(buf)
 			for _, f := range buf[:k] {
-				sink = nestedRow{ID: f.ID, FullName: f.FullName, City: f.City, State: f.State,
-					TransactionCount: f.TransactionCount, Volume: f.Volume, IsTeamLead: f.IsTeamLead, Tags: f.Tags, Office: f.Office}
+				sink = nestedRow(f)
 			}
 			n += k
 			if err == io.EOF {

@@ -141,7 +141,7 @@ func (st *Setter) String(f *Field, ptr unsafe.Pointer, b []byte) bool {
 	if f.kind != setString && (f.kind != setPtr || f.elem.kind != setString) || !utf8.Valid(b) {
 		return false
 	}
-	f, ptr = st.target(f, ptr)
+	_, ptr = st.target(f, ptr)
 	st.s.addString(ptr, b)
 	return true
 }
@@ -203,7 +203,7 @@ func (st *Setter) Bool(f *Field, ptr unsafe.Pointer, b bool) bool {
 	if f.kind != setBool && (f.kind != setPtr || f.elem.kind != setBool) {
 		return false
 	}
-	f, ptr = st.target(f, ptr)
+	_, ptr = st.target(f, ptr)
 	*(*bool)(ptr) = b
 	return true
 }

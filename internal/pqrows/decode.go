@@ -5,12 +5,15 @@
 package pqrows
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"reflect"
 	"runtime"
+	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -67,23 +70,109 @@ func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode
 		if len(keep) == 0 && cols.leaves > 0 {
 			keep = append(keep, cols.leaves-1)
 		}
-		w := int64(max(runtime.GOMAXPROCS(0), 1))
+		workers := max(runtime.GOMAXPROCS(0), 1)
+		// Each row group is read by up to `ways` goroutines, each reading
+		// some of its columns into the same rows; as many row groups at
+		// once as leave no core idle. A row group's pages are then in
+		// memory once, and a file of one row group is decoded on every
+		// core.
+		ways := min(workers, maxWays)
+		sem := make(chan struct{}, max(workers/ways, 1))
+		meta := f.Metadata()
 		for g, rg := range groups {
-			proj := projected{rg, make([]parquet.ColumnChunk, 0, len(keep))}
-			for _, c := range keep {
-				proj.chunks = append(proj.chunks, rg.ColumnChunks()[c])
+			var sizes []int64
+			if g < len(meta.RowGroups) && len(meta.RowGroups[g].Columns) == cols.leaves {
+				for _, c := range meta.RowGroups[g].Columns {
+					sizes = append(sizes, c.MetaData.TotalUncompressedSize)
+				}
 			}
-			run := func(e *formats.Emitter) error { return readRowGroup(proj, g, cols, newDecode(), e) }
+			parts := split(cols, schema, keep, sizes, ways)
+			run := func(e *formats.Emitter) error {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				return readRowGroup(rg, g, cols, parts, newDecode, e)
+			}
 			// A worker decoding ahead may buffer (workers-1)/workers of a
 			// row group (enough to keep every worker busy), at most
 			// maxAhead batches (to bound memory for wide rows).
-			rows := rg.NumRows()
+			rows, w := rg.NumRows(), int64(workers)
 			if !e.Later(run, rows, int(min((rows/formats.BatchRows+1)*(w-1)/w, maxAhead))+1) {
 				return formats.ErrStopped
 			}
 		}
 		return nil
 	}
+}
+
+// maxWays bounds the goroutines that read one row group.
+const maxWays = 4
+
+// split divides the leaf columns to read (keep) into at most ways parts of
+// about the same uncompressed size (sizes, by leaf; nil when unknown), a
+// top-level column's leaves in one part, and every column the row type
+// keeps as an unknown member in the first part (one goroutine fills a
+// row's unknown members).
+func split(cols *columns, schema formats.Schema, keep []int, sizes []int64, ways int) [][]int {
+	type top struct {
+		leaves []int
+		size   int64
+		extra  bool
+	}
+	var tops []*top
+	byCol := map[int]*top{}
+	for _, c := range keep {
+		ci := cols.byLeaf[c]
+		t := byCol[ci]
+		if t == nil {
+			_, known := schema[cols.cols[ci].name]
+			t = &top{extra: !known}
+			byCol[ci] = t
+			tops = append(tops, t)
+		}
+		t.leaves = append(t.leaves, c)
+		t.size++
+		if sizes != nil {
+			t.size += sizes[c]
+		}
+	}
+	ways = min(ways, len(tops))
+	if ways <= 1 {
+		return [][]int{keep}
+	}
+	parts := make([][]int, ways)
+	load := make([]int64, ways)
+	// Unknown members first, into part 0; then the largest first, each
+	// into the lightest part.
+	slices.SortStableFunc(tops, func(a, b *top) int {
+		if a.extra != b.extra {
+			if a.extra {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(b.size, a.size)
+	})
+	for _, t := range tops {
+		p := 0
+		if !t.extra {
+			p = slices.Index(load, slices.Min(load))
+		}
+		parts[p] = append(parts[p], t.leaves...)
+		load[p] += t.size
+	}
+	for _, p := range parts {
+		slices.Sort(p)
+	}
+	return slices.DeleteFunc(parts, func(p []int) bool { return len(p) == 0 })
+}
+
+// project narrows a row group to some leaf columns.
+func project(rg parquet.RowGroup, leaves []int) parquet.RowGroup {
+	p := projected{rg, make([]parquet.ColumnChunk, 0, len(leaves))}
+	for _, c := range leaves {
+		p.chunks = append(p.chunks, rg.ColumnChunks()[c])
+	}
+	return p
 }
 
 // projected is a row group narrowed to some of its columns.
@@ -94,10 +183,118 @@ type projected struct {
 
 func (p projected) ColumnChunks() []parquet.ColumnChunk { return p.chunks }
 
-// readRowGroup decodes row group g on a worker, one batch at a time.
-func readRowGroup[T any](rg parquet.RowGroup, g int, cols *columns, dec *formats.RowDec[T], e *formats.Emitter) error {
+// readRowGroup decodes row group g on a worker, one batch at a time: its
+// columns divided into parts, each read by its own goroutine into the
+// same rows (this one reads the first) when the row type takes values
+// directly, else whole rows on this goroutine.
+func readRowGroup[T any](rg parquet.RowGroup, g int, cols *columns, parts [][]int, newDecode func() *formats.RowDec[T], e *formats.Emitter) error {
+	dec := newDecode()
+	if dec.Setter() == nil || len(parts) < 2 {
+		return readRows(project(rg, slices.Concat(parts...)), g, cols, dec, e, 0)
+	}
+	type batch struct {
+		rows []T
+		done chan bool // each part reports whether it set every row
+	}
+	var wg sync.WaitGroup
+	jobs := make([]chan batch, len(parts))
+	stop := make(chan struct{})
+	errs := make(chan error, len(parts))
+	defer func() {
+		close(stop)
+		for _, j := range jobs[1:] {
+			close(j)
+		}
+		wg.Wait()
+	}()
+	for p := 1; p < len(parts); p++ {
+		jobs[p] = make(chan batch, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rr := parquet.NewRowGroupRowReader(project(rg, parts[p]))
+			defer rr.Close()
+			a := newAssembler(cols, newDecode().Setter())
+			buf := make([]parquet.Row, formats.BatchRows)
+			for b := range jobs[p] {
+				ok, err := a.setRows(rr, buf, unsafe.Pointer(unsafe.SliceData(b.rows)), len(b.rows), unsafe.Sizeof(b.rows[0]))
+				if err != nil {
+					errs <- err
+				}
+				select {
+				case b.done <- ok && err == nil:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
+	rr := parquet.NewRowGroupRowReader(project(rg, parts[0]))
+	defer rr.Close()
+	a := newAssembler(cols, dec.Setter())
+	buf := make([]parquet.Row, formats.BatchRows)
+	left := rg.NumRows()
+	for start := int64(0); left > 0; {
+		n := min(left, formats.BatchRows)
+		b := batch{rows: make([]T, n), done: make(chan bool, len(parts))}
+		for _, j := range jobs[1:] {
+			j <- b
+		}
+		ok, err := a.setRows(rr, buf, unsafe.Pointer(unsafe.SliceData(b.rows)), int(n), unsafe.Sizeof(b.rows[0]))
+		for range jobs[1:] {
+			ok = <-b.done && ok
+		}
+		select {
+		case err = <-errs:
+		default:
+		}
+		if err != nil {
+			return fmt.Errorf("parquet: row group %d, near row %d: %w", g, e.Next(), err)
+		}
+		if !ok {
+			// A value that does not fit its field as plainly as this: the
+			// rest of the row group is decoded whole, from the batch on.
+			return readRows(project(rg, slices.Concat(parts...)), g, cols, dec, e, start)
+		}
+		if !formats.EmitRows(e, b.rows) {
+			return formats.ErrStopped
+		}
+		start, left = start+n, left-n
+	}
+	return nil
+}
+
+// setRows reads n rows of some columns from rr and sets them in the rows
+// at base (of size bytes each); ok is false when a value does not fit its
+// field directly.
+func (a *assembler) setRows(rr parquet.Rows, buf []parquet.Row, base unsafe.Pointer, n int, size uintptr) (ok bool, err error) {
+	ok = true
+	for i := 0; i < n; {
+		k, err := rr.ReadRows(buf[:min(len(buf), n-i)])
+		for _, row := range buf[:k] {
+			ok = ok && a.setRow(row, unsafe.Add(base, uintptr(i)*size))
+			i++
+		}
+		if err != nil && (!errors.Is(err, io.EOF) || i < n) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return false, err
+		}
+	}
+	return ok, nil
+}
+
+// readRows decodes the rows of rg from row number from (of the row group)
+// on this goroutine: straight into their fields, or from their JSON.
+func readRows[T any](rg parquet.RowGroup, g int, cols *columns, dec *formats.RowDec[T], e *formats.Emitter, from int64) error {
 	rr := parquet.NewRowGroupRowReader(rg)
 	defer rr.Close()
+	if from > 0 {
+		if err := rr.SeekToRow(from); err != nil {
+			return fmt.Errorf("parquet: row group %d, near row %d: %w", g, e.Next(), err)
+		}
+	}
 	a := newAssembler(cols, dec.Setter())
 	buf := make([]parquet.Row, formats.BatchRows)
 	for {

@@ -3,9 +3,11 @@ package pqrows
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"reflect"
+	"runtime"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -184,5 +186,97 @@ func TestNativeNestedIsDirect(t *testing.T) {
 	}
 	if calls != 1 { // the first row's DECIMAL fee into a string is an error, found by the JSON path
 		t.Fatalf("%d rows, %d JSON decodes", n, calls)
+	}
+}
+
+// TestSplitRowGroupsMatchWholeRows: a row group read by several
+// goroutines (each some columns), with a value deep in a row group that
+// only the JSON path takes (an integer above 2^53 into a float64), gives
+// the rows that decoding each whole row from its JSON gives.
+func TestSplitRowGroupsMatchWholeRows(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	type in struct {
+		ID     string  `parquet:"id"`
+		N      int64   `parquet:"n"`
+		Big    int64   `parquet:"big"`
+		X      float64 `parquet:"x,optional"`
+		Office string  `parquet:"office"`
+		Tags   string  `parquet:"tags,optional"`
+		Other  string  `parquet:"other"`
+	}
+	var b bytes.Buffer
+	w := parquet.NewGenericWriter[in](&b, parquet.MaxRowsPerRowGroup(700))
+	var rows []in
+	for i := range 2000 {
+		r := in{ID: fmt.Sprintf("r%04d", i), N: int64(i), Big: int64(i) * 3, X: float64(i) / 4,
+			Office: fmt.Sprintf(`{"name":"o%d","zip":"%05d"}`, i, i*7), Tags: `["a","b"]`, Other: fmt.Sprint(i % 3)}
+		if i == 1100 || i == 1999 {
+			r.Big = 1<<53 + 1
+		}
+		if i%5 == 0 {
+			r.Tags = ""
+		}
+		rows = append(rows, r)
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		ID     string  `json:"id"`
+		N      int32   `json:"n"`
+		Big    float64 `json:"big"`
+		X      float64 `json:"x"`
+		Office struct {
+			Name string `json:"name"`
+			Zip  string `json:"zip"`
+		} `json:"office"`
+		Tags  []string                  `json:"tags"`
+		Extra map[string]jsontext.Value `json:",unknown"`
+	}
+	file := b.Bytes()
+	var got []out
+	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	// Each row from its JSON.
+	f, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.RowGroups()) != 3 {
+		t.Fatalf("%d row groups", len(f.RowGroups()))
+	}
+	a := newAssembler(newColumns(f.Schema(), formats.SchemaOf(reflect.TypeFor[out]())), nil)
+	var want []out
+	for _, rg := range f.RowGroups() {
+		rr := parquet.NewRowGroupRowReader(rg)
+		buf := make([]parquet.Row, 100)
+		for {
+			n, err := rr.ReadRows(buf)
+			for _, row := range buf[:n] {
+				js, jerr := a.appendRow(nil, row)
+				var r out
+				if jerr != nil || slow(js, &r) != nil {
+					t.Fatalf("%s: %v", js, jerr)
+				}
+				want = append(want, r)
+			}
+			if err != nil {
+				break
+			}
+		}
+		rr.Close()
+	}
+	if len(want) != 2000 || want[1100].Big != 1<<53 || want[1100].Office.Zip != "07700" || want[5].Tags != nil {
+		t.Fatalf("want: %d rows, %+v", len(want), want[1100])
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatal(d)
 	}
 }

@@ -186,80 +186,93 @@ func (p projected) ColumnChunks() []parquet.ColumnChunk { return p.chunks }
 // readRowGroup decodes row group g on a worker, one batch at a time: its
 // columns divided into parts, each read by its own goroutine into the
 // same rows (this one reads the first) when the row type takes values
-// directly, else whole rows on this goroutine.
+// directly, else whole rows on this goroutine. The parts form a pipeline:
+// a batch goes from the last part to the first, so that no two goroutines
+// write to the same rows at once.
 func readRowGroup[T any](rg parquet.RowGroup, g int, cols *columns, parts [][]int, newDecode func() *formats.RowDec[T], e *formats.Emitter) error {
 	dec := newDecode()
 	if dec.Setter() == nil || len(parts) < 2 {
 		return readRows(project(rg, slices.Concat(parts...)), g, cols, dec, e, 0)
 	}
 	type batch struct {
-		rows []T
-		done chan bool // each part reports whether it set every row
+		rows  []T
+		start int64 // in the row group
+		ok    bool  // every part so far set every row
+		err   error
 	}
-	var wg sync.WaitGroup
-	jobs := make([]chan batch, len(parts))
 	stop := make(chan struct{})
-	errs := make(chan error, len(parts))
+	var wg sync.WaitGroup
 	defer func() {
 		close(stop)
-		for _, j := range jobs[1:] {
-			close(j)
-		}
 		wg.Wait()
 	}()
-	for p := 1; p < len(parts); p++ {
-		jobs[p] = make(chan batch, 1)
+	// Stage p reads part p: the last one cuts the row group into batches,
+	// each passes them on to the stage before it.
+	var in chan *batch
+	for p := len(parts) - 1; p >= 1; p-- {
+		out := make(chan *batch, 1)
 		wg.Add(1)
-		go func() {
+		go func(p int, in <-chan *batch, out chan<- *batch) {
 			defer wg.Done()
+			defer close(out)
 			rr := parquet.NewRowGroupRowReader(project(rg, parts[p]))
 			defer rr.Close()
 			a := newAssembler(cols, newDecode().Setter())
 			buf := make([]parquet.Row, formats.BatchRows)
-			for b := range jobs[p] {
-				ok, err := a.setRows(rr, buf, unsafe.Pointer(unsafe.SliceData(b.rows)), len(b.rows), unsafe.Sizeof(b.rows[0]))
-				if err != nil {
-					errs <- err
+			next := func() *batch {
+				if in != nil {
+					return <-in
 				}
+				return nil
+			}
+			start := int64(0)
+			for {
+				var b *batch
+				if in == nil { // the last stage makes the batches
+					left := rg.NumRows() - start
+					if left <= 0 {
+						return
+					}
+					b = &batch{rows: make([]T, min(left, formats.BatchRows)), start: start, ok: true}
+					start += int64(len(b.rows))
+				} else if b = next(); b == nil {
+					return
+				}
+				if b.ok {
+					b.ok, b.err = a.setRows(rr, buf, unsafe.Pointer(unsafe.SliceData(b.rows)), len(b.rows), unsafe.Sizeof(b.rows[0]))
+				}
+				ok := b.ok // b is the next stage's once sent
 				select {
-				case b.done <- ok && err == nil:
+				case out <- b:
 				case <-stop:
 					return
 				}
+				if !ok {
+					return // the first stage takes over
+				}
 			}
-		}()
+		}(p, in, out)
+		in = out
 	}
 	rr := parquet.NewRowGroupRowReader(project(rg, parts[0]))
 	defer rr.Close()
 	a := newAssembler(cols, dec.Setter())
 	buf := make([]parquet.Row, formats.BatchRows)
-	left := rg.NumRows()
-	for start := int64(0); left > 0; {
-		n := min(left, formats.BatchRows)
-		b := batch{rows: make([]T, n), done: make(chan bool, len(parts))}
-		for _, j := range jobs[1:] {
-			j <- b
+	for b := range in {
+		if b.ok {
+			b.ok, b.err = a.setRows(rr, buf, unsafe.Pointer(unsafe.SliceData(b.rows)), len(b.rows), unsafe.Sizeof(b.rows[0]))
 		}
-		ok, err := a.setRows(rr, buf, unsafe.Pointer(unsafe.SliceData(b.rows)), int(n), unsafe.Sizeof(b.rows[0]))
-		for range jobs[1:] {
-			ok = <-b.done && ok
+		if b.err != nil {
+			return fmt.Errorf("parquet: row group %d, near row %d: %w", g, e.Next(), b.err)
 		}
-		select {
-		case err = <-errs:
-		default:
-		}
-		if err != nil {
-			return fmt.Errorf("parquet: row group %d, near row %d: %w", g, e.Next(), err)
-		}
-		if !ok {
+		if !b.ok {
 			// A value that does not fit its field as plainly as this: the
 			// rest of the row group is decoded whole, from the batch on.
-			return readRows(project(rg, slices.Concat(parts...)), g, cols, dec, e, start)
+			return readRows(project(rg, slices.Concat(parts...)), g, cols, dec, e, b.start)
 		}
 		if !formats.EmitRows(e, b.rows) {
 			return formats.ErrStopped
 		}
-		start, left = start+n, left-n
 	}
 	return nil
 }

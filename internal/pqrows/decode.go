@@ -77,7 +77,14 @@ func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode
 		// memory once, and a file of one row group is decoded on every
 		// core.
 		ways := min(workers, maxWays)
-		sem := make(chan struct{}, max(workers/ways, 1))
+		if newDecode().Setter() == nil {
+			ways = 1 // whole rows from JSON, a row group on each worker
+		}
+		// Row group g starts when g-at finished: in file order, as the
+		// rows are yielded (a group waiting for the reader never blocks
+		// one before it).
+		at := max(workers/ways, 1)
+		var done []chan struct{}
 		meta := f.Metadata()
 		for g, rg := range groups {
 			var sizes []int64
@@ -87,9 +94,20 @@ func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode
 				}
 			}
 			parts := split(cols, schema, keep, sizes, ways)
+			var after chan struct{}
+			if g >= at {
+				after = done[g-at]
+			}
+			finished := make(chan struct{})
+			done = append(done, finished)
+			// Every row group handed to a worker runs (its rows go nowhere
+			// once the reader stopped), so each waits only for one that
+			// was handed out before it.
 			run := func(e *formats.Emitter) error {
-				sem <- struct{}{}
-				defer func() { <-sem }()
+				defer close(finished)
+				if after != nil {
+					<-after
+				}
 				return readRowGroup(rg, g, cols, parts, newDecode, e)
 			}
 			// A worker decoding ahead may buffer (workers-1)/workers of a

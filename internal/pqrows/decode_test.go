@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"testing"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -278,5 +279,57 @@ func TestSplitRowGroupsMatchWholeRows(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatal(d)
+	}
+}
+
+// TestManyRowGroupsSlowReader: row groups handed to workers in any order
+// never wait on each other in a cycle (a group waiting for the reader
+// while the one before it waits for the group).
+func TestManyRowGroupsSlowReader(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	type in struct {
+		ID     int64  `parquet:"id"`
+		Office string `parquet:"office"`
+	}
+	var b bytes.Buffer
+	const rows = 40000 // in groups of more batches than a worker buffers
+	w := parquet.NewGenericWriter[in](&b, parquet.MaxRowsPerRowGroup(4000))
+	for i := range rows {
+		if _, err := w.Write([]in{{int64(i), `{"n":1}`}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		ID     int64 `json:"id"`
+		Office struct {
+			N int `json:"n"`
+		} `json:"office"`
+	}
+	file := b.Bytes()
+	for round := range 5 {
+		done := make(chan int)
+		go func() {
+			n := 0
+			for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false)) {
+				if err != nil || r.ID != int64(n) || r.Office.N != 1 {
+					break
+				}
+				if n++; n%(3000+round*700) == 0 {
+					time.Sleep(50 * time.Millisecond) // let the workers run ahead
+				}
+			}
+			done <- n
+		}()
+		select {
+		case n := <-done:
+			if n != rows {
+				t.Fatalf("round %d: %d rows", round, n)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("round %d: stuck", round)
+		}
 	}
 }

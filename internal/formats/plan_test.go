@@ -189,7 +189,7 @@ func FuzzSplitCSV(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, ok := splitCSV(b, make([]string, 0, 3), make([]bool, 3))
+		out, ok := splitCSV(b, make([]string, 0, 3), make([]bool, 3), &csvScratch{})
 		if !ok {
 			return
 		}

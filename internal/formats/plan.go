@@ -492,6 +492,18 @@ func (p *plan) value(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scrat
 		}
 		return 0, false
 	}
+	if f.kind == setString && b[i] == '"' {
+		// One scan: a plain string is queued as it is.
+		ve, esc, hi, ok := scanString(b, i)
+		if !ok {
+			return 0, false
+		}
+		if body := b[i+1 : ve-1]; !esc && (!hi || utf8.Valid(body)) {
+			s.addString(ptr, body)
+			return ve, true
+		}
+		return ve, p.set(f, ptr, b[i:ve], s)
+	}
 	ve, ok := skipValue(b, i, depth)
 	if !ok || !p.set(f, ptr, b[i:ve], s) {
 		return 0, false

@@ -187,6 +187,11 @@ func TestDecodeTruncatedAndCorruptFiles(t *testing.T) {
 			t.Errorf("csv %q: %d rows, %v", c.body, n, err)
 		}
 	}
+	// The rows before a malformed csv record are whole.
+	if rows, err := decodeAll[lendgraph.Agent](t, []byte("id,transactionCount\na,1\nb,2\nc\"x,3\n"), lendgraph.FormatCSV); err == nil ||
+		len(rows) != 2 || rows[0].ID != "a" || rows[1].ID != "b" || rows[1].TransactionCount != 2 {
+		t.Errorf("csv rows before a bad record: %+v, %v", rows, err)
+	}
 	badPq := bytes.Clone(pq)
 	for i := 4; i < len(badPq)/2; i += 7 {
 		badPq[i] ^= 0x5a

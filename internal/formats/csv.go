@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -120,6 +121,7 @@ func (s *csvSplitter) record(dst []byte) (_ []byte, line int, _ error) {
 }
 
 type csvColumns struct {
+	slabs  sync.Pool // *[]string of records' fields
 	header []string
 	names  [][]byte
 	kinds  []Kind
@@ -152,13 +154,24 @@ func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
 	return func(e *emitter) error {
 		defer pool.Put(raw)
 		w := len(c.header)
-		fields := make([]string, w*len(raw.ends))
+		// The records' fields, reused: their strings are the records'
+		// own, and every row is decoded before the chunk returns.
+		fields, _ := c.slabs.Get().(*[]string)
+		if fields == nil || cap(*fields) < w*len(raw.ends) {
+			fields = new([]string)
+			*fields = make([]string, w*len(raw.ends))
+		}
+		defer func() {
+			e.flush() // the rows before an error too
+			clear(*fields)
+			c.slabs.Put(fields)
+		}()
 		start := 0
 		var sc csvScratch
 		for k, end := range raw.ends {
 			b := raw.buf[start:end]
 			start = end
-			rec, ok := splitCSV(b, fields[k*w:k*w:(k+1)*w], c.skip, &sc)
+			rec, ok := splitCSV(b, (*fields)[k*w:k*w:(k+1)*w], c.skip, &sc)
 			if !ok {
 				cr := csv.NewReader(bytes.NewReader(b))
 				cr.FieldsPerRecord = w
@@ -174,6 +187,9 @@ func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
 			if !e.record(c, rec) {
 				return errStopped
 			}
+		}
+		if !e.flush() {
+			return errStopped
 		}
 		return nil
 	}

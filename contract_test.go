@@ -12,6 +12,7 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // TestDesignContract walks the public surface exactly as DESIGN.md writes
@@ -118,7 +119,7 @@ func TestDesignContract(t *testing.T) {
 		t.Fatalf("downloaded %d bytes, status says %d", nb, dst.Bytes)
 	}
 	rows := 0
-	for a, err := range dj.Rows(ctx) {
+	for a, err := range parquet.Rows(ctx, dj) {
 		must(t, err)
 		if a.ID == "" || a.FullName == "" {
 			t.Fatalf("row %+v", a)
@@ -126,7 +127,7 @@ func TestDesignContract(t *testing.T) {
 		rows++
 	}
 	fromFile := 0
-	for a, err := range lendgraph.DecodeParquet[lendgraph.Agent](bytes.NewReader(file.Bytes()), int64(file.Len())) {
+	for a, err := range parquet.Decode[lendgraph.Agent](bytes.NewReader(file.Bytes()), int64(file.Len())) {
 		must(t, err)
 		_ = a
 		fromFile++

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -303,12 +302,15 @@ func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...
 	return j.client.downloadFile(ctx, p, st.ResultsURL, j.freshLink, expectedSize(st), cfg)
 }
 
-// Rows yields the delivered rows as T while the file downloads, whatever
-// its format: ndjson, json and csv are decoded straight from the network
-// (nothing touches the disk); parquet, which needs random access, is
-// downloaded to a temporary file first (removed when the loop ends) and
-// read one row group at a time. A job still queued or running is waited
-// for first. Errors end the sequence.
+// Rows yields the delivered rows as T while the file downloads: ndjson,
+// json and csv are decoded straight from the network (nothing touches the
+// disk). Parquet needs random access and a parquet library, which lives in
+// its own package so that programs that never read parquet do not link
+// it: for a parquet job Rows yields an *InvalidArgumentError naming
+// parquet.Rows (github.com/lendgraph/lendgraph-go/parquet), which streams
+// it through a temporary file. A job still queued or running is waited
+// for first. Breaking out of the loop or cancelling ctx stops the
+// download; no goroutine is left behind. Errors end the sequence.
 //
 // The sequence follows the package's iterator contract: every range
 // downloads the file again and yields it from its first row; ranges in
@@ -331,13 +333,17 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 			}
 			return yield(zero, err)
 		}
+		if j.Format == FormatParquet {
+			yield(zero, errParquet("Format", "parquet.Rows(ctx, job)"))
+			return
+		}
 		st, err := j.completed(ctx)
 		if err != nil {
 			fail(err)
 			return
 		}
 		if st.Format == FormatParquet {
-			j.parquetRows(ctx, st, yield, fail)
+			yield(zero, errParquet("Format", "parquet.Rows(ctx, job)"))
 			return
 		}
 		if !slices.Contains(deliveryFormats, st.Format) {
@@ -369,36 +375,6 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 			if !yieldClosing(yield, rc, row, nil) {
 				return
 			}
-		}
-	}
-}
-
-func (j *DeliveryJob[T]) parquetRows(ctx context.Context, st *DeliveryStatus, yield func(T, error) bool, fail func(error) bool) {
-	f, err := os.CreateTemp("", "lendgraph-delivery-*.parquet")
-	if err != nil {
-		fail(fmt.Errorf("lendgraph: a temporary file for the parquet delivery: %w", err))
-		return
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	n, err := j.client.downloadTo(ctx, f, st.ResultsURL, j.freshLink, expectedSize(st))
-	if err != nil {
-		fail(err)
-		return
-	}
-	done := ctx.Done()
-	for row, err := range DecodeParquet[T](f, n) {
-		select {
-		case <-done:
-			err = ctxErr(ctx)
-		default:
-		}
-		if err != nil {
-			fail(err)
-			return
-		}
-		if !yield(row, nil) {
-			return
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	lgparquet "github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // Benchmarks of the delivery decoders over agent files written by the fake
@@ -198,7 +199,7 @@ func benchDecode[T any](b *testing.B, f lendgraph.Format) {
 			n := 0
 			seq := lendgraph.DecodeRows[T](bufio.NewReaderSize(fh, 1<<20), f)
 			if f == lendgraph.FormatParquet {
-				seq = lendgraph.DecodeParquet[T](fh, size)
+				seq = lgparquet.Decode[T](fh, size)
 			}
 			for _, err := range seq {
 				if err != nil {
@@ -353,4 +354,257 @@ func BenchmarkDeliveryRows(b *testing.B) {
 			}
 		})
 	}
+}
+
+// Nested rows: the row type of a data engineer's own, with 7 scalar fields,
+// a []string and a nested object, over files written by DuckDB
+// (testdata/bench/make_bench.sh; csv and parquet carry tags and office as
+// JSON-encoded strings, nested-native.parquet as a LIST and a STRUCT). The
+// floors decode the nested JSON strings too.
+//
+//	testdata/bench/make_bench.sh 1000000
+//	LENDGRAPH_BENCH_ROWS=1000000 go test -run '^$' -bench 'DeliveryNested' -benchmem -benchtime 1x .
+
+type nestedRow struct {
+	ID               string       `json:"id"`
+	FullName         string       `json:"fullName"`
+	City             string       `json:"city"`
+	State            string       `json:"state"`
+	TransactionCount int64        `json:"transactionCount"`
+	Volume           float64      `json:"volume"`
+	IsTeamLead       bool         `json:"isTeamLead"`
+	Tags             []string     `json:"tags"`
+	Office           nestedOffice `json:"office"`
+}
+
+type nestedOffice struct {
+	Name   string `json:"name" parquet:"name,optional"`
+	Phone  string `json:"phone" parquet:"phone,optional"`
+	Zip    string `json:"zip" parquet:"zip,optional"`
+	Agents int64  `json:"agents" parquet:"agents,optional"`
+}
+
+// nestedFlat is the parquet floor's row: tags and office as the JSON text
+// the file holds.
+type nestedFlat struct {
+	ID               string  `parquet:"id,optional"`
+	FullName         string  `parquet:"fullName,optional"`
+	City             string  `parquet:"city,optional"`
+	State            string  `parquet:"state,optional"`
+	TransactionCount int64   `parquet:"transactionCount,optional"`
+	Volume           float64 `parquet:"volume,optional"`
+	IsTeamLead       bool    `parquet:"isTeamLead,optional"`
+	Tags             string  `parquet:"tags,optional"`
+	Office           string  `parquet:"office,optional"`
+}
+
+// nestedNative is the floor's row for nested-native.parquet.
+type nestedNative struct {
+	ID               string       `parquet:"id,optional"`
+	FullName         string       `parquet:"fullName,optional"`
+	City             string       `parquet:"city,optional"`
+	State            string       `parquet:"state,optional"`
+	TransactionCount int64        `parquet:"transactionCount,optional"`
+	Volume           float64      `parquet:"volume,optional"`
+	IsTeamLead       bool         `parquet:"isTeamLead,optional"`
+	Tags             []string     `parquet:"tags,optional,list"`
+	Office           nestedOffice `parquet:"office,optional"`
+}
+
+var nestedFiles = []struct{ name, file string }{
+	{"ndjson", "nested.ndjson.gz"}, {"json", "nested.json"}, {"csv", "nested.csv"},
+	{"parquet-122880", "nested.parquet"}, {"parquet-1group", "nested-1rg.parquet"}, {"parquet-native", "nested-native.parquet"},
+}
+
+// openNested opens a benchmark file, skipping when make_bench.sh has not
+// written it.
+func openNested(b *testing.B, file string) (*os.File, int64) {
+	rows := deliveryBenchRows()
+	dir := os.Getenv("LENDGRAPH_BENCH_NESTED_DIR")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), fmt.Sprintf("lendgraph-nested-%d", rows))
+	}
+	fh, err := os.Open(filepath.Join(dir, file))
+	if err != nil {
+		b.Skipf("%v: write the files with testdata/bench/make_bench.sh %d", err, rows)
+	}
+	st, _ := fh.Stat()
+	b.SetBytes(st.Size())
+	return fh, st.Size()
+}
+
+func BenchmarkDeliveryNested(b *testing.B) {
+	rows := deliveryBenchRows()
+	for _, nf := range nestedFiles {
+		b.Run(fmt.Sprintf("%s/rows=%d", nf.name, rows), func(b *testing.B) {
+			peakHeap(b, func() {
+				for b.Loop() {
+					fh, size := openNested(b, nf.file)
+					var seq func(func(nestedRow, error) bool)
+					switch nf.name {
+					case "ndjson", "json", "csv":
+						seq = lendgraph.DecodeRows[nestedRow](bufio.NewReaderSize(fh, 1<<20), lendgraph.Format(nf.name))
+					default:
+						seq = lgparquet.Decode[nestedRow](fh, size)
+					}
+					n := 0
+					for r, err := range seq {
+						if err != nil {
+							b.Fatal(err)
+						}
+						if n == 1 && (r.Office.Zip != "00013" || len(r.Tags) != 1 || r.Volume != 79.19) {
+							b.Fatalf("row 2: %+v", r)
+						}
+						n++
+					}
+					fh.Close()
+					if n != rows {
+						b.Fatalf("%d rows", n)
+					}
+				}
+			})
+			reportRows(b, rows)
+		})
+	}
+}
+
+// BenchmarkDeliveryNestedFloor is the plain loops the decoders are held
+// against: each decodes every row fully into nestedRow on one goroutine.
+func BenchmarkDeliveryNestedFloor(b *testing.B) {
+	rows := deliveryBenchRows()
+	run := func(name, file string, body func(fh *os.File, size int64) int) {
+		b.Run(fmt.Sprintf("%s/rows=%d", name, rows), func(b *testing.B) {
+			peakHeap(b, func() {
+				for b.Loop() {
+					fh, size := openNested(b, file)
+					if n := body(fh, size); n != rows && n >= 0 {
+						b.Fatalf("%d rows", n)
+					}
+					fh.Close()
+				}
+			})
+			reportRows(b, rows)
+		})
+	}
+	var sink nestedRow
+	run("ndjson-gunzip-discard", "nested.ndjson.gz", func(fh *os.File, _ int64) int {
+		zr, _ := gzip.NewReader(bufio.NewReaderSize(fh, 1<<20))
+		_, _ = io.Copy(io.Discard, zr)
+		return -1
+	})
+	run("ndjson-gzip+json.Unmarshal", "nested.ndjson.gz", func(fh *os.File, _ int64) int {
+		zr, _ := gzip.NewReader(bufio.NewReaderSize(fh, 1<<20))
+		br := bufio.NewReaderSize(zr, 1<<20)
+		n := 0
+		for {
+			line, err := br.ReadSlice('\n')
+			if len(line) > 1 {
+				var r nestedRow
+				if json.Unmarshal(line, &r) != nil {
+					b.Fatal("bad line")
+				}
+				sink = r
+				n++
+			}
+			if err != nil {
+				return n
+			}
+		}
+	})
+	run("json-Decoder-loop", "nested.json", func(fh *os.File, _ int64) int {
+		dec := json.NewDecoder(bufio.NewReaderSize(fh, 1<<20))
+		_, _ = dec.Token()
+		n := 0
+		for dec.More() {
+			var r nestedRow
+			if err := dec.Decode(&r); err != nil {
+				b.Fatal(err)
+			}
+			sink = r
+			n++
+		}
+		return n
+	})
+	run("csv+strconv+json.Unmarshal", "nested.csv", func(fh *os.File, _ int64) int {
+		cr := csv.NewReader(bufio.NewReaderSize(fh, 1<<20))
+		cr.ReuseRecord = true
+		head, _ := cr.Read()
+		col := map[string]int{}
+		for i, h := range head {
+			col[h] = i
+		}
+		n := 0
+		for {
+			rec, err := cr.Read()
+			if err == io.EOF {
+				return n
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := nestedRow{ID: rec[col["id"]], FullName: rec[col["fullName"]], City: rec[col["city"]], State: rec[col["state"]]}
+			r.TransactionCount, _ = strconv.ParseInt(rec[col["transactionCount"]], 10, 64)
+			r.Volume, _ = strconv.ParseFloat(rec[col["volume"]], 64)
+			r.IsTeamLead, _ = strconv.ParseBool(rec[col["isTeamLead"]])
+			if json.Unmarshal([]byte(rec[col["tags"]]), &r.Tags) != nil || json.Unmarshal([]byte(rec[col["office"]]), &r.Office) != nil {
+				b.Fatal("bad nested cell")
+			}
+			sink = r
+			n++
+		}
+	})
+	flat := func(fh *os.File, size int64) int {
+		pf, err := parquet.OpenFile(fh, size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr := parquet.NewGenericReader[nestedFlat](pf)
+		defer pr.Close()
+		buf := make([]nestedFlat, 512)
+		n := 0
+		for {
+			k, err := pr.Read(buf)
+			for _, f := range buf[:k] {
+				r := nestedRow{ID: f.ID, FullName: f.FullName, City: f.City, State: f.State,
+					TransactionCount: f.TransactionCount, Volume: f.Volume, IsTeamLead: f.IsTeamLead}
+				if json.Unmarshal([]byte(f.Tags), &r.Tags) != nil || json.Unmarshal([]byte(f.Office), &r.Office) != nil {
+					b.Fatal("bad nested value")
+				}
+				sink = r
+			}
+			n += k
+			if err == io.EOF {
+				return n
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	run("parquet-122880-GenericReader+json.Unmarshal", "nested.parquet", flat)
+	run("parquet-1group-GenericReader+json.Unmarshal", "nested-1rg.parquet", flat)
+	run("parquet-native-GenericReader", "nested-native.parquet", func(fh *os.File, size int64) int {
+		pf, err := parquet.OpenFile(fh, size)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr := parquet.NewGenericReader[nestedNative](pf)
+		defer pr.Close()
+		buf := make([]nestedNative, 512)
+		n := 0
+		for {
+			k, err := pr.Read(buf)
+			for _, f := range buf[:k] {
+				sink = nestedRow(f)
+			}
+			n += k
+			if err == io.EOF {
+				return n
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	_ = sink
 }

@@ -1,8 +1,6 @@
 package lendgraph
 
 import (
-	"bytes"
-	"fmt"
 	"io"
 	"iter"
 	"reflect"
@@ -19,7 +17,7 @@ import (
 // with Row.Decode or read the raw value.
 type Row = Fields
 
-// DecodeOption tunes DecodeRows and DecodeParquet.
+// DecodeOption tunes DecodeRows.
 type DecodeOption func(*decodeConfig)
 
 type decodeConfig struct {
@@ -40,12 +38,16 @@ func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxL
 //   - csv: RFC 4180 with a header of the rows' JSON field names (a UTF-8
 //     BOM is dropped); cells convert to the field types (empty cells leave
 //     the zero value) and JSON-encoded nested fields decode into the nested
-//     field. Columns the row type lacks land in its Extra fields: true,
-//     false, numbers in canonical form and JSON objects or arrays as those
-//     values, anything else as a string. Quotes are strict and a row with
-//     a different number of fields is an error.
-//   - parquet: use DecodeParquet, which needs random access (r is read into
-//     memory here).
+//     field. A cell of a column the row type lacks lands in its Extra
+//     fields as a JSON string holding exactly the cell's text (csv carries
+//     no types: "02134" stays "02134", and a column has one JSON type in
+//     every row); Fields.Decode converts that text to the Go type asked
+//     for. Quotes are strict and a row with a different number of fields is
+//     an error.
+//   - parquet: not here; the parquet package of this module
+//     (github.com/lendgraph/lendgraph-go/parquet, parquet.Decode) reads it,
+//     so that programs which never read parquet do not link a parquet
+//     library. FormatParquet yields an *InvalidArgumentError saying so.
 //
 // A truncated or corrupt file yields every whole row before the damage and
 // then an error naming the format and where (row, line or byte offset); an
@@ -91,47 +93,32 @@ func decodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T,
 	case FormatCSV:
 		return formats.Stream(string(f), formats.CSV(r, schemaOf[T]()), rowDecoder[T](), 0)
 	case FormatParquet:
-		return func(yield func(T, error) bool) {
-			b, err := io.ReadAll(r)
-			if err != nil {
-				var zero T
-				yield(zero, fmt.Errorf("parquet: reading the file: %w", err))
-				return
-			}
-			for row, err := range DecodeParquet[T](bytes.NewReader(b), int64(len(b))) {
-				if !yield(row, err) {
-					return
-				}
-			}
-		}
+		return errSeq[T](errParquet("Format", "parquet.Decode(readerAt, size)"))
 	}
 	return errSeq[T](invalidArg("Format", "%q is not a delivery format; use ndjson, json, csv or parquet", f))
 }
 
-// DecodeParquet decodes a parquet delivery file of size bytes into rows of
-// T, one row group at a time. Scalar columns keep their types (DECIMAL
-// scaled exactly, DATE and TIMESTAMP as strings); JSON-encoded nested
-// fields decode into the row's nested fields; fields missing from a file
-// narrowed by `fields` stay zero; columns the row type lacks land in its
-// Extra fields. A corrupt file is an error, never a panic.
-//
-// The sequence follows the package's iterator contract: r is read at
-// offsets, never moved, so every range reads the whole file again, and
-// ranges in several goroutines at once are independent (io.ReaderAt allows
-// parallel reads).
-func DecodeParquet[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
-	if r == nil {
-		return errSeq[T](errNilReader("r"))
-	}
-	return formats.Stream("parquet", formats.Parquet(r, size, schemaOf[T]()), rowDecoder[T](), formats.ParquetInFlight)
+// errParquet is the error of a parquet file given to the root package,
+// which does not link a parquet library: use names the call to use.
+func errParquet(arg, use string) error {
+	return invalidArg(arg, "parquet files are read by the package github.com/lendgraph/lendgraph-go/parquet: use %s from it", use)
 }
 
 // rowDecoder decodes one row's JSON object into T: a direct scan for plain
-// struct rows (scalar fields set in place, unknown members kept as slices of
-// one buffer per row), unmarshal for anything else or anything unusual.
-func rowDecoder[T any]() func() *formats.RowDec[T] {
-	return formats.RowDecoder[T](func(b []byte, v any) error { return unmarshal(b, v) }, plainRecords[reflect.TypeFor[T]()])
+// struct rows (scalar and nested fields set in place, unknown members kept
+// as slices of one buffer per row), unmarshal for anything else or
+// anything unusual.
+func rowDecoder[T any]() func() *formats.RowDec[T] { return formats.SDKRowDecoder[T]() }
+
+// The SDK's parquet package decodes rows as this package does: the same
+// JSON rules and the same trusted record types.
+func init() {
+	formats.SetSDKCodec(func(b []byte, v any) error { return unmarshal(b, v) }, func(t reflect.Type) bool { return plainRecords[t] })
 }
+
+// Fields must be the type the row decoders store unknown members in (see
+// internal/formats: fieldsMap).
+var _ formats.FieldsMap = Fields(nil)
 
 // plainRecords are the delivery row types whose unmarshal methods decode
 // exactly like their fields (records_json.go), so the direct scan may

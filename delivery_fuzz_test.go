@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // The fuzz targets check that no input panics or hangs a decoder, and that
@@ -17,7 +18,7 @@ func fuzzDecode(f *testing.F, format lendgraph.Format, seeds ...[]byte) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var seq func(func(lendgraph.Row, error) bool)
 		if format == lendgraph.FormatParquet {
-			seq = lendgraph.DecodeParquet[lendgraph.Row](bytes.NewReader(b), int64(len(b)))
+			seq = parquet.Decode[lendgraph.Row](bytes.NewReader(b), int64(len(b)))
 		} else {
 			seq = lendgraph.DecodeRows[lendgraph.Row](bytes.NewReader(b), format, lendgraph.WithMaxLineSize(1<<16))
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/parquet"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
@@ -44,6 +45,14 @@ type agentRow struct {
 }
 
 var allFormats = []lendgraph.Format{lendgraph.FormatNDJSON, lendgraph.FormatJSON, lendgraph.FormatCSV, lendgraph.FormatParquet}
+
+// jobRows is job.Rows, or parquet.Rows for a parquet job.
+func jobRows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T], f lendgraph.Format) iter.Seq2[T, error] {
+	if f == lendgraph.FormatParquet {
+		return parquet.Rows(ctx, job)
+	}
+	return job.Rows(ctx)
+}
 
 func collect[T any](t testing.TB, seq iter.Seq2[T, error]) []T {
 	t.Helper()
@@ -89,7 +98,7 @@ func TestDeliveryFormatsYieldIdenticalRows(t *testing.T) {
 		if st.Format != f || st.Processed != 3000 || st.Bytes <= 0 || *st.ChargedCount != 3000 {
 			t.Fatalf("%s status: %+v", f, st)
 		}
-		agents := collect(t, job.Rows(ctx))
+		agents := collect(t, jobRows(ctx, job, f))
 		if len(agents) != len(want) {
 			t.Fatalf("%s: %d rows, want %d", f, len(agents), len(want))
 		}
@@ -101,8 +110,11 @@ func TestDeliveryFormatsYieldIdenticalRows(t *testing.T) {
 			if f != lendgraph.FormatCSV && !cmp.Equal(a.Extra, w.Extra) {
 				t.Fatalf("%s row %d extra: %s", f, i, cmp.Diff(w.Extra, a.Extra))
 			}
+			if f == lendgraph.FormatCSV {
+				sameExtra(t, i, w.Extra, a.Extra)
+			}
 		}
-		typed = append(typed, collect(t, lendgraph.DeliveryJobAs[agentRow](job).Rows(ctx)))
+		typed = append(typed, collect(t, jobRows(ctx, lendgraph.DeliveryJobAs[agentRow](job), f)))
 	}
 	for i := 1; i < len(typed); i++ {
 		if d := cmp.Diff(typed[0], typed[i]); d != "" {
@@ -366,7 +378,7 @@ func TestDeliveryRowsStopsCleanly(t *testing.T) {
 			leakcheck.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 			leakcheck.IgnoreAnyFunction("net/http.(*conn).serve")}
 		n := 0
-		for _, err := range job.Rows(context.Background()) {
+		for _, err := range jobRows(context.Background(), job, f) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,7 +393,7 @@ func TestDeliveryRowsStopsCleanly(t *testing.T) {
 		defer cancel()
 		n = 0
 		var last error
-		for _, err := range job.Rows(ctx) {
+		for _, err := range jobRows(ctx, job, f) {
 			if n++; n == 5 {
 				cancel()
 			}
@@ -392,6 +404,68 @@ func TestDeliveryRowsStopsCleanly(t *testing.T) {
 		}
 		if err := leakcheck.Find(opts...); err != nil {
 			t.Fatalf("%s: cancel left goroutines: %v", f, err)
+		}
+	}
+}
+
+// sameExtra checks that every member of a csv row's Extra (a JSON string
+// holding the cell's text) decodes, into the Go type that member's JSON
+// value in the ndjson row calls for, to the same value.
+func sameExtra(t *testing.T, row int, want, got lendgraph.Fields) {
+	t.Helper()
+	for _, name := range want.Names() {
+		raw := want[name]
+		if !got.Has(name) || len(got[name]) == 0 || got[name][0] != '"' {
+			t.Fatalf("csv row %d: %s is %s, want a JSON string", row, name, got[name])
+		}
+		var w, g any
+		switch raw[0] {
+		case '"':
+			w, g = new(string), new(string)
+		case 't', 'f':
+			w, g = new(bool), new(bool)
+		case '[':
+			w, g = new([]any), new([]any)
+		case '{':
+			w, g = new(map[string]any), new(map[string]any)
+		case 'n':
+			continue // csv has no null: an empty cell
+		default:
+			w, g = new(float64), new(float64)
+		}
+		if err := want.Decode(name, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := got.Decode(name, g); err != nil || !cmp.Equal(w, g) {
+			t.Fatalf("csv row %d: %s decodes to %v (%v), want %v", row, name, g, err, w)
+		}
+	}
+}
+
+// TestDeliveryParquetNeedsTheParquetPackage: the root package does not
+// read parquet (it does not link a parquet library); its errors name the
+// call to use, and parquet.Rows refuses other formats.
+func TestDeliveryParquetNeedsTheParquetPackage(t *testing.T) {
+	_, c := newDeliveryServer(t)
+	ctx := context.Background()
+	pq, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Limit: 10})
+	csv, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10})
+	var ia *lendgraph.InvalidArgumentError
+	for _, job := range []*lendgraph.DeliveryJob[lendgraph.Agent]{pq, c.Agents.DeliveryJob(pq.ID)} { // known format, re-attached
+		for _, err := range job.Rows(ctx) {
+			if !errors.As(err, &ia) || !strings.Contains(err.Error(), "parquet.Rows") {
+				t.Fatalf("job.Rows on parquet: %v", err)
+			}
+		}
+	}
+	if rows := collect(t, parquet.Rows(ctx, c.Agents.DeliveryJob(pq.ID))); len(rows) != 10 || rows[0].ID == "" {
+		t.Fatalf("parquet.Rows: %d rows", len(rows))
+	}
+	for _, job := range []*lendgraph.DeliveryJob[lendgraph.Agent]{csv, c.Agents.DeliveryJob(csv.ID), nil} {
+		for _, err := range parquet.Rows(ctx, job) {
+			if !errors.As(err, &ia) {
+				t.Fatalf("parquet.Rows on csv: %v", err)
+			}
 		}
 	}
 }

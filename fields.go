@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Fields holds the members of a record that the SDK has no typed field for,
@@ -24,12 +26,36 @@ func (f Fields) Has(name string) bool { _, ok := f[name]; return ok }
 // Decode decodes the member called name into v. A missing member leaves v
 // untouched and returns nil; use Has to tell the two apart. Like
 // encoding/json, names match struct fields without regard to case.
+//
+// A JSON string that v cannot hold is decoded from its text: csv carries
+// no types, so a csv cell arrives as a string (see DecodeRows), and
+// "12.5" decodes into a float64, "true" into a bool, `["a","b"]` into a
+// []string and a JSON object into a struct or map, as the same column of
+// an ndjson, json or parquet file would; an empty string decodes as null
+// (the zero value). Text that is not such a value is the original error.
 func (f Fields) Decode(name string, v any) error {
 	raw, ok := f[name]
 	if !ok {
 		return nil
 	}
-	if err := jsonv2.Unmarshal(raw, v, decodeFieldOptions); err != nil {
+	err := jsonv2.Unmarshal(raw, v, decodeFieldOptions)
+	if err != nil && len(raw) > 0 && raw[0] == '"' {
+		if text, uerr := jsontext.AppendUnquote(nil, raw); uerr == nil {
+			if len(text) == 0 {
+				text = []byte("null")
+			}
+			// Into a copy, so that text that fails leaves v as it was.
+			if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+				tmp := reflect.New(rv.Elem().Type())
+				tmp.Elem().Set(rv.Elem())
+				if jsonv2.Unmarshal(text, tmp.Interface(), decodeFieldOptions) == nil {
+					rv.Elem().Set(tmp.Elem())
+					return nil
+				}
+			}
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("lendgraph: field %q: %w", name, err)
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // The iterator contract (doc.go), held for every iter.Seq2 the SDK
@@ -165,7 +166,7 @@ func (f *iterFixture) cases(t *testing.T) []iterCase {
 	}
 	cs = append(cs, iterCase{name: "DecodeParquet", want: f.rowIDs, seq: func(context.Context) iter.Seq2[string, error] {
 		b := f.files[lendgraph.FormatParquet]
-		return keyed(lendgraph.DecodeParquet[lendgraph.Agent](bytes.NewReader(b), int64(len(b))), agentID)
+		return keyed(parquet.Decode[lendgraph.Agent](bytes.NewReader(b), int64(len(b))), agentID)
 	}})
 	for i := range cs {
 		if cs[i].want == nil {

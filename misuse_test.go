@@ -11,6 +11,7 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // wantFix checks that err is an *InvalidArgumentError whose text names
@@ -58,7 +59,7 @@ func TestMisuseSaysWhatToDo(t *testing.T) {
 	for _, f := range allFormats {
 		wantFix(t, "DecodeRows(nil, "+string(f)+")", firstErr(lendgraph.DecodeRows[lendgraph.Agent](nil, f)), "pass the file's reader")
 	}
-	wantFix(t, "DecodeParquet(nil)", firstErr(lendgraph.DecodeParquet[lendgraph.Agent](nil, 10)), "pass the file's reader")
+	wantFix(t, "parquet.Decode(nil)", firstErr(parquet.Decode[lendgraph.Agent](nil, 10)), "pass the file's reader")
 	wantFix(t, "DecodeEnrichmentResults(nil)", firstErr(lendgraph.DecodeEnrichmentResults(nil)), "pass the file's reader")
 	_, err := (&lendgraph.EnrichBatch{Jobs: []*lendgraph.EnrichJob{nil}}).Wait(ctx)
 	wantFix(t, "EnrichBatch with a nil job", err, "Jobs[0]")

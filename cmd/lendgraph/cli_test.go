@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,10 +21,12 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
+	pq "github.com/parquet-go/parquet-go"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // The tests build the binary once and run it as a subprocess against the
@@ -129,7 +132,7 @@ func fileRows[T any](t *testing.T, path string, f lendgraph.Format) []T {
 	var seq iter.Seq2[T, error]
 	if f == lendgraph.FormatParquet {
 		fi, _ := file.Stat()
-		seq = lendgraph.DecodeParquet[T](file, fi.Size())
+		seq = parquet.Decode[T](file, fi.Size())
 	} else {
 		seq = lendgraph.DecodeRows[T](file, f)
 	}
@@ -331,6 +334,110 @@ func TestRowsConversionsRoundTrip(t *testing.T) {
 	if n := strings.Count(r.stdout, "\n"); n != 300 {
 		t.Errorf("%d rows from stdin, want 300", n)
 	}
+}
+
+func TestRowsToParquet(t *testing.T) {
+	c := newCLI(t)
+	src := c.path("agents.ndjson.gz")
+	wantCode(t, c.run("deliver", "agents", "--format", "ndjson", "--limit", "300", "-o", src), 0)
+	toParquet := func(out string, args ...string) {
+		t.Helper()
+		r := c.run(append([]string{"rows"}, append(args, "--to", "parquet")...)...)
+		wantCode(t, r, 0)
+		if err := os.WriteFile(out, []byte(r.stdout), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ndjson -> parquet: the same typed rows, every member kept, in row
+	// groups of --row-group-size rows.
+	toParquet(c.path("a.parquet"), src, "--row-group-size", "128")
+	want := fileRows[lendgraph.Agent](t, src, lendgraph.FormatNDJSON)
+	if diff := cmp.Diff(want, fileRows[lendgraph.Agent](t, c.path("a.parquet"), lendgraph.FormatParquet)); diff != "" {
+		t.Errorf("ndjson -> parquet changed rows:\n%s", diff)
+	}
+	if groups := parquetGroups(t, c.path("a.parquet")); !slices.Equal(groups, []int64{128, 128, 44}) {
+		t.Errorf("row groups %v, want 128, 128, 44", groups)
+	}
+	// csv -> parquet: columns typed from the cells' text.
+	toParquet(c.path("z.parquet"), testFile(t, "zips.csv"))
+	types := parquetTypes(t, c.path("z.parquet"))
+	if d := cmp.Diff(map[string]string{"id": "STRING", "zip": "STRING", "deals": "INT(64,true)", "score": "DOUBLE",
+		"active": "BOOLEAN", "tags": "JSON", "office": "JSON"}, types); d != "" {
+		t.Errorf("csv column types: %s", d)
+	}
+	type zipRow struct {
+		Zip    string   `json:"zip"`
+		Deals  int      `json:"deals"`
+		Score  float64  `json:"score"`
+		Tags   []string `json:"tags"`
+		Office struct {
+			Zip string `json:"zip"`
+		} `json:"office"`
+	}
+	zips := fileRows[zipRow](t, c.path("z.parquet"), lendgraph.FormatParquet)
+	if len(zips) != 3 || zips[0].Zip != "02134" || zips[2].Office.Zip != "00501" || zips[0].Deals != 42 || zips[0].Score != 1.5 || len(zips[0].Tags) != 2 {
+		t.Errorf("csv -> parquet rows: %+v", zips)
+	}
+	// parquet -> parquet keeps the input's schema (native nested columns,
+	// DECIMAL, DATE), narrowed to --fields.
+	toParquet(c.path("n.parquet"), testFile(t, "nested.parquet"), "--fields", "note,office,id")
+	if d := cmp.Diff(map[string]string{"id": "INT(32,true)", "note": "STRING", "office": "group"}, parquetTypes(t, c.path("n.parquet"))); d != "" {
+		t.Errorf("parquet column types: %s", d)
+	}
+	// stdin is spooled: the same file.
+	c.stdin = mustRead(t, src)
+	r := c.run("rows", "-", "--to", "parquet", "--row-group-size", "128")
+	wantCode(t, r, 0)
+	if r.stdout != mustRead(t, c.path("a.parquet")) {
+		t.Error("parquet from stdin differs from parquet from the file")
+	}
+}
+
+// testFile is the absolute path of a file of testdata/delivery.
+func testFile(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("../../testdata/delivery", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// parquetGroups is the rows of each row group of a parquet file.
+func parquetGroups(t *testing.T, path string) []int64 {
+	t.Helper()
+	var out []int64
+	for _, rg := range openParquet(t, path).RowGroups() {
+		out = append(out, rg.NumRows())
+	}
+	return out
+}
+
+// parquetTypes is the type of each top-level column of a parquet file.
+func parquetTypes(t *testing.T, path string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range openParquet(t, path).Schema().Fields() {
+		typ := "group"
+		if f.Leaf() {
+			typ = f.Type().String()
+		}
+		out[f.Name()] = typ
+	}
+	return out
+}
+
+func openParquet(t *testing.T, path string) *pq.File {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := pq.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func mustRead(t *testing.T, path string) string {

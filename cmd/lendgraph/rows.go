@@ -16,14 +16,16 @@ import (
 	"github.com/spf13/cobra"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 func (a *app) rowsCommand() *cobra.Command {
 	var format, to string
 	var fields []string
+	var groupRows int64
 	cmd := &cobra.Command{
 		Use:   "rows FILE",
-		Short: "Convert a delivery file's rows to ndjson, csv or json on stdout",
+		Short: "Convert a delivery file's rows to ndjson, csv, json or parquet on stdout",
 		Long: `rows reads a delivery file (.ndjson.gz, .json, .csv or .parquet; FILE "-" is
 stdin) and writes its rows to stdout in another format, streaming: memory
 stays flat whatever the file's size.
@@ -32,22 +34,36 @@ The input format is detected from the first bytes (gzip: ndjson.gz, "PAR1":
 parquet, '[': json, '{': plain ndjson) and then from the name; --format
 overrides it. Without --fields, json and ndjson rows keep every column in
 sorted order, and the csv header is the first row's columns, sorted; nested
-values become JSON text in csv cells.`,
+values become JSON text in csv cells. A csv input carries no types: its
+cells read back as JSON strings holding exactly the cell's text (the zip
+02134 stays "02134"), so csv -> ndjson gives strings.
+
+` + parquetHelp,
 		Example: `  lendgraph rows agents.parquet | head
   lendgraph rows agents.ndjson.gz --to csv --fields id,fullName,state > agents.csv
-  lendgraph rows agents.csv --to json > agents.json`,
+  lendgraph rows agents.csv --to json > agents.json
+  lendgraph rows agents.ndjson.gz --to parquet > agents.parquet`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains([]string{"auto", "ndjson", "json", "csv", "parquet"}, format) {
 				return usagef("--format must be auto, ndjson, json, csv or parquet")
 			}
-			if !slices.Contains([]string{"ndjson", "csv", "json"}, to) {
-				return usagef("--to must be ndjson, csv or json")
+			if !slices.Contains([]string{"ndjson", "csv", "json", "parquet"}, to) {
+				return usagef("--to must be ndjson, csv, json or parquet")
+			}
+			if groupRows < 1 {
+				return usagef("--row-group-size must be at least 1")
 			}
 			for _, f := range fields {
 				if f == "" {
 					return usagef("--fields: empty field name")
 				}
+			}
+			if to == "parquet" {
+				if f, ok := a.stdout.(*os.File); ok && isTerminal(f) {
+					return usagef("--to parquet writes a binary file: redirect stdout (> FILE.parquet)")
+				}
+				return a.rowsToParquet(a.stdout, args[0], format, fields, groupRows)
 			}
 			rows, closeIn, err := a.openRows(args[0], format)
 			if err != nil {
@@ -73,7 +89,8 @@ values become JSON text in csv cells.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&format, "format", "auto", "input format: auto, ndjson, json, csv or parquet")
-	f.StringVar(&to, "to", "ndjson", "output format: ndjson, csv or json")
+	f.StringVar(&to, "to", "ndjson", "output format: ndjson, csv, json or parquet")
+	f.Int64Var(&groupRows, "row-group-size", 65536, "with --to parquet: rows a row group")
 	f.StringSliceVar(&fields, "fields", nil, "write only these columns, in this order (comma-separated)")
 	return cmd
 }
@@ -116,7 +133,7 @@ func (a *app) openRows(path, format string) (iter.Seq2[lendgraph.Row, error], fu
 		closeIn()
 		return nil, nil, fmt.Errorf("input: %w", err)
 	}
-	return lendgraph.DecodeParquet[lendgraph.Row](file, fi.Size()), closeIn, nil
+	return parquet.Decode[lendgraph.Row](file, fi.Size()), closeIn, nil
 }
 
 // detectFormat names a delivery file's format from its first bytes, then

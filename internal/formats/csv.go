@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -121,6 +122,7 @@ func (s *csvSplitter) record(dst []byte) (_ []byte, line int, _ error) {
 }
 
 type csvColumns struct {
+	slabs  sync.Pool // *[]string of records' fields
 	header []string
 	names  [][]byte
 	kinds  []Kind
@@ -153,12 +155,24 @@ func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
 	return func(e *emitter) error {
 		defer pool.Put(raw)
 		w := len(c.header)
-		fields := make([]string, w*len(raw.ends))
+		// The records' fields, reused: their strings are the records'
+		// own, and every row is decoded before the chunk returns.
+		fields, _ := c.slabs.Get().(*[]string)
+		if fields == nil || cap(*fields) < w*len(raw.ends) {
+			fields = new([]string)
+			*fields = make([]string, w*len(raw.ends))
+		}
+		defer func() {
+			e.flush() // the rows before an error too
+			clear(*fields)
+			c.slabs.Put(fields)
+		}()
 		start := 0
+		var sc csvScratch
 		for k, end := range raw.ends {
 			b := raw.buf[start:end]
 			start = end
-			rec, ok := splitCSV(b, fields[k*w:k*w:(k+1)*w], c.skip)
+			rec, ok := splitCSV(b, (*fields)[k*w:k*w:(k+1)*w], c.skip, &sc)
 			if !ok {
 				cr := csv.NewReader(bytes.NewReader(b))
 				cr.FieldsPerRecord = w
@@ -175,6 +189,9 @@ func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
 				return errStopped
 			}
 		}
+		if !e.flush() {
+			return errStopped
+		}
 		return nil
 	}
 }
@@ -182,65 +199,111 @@ func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
 // splitCSV splits one record (with its line end) into out, as
 // encoding/csv would, except that fields marked in skip are left empty;
 // false means it is not in the plain form handled here or does not have
-// cap(out) fields.
-func splitCSV(b []byte, out []string, skip []bool) ([]string, bool) {
+// cap(out) fields. The fields share one new string (quoted fields with
+// doubled quotes unescaped into its tail); sc is scratch space.
+func splitCSV(b []byte, out []string, skip []bool, sc *csvScratch) ([]string, bool) {
 	if n := len(b); n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 		if n > 1 && b[n-2] == '\r' {
 			b = b[:n-2]
 		}
 	}
-	s := string(b)
+	// Field k is text[spans[2k]:spans[2k+1]] of text = b + esc.
+	spans, esc := sc.spans[:0], sc.esc[:0]
+	defer func() { sc.spans, sc.esc = spans, esc }()
+	nf := cap(out) - len(out)
 	for i := 0; ; {
-		if len(out) == cap(out) {
+		if len(spans) == 2*nf {
 			return out, false
 		}
-		if i < len(s) && s[i] == '"' {
+		skipped := skip[len(out)+len(spans)/2]
+		if i < len(b) && b[i] == '"' {
 			j, escaped := i+1, false
 			for {
-				k := strings.IndexByte(s[j:], '"')
+				k := bytes.IndexByte(b[j:], '"')
 				if k < 0 {
 					return out, false
 				}
 				j += k
-				if j+1 < len(s) && s[j+1] == '"' {
+				if j+1 < len(b) && b[j+1] == '"' {
 					j, escaped = j+2, true
 					continue
 				}
 				break
 			}
-			f := s[i+1 : j]
-			if strings.IndexByte(f, '\r') >= 0 {
+			f := b[i+1 : j]
+			if bytes.IndexByte(f, '\r') >= 0 {
 				return out, false
 			}
-			if skip[len(out)] {
-				f = ""
-			} else if escaped {
-				f = strings.ReplaceAll(f, `""`, `"`)
+			switch {
+			case skipped:
+				spans = append(spans, 0, 0)
+			case escaped:
+				a := len(esc)
+				for {
+					k := bytes.IndexByte(f, '"')
+					if k < 0 {
+						esc = append(esc, f...)
+						break
+					}
+					esc = append(esc, f[:k+1]...)
+					f = f[k+2:]
+				}
+				spans = append(spans, len(b)+a, len(b)+len(esc))
+			default:
+				spans = append(spans, i+1, j)
 			}
-			out = append(out, f)
-			if j+1 == len(s) {
-				return out, len(out) == cap(out)
+			if j+1 == len(b) {
+				break
 			}
-			if s[j+1] != ',' {
+			if b[j+1] != ',' {
 				return out, false
 			}
 			i = j + 2
 			continue
 		}
 		j := i
-		for j < len(s) && csvPlain[s[j]] {
+		for j < len(b) && csvPlain[b[j]] {
 			j++
 		}
-		if j < len(s) && s[j] != ',' {
+		if j < len(b) && b[j] != ',' {
 			return out, false // a quote, CR or LF in an unquoted field
 		}
-		out = append(out, s[i:j])
-		if j == len(s) {
-			return out, len(out) == cap(out)
+		if skipped {
+			spans = append(spans, 0, 0)
+		} else {
+			spans = append(spans, i, j)
+		}
+		if j == len(b) {
+			break
 		}
 		i = j + 1
 	}
+	if len(spans) != 2*nf {
+		return out, false
+	}
+	var text string
+	if len(esc) == 0 {
+		text = string(b)
+	} else {
+		buf := make([]byte, len(b)+len(esc))
+		copy(buf[copy(buf, b):], esc)
+		text = unsafe.String(unsafe.SliceData(buf), len(buf)) // never written again
+	}
+	for k := 0; k < len(spans); k += 2 {
+		if spans[k] == spans[k+1] {
+			out = append(out, "")
+		} else {
+			out = append(out, text[spans[k]:spans[k+1]])
+		}
+	}
+	return out, true
+}
+
+// csvScratch is a worker's scratch space for splitCSV.
+type csvScratch struct {
+	spans []int
+	esc   []byte
 }
 
 // csvPlain marks the bytes that may appear in an unquoted field.

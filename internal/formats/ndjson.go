@@ -69,7 +69,7 @@ func splitLines(src io.Reader, maxLine int, e *emitter) error {
 		}
 		b.buf, b.first = buf, e.next
 		b.starts, b.ends = b.starts[:0], b.ends[:0]
-		b.cols, b.recs, b.pq, b.prows = nil, b.recs[:0], nil, nil
+		b.cols, b.recs, b.decoded = nil, b.recs[:0], nil
 		add := func(start, end int) {
 			row := buf[start:end]
 			row = bytes.TrimSuffix(row, []byte{'\r'})

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/bits"
 	"reflect"
 	"strconv"
@@ -13,26 +12,25 @@ import (
 	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/parquet-go/parquet-go"
 )
 
 // RowDecoder returns a factory of row decoders for T, one per worker
-// goroutine. For struct rows of plain fields (and map[string]json.RawMessage
-// rows) it scans the JSON object once, sets scalar fields directly and
-// keeps unknown members as sub-slices of one per-row buffer with interned
-// names; csv records set scalar fields straight from their cells. Anything
-// it does not handle exactly as slow would (escapes that do not unquote
-// cleanly, a type mismatch, invalid JSON, unusual tags, a row type with its
-// own unmarshal methods unless trusted) goes to slow, which decodes the
-// whole row as JSON: the result and every error are slow's.
+// goroutine. For struct rows of plain fields (and map rows of raw JSON
+// values) it scans the JSON object once, sets scalar fields directly,
+// decodes nested structs, pointers and slices of them in the same scan,
+// and keeps unknown members as sub-slices of one per-row buffer with
+// interned names; csv cells and parquet values set fields straight from
+// the cell or value (a JSON-encoded nested field straight into the nested
+// field). Anything it does not handle exactly as slow would (escapes that
+// do not unquote cleanly, a type mismatch, invalid JSON, unusual tags, a
+// type with its own unmarshal methods unless trusted) goes to slow, which
+// decodes the whole row, or the one field, as JSON: the result and every
+// error are slow's.
 //
 // slow decodes a whole JSON value into a pointer; trusted means T's own
 // unmarshal methods (if any) decode exactly like its fields would.
 func RowDecoder[T any](slow func([]byte, any) error, trusted bool) func() *RowDec[T] {
-	p := newPlan(reflect.TypeFor[T](), trusted)
-	if p != nil {
-		p.slow = slow
-	}
+	p := newPlan(reflect.TypeFor[T](), trusted, slow)
 	return func() *RowDec[T] {
 		return &RowDec[T]{plan: p, slow: slow, s: &scratch{names: map[string]string{}}}
 	}
@@ -73,32 +71,18 @@ func (d *RowDec[T]) csv(c *csvColumns, rec []string, row int64, v *T) error {
 	return nil
 }
 
-// parquet decodes row number n of row group g into v.
-func (d *RowDec[T]) parquet(c *pqColumns, g int, row parquet.Row, n int64, v *T) error {
-	if d.plan != nil && d.plan.setParquet(c, row, unsafe.Pointer(v), d.s) {
-		return nil
-	}
-	var zero T
-	*v = zero
-	var err error
-	if d.buf, err = c.appendJSON(d.buf[:0], g, row, n); err != nil {
-		return err
-	}
-	if err := d.JSON(d.buf, v); err != nil {
-		return fmt.Errorf("parquet: row %d: %w", n, err)
-	}
-	return nil
-}
-
 type setKind uint8
 
 const (
-	setOther setKind = iota // decoded by slow into the field
-	setString
-	setInt
-	setUint
-	setFloat
-	setBool
+	setOther  setKind = iota // decoded by slow into the field
+	setString                // string kinds
+	setInt                   // signed integer kinds
+	setUint                  // unsigned integer kinds
+	setFloat                 // float kinds
+	setBool                  // bool kinds
+	setStruct                // a struct the plan decodes: sub
+	setPtr                   // a pointer: elem is the pointee
+	setSlice                 // a slice (not of bytes): elem is the element
 )
 
 type planField struct {
@@ -106,16 +90,40 @@ type planField struct {
 	typ    reflect.Type
 	kind   setKind
 	bits   int
+	sub    *plan      // setStruct
+	elem   *planField // setPtr, setSlice (at offset 0)
+	size   uintptr    // setSlice: the element size
+}
+
+// nested reports whether f holds a JSON object or array (a struct, a
+// slice, a pointer to either): in csv and parquet, a JSON-encoded string.
+func (f *planField) nested() bool {
+	for f.kind == setPtr {
+		f = f.elem
+	}
+	return f.kind == setStruct || f.kind == setSlice
 }
 
 type plan struct {
+	id      int // index of this plan's member-position cache in scratch.pos
 	fields  map[string]*planField
 	extra   int // offset of the unknown-members map, or -1
 	rootMap bool
 	slow    func([]byte, any) error
 }
 
-var fieldsType = reflect.TypeFor[map[string]json.RawMessage]()
+// rawValue is the element type of the SDK's Fields, the unknown members of
+// a row: the one place to change when Fields changes.
+type rawValue = json.RawMessage
+
+// fieldsMap is the type the plan stores unknown members in.
+type fieldsMap = map[string]rawValue
+
+// FieldsMap is fieldsMap for the SDK's compile-time check that its Fields
+// type is the one the plan decodes directly.
+type FieldsMap = fieldsMap
+
+var fieldsType = reflect.TypeFor[fieldsMap]()
 
 func hasUnmarshaler(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
@@ -127,19 +135,45 @@ func hasUnmarshaler(t reflect.Type) bool {
 	return false
 }
 
+func isFieldsMap(t reflect.Type) bool {
+	return t.Kind() == reflect.Map && t.ConvertibleTo(fieldsType) && t.Key() == fieldsType.Key() && t.Elem() == fieldsType.Elem()
+}
+
 // newPlan returns nil when t is not a type the plan decodes exactly as the
 // slow path does.
-func newPlan(t reflect.Type, trusted bool) *plan {
-	if t.Kind() == reflect.Map && t.ConvertibleTo(fieldsType) && t.Key() == fieldsType.Key() && t.Elem() == fieldsType.Elem() {
+func newPlan(t reflect.Type, trusted bool, slow func([]byte, any) error) *plan {
+	if isFieldsMap(t) {
 		if !trusted && hasUnmarshaler(t) {
 			return nil
 		}
-		return &plan{extra: 0, rootMap: true}
+		return &plan{extra: 0, rootMap: true, slow: slow}
 	}
 	if t.Kind() != reflect.Struct || !trusted && hasUnmarshaler(t) {
 		return nil
 	}
-	p := &plan{fields: map[string]*planField{}, extra: -1}
+	b := &planBuilder{plans: map[reflect.Type]*plan{}, slow: slow}
+	return b.structPlan(t, true)
+}
+
+type planBuilder struct {
+	plans map[reflect.Type]*plan
+	slow  func([]byte, any) error
+}
+
+// structPlan returns the plan of struct type t; nil when one of its fields
+// has something the plan does not decode as slow does (an embedded field,
+// an unusual tag option, a second unknown-members field; an unknown-members
+// field at all below the row).
+func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
+	if p, ok := b.plans[t]; ok {
+		return p // built, or being built (a recursive type)
+	}
+	type member struct {
+		name string
+		f    reflect.StructField
+	}
+	var members []member
+	extra := -1
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, hasTag := f.Tag.Lookup("json")
@@ -161,53 +195,83 @@ func newPlan(t reflect.Type, trusted bool) *plan {
 			}
 		}
 		if unknown {
-			if p.extra >= 0 || f.Type.Kind() != reflect.Map || !f.Type.ConvertibleTo(fieldsType) ||
-				f.Type.Key() != fieldsType.Key() || f.Type.Elem() != fieldsType.Elem() || hasUnmarshaler(f.Type) {
+			if !root || extra >= 0 || !isFieldsMap(f.Type) || hasUnmarshaler(f.Type) {
 				return nil
 			}
-			p.extra = int(f.Offset)
+			extra = int(f.Offset)
 			continue
 		}
 		if !hasTag || name == "" {
 			name = f.Name
 		}
-		if _, dup := p.fields[name]; dup {
-			return nil
-		}
-		pf := &planField{offset: f.Offset, typ: f.Type}
-		if !hasUnmarshaler(f.Type) {
-			switch f.Type.Kind() {
-			case reflect.String:
-				pf.kind = setString
-			case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-				pf.kind, pf.bits = setInt, f.Type.Bits()
-			case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-				pf.kind, pf.bits = setUint, f.Type.Bits()
-			case reflect.Float32, reflect.Float64:
-				pf.kind, pf.bits = setFloat, f.Type.Bits()
-			case reflect.Bool:
-				pf.kind = setBool
+		for _, m := range members {
+			if m.name == name {
+				return nil
 			}
 		}
-		p.fields[name] = pf
+		members = append(members, member{name, f})
+	}
+	p := &plan{id: len(b.plans), fields: map[string]*planField{}, extra: extra, slow: b.slow}
+	b.plans[t] = p
+	for _, m := range members {
+		pf := b.field(m.f.Type)
+		pf.offset = m.f.Offset
+		p.fields[m.name] = pf
 	}
 	return p
+}
+
+// field returns how a value of type t is set (at offset 0).
+func (b *planBuilder) field(t reflect.Type) *planField {
+	f := &planField{typ: t}
+	if hasUnmarshaler(t) {
+		return f
+	}
+	switch t.Kind() {
+	case reflect.String:
+		f.kind = setString
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		f.kind, f.bits = setInt, t.Bits()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		f.kind, f.bits = setUint, t.Bits()
+	case reflect.Float32, reflect.Float64:
+		f.kind, f.bits = setFloat, t.Bits()
+	case reflect.Bool:
+		f.kind = setBool
+	case reflect.Struct:
+		if sub := b.structPlan(t, false); sub != nil {
+			f.kind, f.sub = setStruct, sub
+		}
+	case reflect.Pointer:
+		if e := b.field(t.Elem()); e.kind != setOther {
+			f.kind, f.elem = setPtr, e
+		}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			break // base64 text, or raw JSON
+		}
+		if e := b.field(t.Elem()); e.kind != setOther {
+			f.kind, f.elem, f.size = setSlice, e, t.Elem().Size()
+		}
+	}
+	return f
 }
 
 // scratch is one worker's reusable state.
 type scratch struct {
 	names   map[string]string // interned unknown member names
 	unknown []span
-	// pos remembers, per member position, the last name seen there and its
-	// field: rows of one file list their members in the same order.
-	pos []posEntry
+	unq     []byte
+	// pos remembers, per plan and member position, the last name seen
+	// there and its field: rows of one file list their members in the
+	// same order.
+	pos [][]posEntry
 	// csvFields maps the columns of csvCols to fields.
 	csvCols   *csvColumns
 	csvFields []*planField
-	pqCols    *pqColumns
-	pqFields  []*planField
-	// A row's string fields are built in sbuf and made one string at the
-	// end of the row (one allocation a row, not one a field).
+	// A row's string fields (nested ones included) are built in sbuf and
+	// made one string at the end of the row (one allocation a row, not one
+	// a field).
 	sbuf []byte
 	strs []strSpan
 	ebuf []byte
@@ -253,6 +317,22 @@ func (s *scratch) resetStrings() {
 	s.strs, s.sbuf = s.strs[:0], s.sbuf[:0]
 }
 
+// zero clears the value of type t at ptr (a JSON null into a struct),
+// dropping the strings queued for it.
+func (s *scratch) zero(t reflect.Type, ptr unsafe.Pointer) {
+	reflect.NewAt(t, ptr).Elem().SetZero()
+	lo, hi := uintptr(ptr), uintptr(ptr)+t.Size()
+	k := 0
+	for _, sp := range s.strs {
+		if a := uintptr(sp.ptr); a < lo || a >= hi {
+			s.strs[k] = sp
+			k++
+		}
+	}
+	clear(s.strs[k:])
+	s.strs = s.strs[:k]
+}
+
 type span struct {
 	name       string
 	start, end int
@@ -269,81 +349,210 @@ func (s *scratch) intern(b []byte) string {
 	return n
 }
 
+// sliceHeader is the memory layout of a slice.
+type sliceHeader struct {
+	data     unsafe.Pointer
+	len, cap int
+}
+
+// maxDepth bounds the nesting the direct scan follows (deeper values go to
+// the slow path).
+const maxDepth = 64
+
 // decode reports false when the row must go to the slow path.
 func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = skipWS(b, i+1)
 	s.unknown = s.unknown[:0]
 	s.resetStrings()
-	var unq []byte
-	k := 0 // member position
-	if i < len(b) && b[i] == '}' {
-		i++
-	} else {
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return false
-			}
-			ne, esc, hi, ok := scanString(b, i)
-			if !ok {
-				return false
-			}
-			name := b[i+1 : ne-1]
-			if esc || hi && !utf8.Valid(name) {
-				var err error
-				if unq, err = jsontext.AppendUnquote(unq[:0], b[i:ne]); err != nil {
-					return false
-				}
-				name = unq
-			}
-			i = skipWS(b, ne)
-			if i >= len(b) || b[i] != ':' {
-				return false
-			}
-			vs := skipWS(b, i+1)
-			ve, ok := skipValue(b, vs, 0)
-			if !ok {
-				return false
-			}
-			if k >= len(s.pos) {
-				s.pos = append(s.pos, posEntry{})
-			}
-			pe := &s.pos[k]
-			if pe.name != string(name) {
-				*pe = posEntry{s.intern(name), p.fields[string(name)]}
-			}
-			k++
-			if f := pe.f; f != nil {
-				if !p.set(f, unsafe.Add(v, f.offset), b[vs:ve], s) {
-					return false
-				}
-			} else if p.extra >= 0 {
-				s.unknown = append(s.unknown, span{pe.name, vs, ve})
-			}
-			i = skipWS(b, ve)
-			if i < len(b) && b[i] == ',' {
-				i = skipWS(b, i+1)
-				continue
-			}
-			if i < len(b) && b[i] == '}' {
-				i++
-				break
-			}
-			return false
-		}
-	}
-	if skipWS(b, i) != len(b) {
+	end, ok := p.object(b, i, v, s, 0)
+	if !ok || skipWS(b, end) != len(b) {
 		return false
 	}
 	if p.rootMap && len(s.unknown) == 0 {
-		*(*map[string]json.RawMessage)(v) = map[string]json.RawMessage{}
+		*(*fieldsMap)(v) = fieldsMap{}
 	}
 	s.setStrings()
 	p.setExtra(v, b, s.unknown)
 	return true
+}
+
+// object decodes the JSON object at b[i] == '{' into the struct at v (the
+// row map of a root map plan: every member unknown) and returns the index
+// after it; members the plan does not know are queued in s.unknown when
+// it keeps them.
+func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) (int, bool) {
+	if depth > maxDepth {
+		return 0, false
+	}
+	for len(s.pos) <= p.id {
+		s.pos = append(s.pos, nil)
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for k := 0; ; k++ { // k: member position
+		if i >= len(b) || b[i] != '"' {
+			return 0, false
+		}
+		ne, esc, hi, ok := scanString(b, i)
+		if !ok {
+			return 0, false
+		}
+		name := b[i+1 : ne-1]
+		if esc || hi && !utf8.Valid(name) {
+			var err error
+			if s.unq, err = jsontext.AppendUnquote(s.unq[:0], b[i:ne]); err != nil {
+				return 0, false
+			}
+			name = s.unq
+		}
+		i = skipWS(b, ne)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		vs := skipWS(b, i+1)
+		if k >= len(s.pos[p.id]) {
+			s.pos[p.id] = append(s.pos[p.id], posEntry{})
+		}
+		pe := &s.pos[p.id][k]
+		if pe.name != string(name) {
+			*pe = posEntry{s.intern(name), p.fields[string(name)]}
+		}
+		f, mname := pe.f, pe.name // pe may move while a nested value is decoded
+		var ve int
+		if f != nil {
+			ve, ok = p.value(f, b, vs, unsafe.Add(v, f.offset), s, depth)
+		} else {
+			ve, ok = skipValue(b, vs, depth)
+			if ok && p.extra >= 0 {
+				s.unknown = append(s.unknown, span{mname, vs, ve})
+			}
+		}
+		if !ok {
+			return 0, false
+		}
+		i = skipWS(b, ve)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, true
+		}
+		return 0, false
+	}
+}
+
+// value decodes the JSON value at b[i] into the field f at ptr and returns
+// the index after it.
+func (p *plan) value(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scratch, depth int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch f.kind {
+	case setStruct:
+		switch b[i] {
+		case '{':
+			return f.sub.object(b, i, ptr, s, depth+1)
+		case 'n':
+			end, ok := literal(b, i, "null")
+			if ok {
+				s.zero(f.typ, ptr)
+			}
+			return end, ok
+		}
+		return 0, false
+	case setPtr:
+		if b[i] == 'n' {
+			end, ok := literal(b, i, "null")
+			if ok {
+				*(*unsafe.Pointer)(ptr) = nil
+			}
+			return end, ok
+		}
+		q := *(*unsafe.Pointer)(ptr)
+		if q == nil {
+			q = reflect.New(f.elem.typ).UnsafePointer()
+			*(*unsafe.Pointer)(ptr) = q
+		}
+		return p.value(f.elem, b, i, q, s, depth)
+	case setSlice:
+		switch b[i] {
+		case '[':
+			return p.array(f, b, i, ptr, s, depth)
+		case 'n':
+			end, ok := literal(b, i, "null")
+			if ok {
+				*(*sliceHeader)(ptr) = sliceHeader{}
+			}
+			return end, ok
+		}
+		return 0, false
+	}
+	if f.kind == setString && b[i] == '"' {
+		// One scan: a plain string is queued as it is.
+		ve, esc, hi, ok := scanString(b, i)
+		if !ok {
+			return 0, false
+		}
+		if body := b[i+1 : ve-1]; !esc && (!hi || utf8.Valid(body)) {
+			s.addString(ptr, body)
+			return ve, true
+		}
+		return ve, p.set(f, ptr, b[i:ve], s)
+	}
+	ve, ok := skipValue(b, i, depth)
+	if !ok || !p.set(f, ptr, b[i:ve], s) {
+		return 0, false
+	}
+	return ve, true
+}
+
+// array decodes the JSON array at b[i] == '[' into a new slice of exactly
+// its length (counted first, so that queued strings point into the final
+// backing array).
+func (p *plan) array(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scratch, depth int) (int, bool) {
+	if depth > maxDepth {
+		return 0, false
+	}
+	n, end := 0, 0
+	j := skipWS(b, i+1)
+	if j < len(b) && b[j] == ']' {
+		end = j + 1
+	} else {
+		for {
+			e, ok := skipValue(b, j, depth+1)
+			if !ok {
+				return 0, false
+			}
+			n++
+			j = skipWS(b, e)
+			if j < len(b) && b[j] == ',' {
+				j = skipWS(b, j+1)
+				continue
+			}
+			if j < len(b) && b[j] == ']' {
+				end = j + 1
+				break
+			}
+			return 0, false
+		}
+	}
+	data := reflect.MakeSlice(f.typ, n, n).UnsafePointer()
+	*(*sliceHeader)(ptr) = sliceHeader{data, n, n}
+	j = skipWS(b, i+1)
+	for k := range n {
+		e, ok := p.value(f.elem, b, j, unsafe.Add(data, uintptr(k)*f.size), s, depth+1)
+		if !ok {
+			return 0, false
+		}
+		j = skipWS(b, skipWS(b, e)+1) // past the ',' (or the closing ']')
+	}
+	return end, true
 }
 
 // setExtra stores the unknown members (spans of b) in one new buffer.
@@ -356,86 +565,13 @@ func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span) {
 		n += u.end - u.start
 	}
 	buf := make([]byte, 0, n)
-	m := make(map[string]json.RawMessage, len(unknown))
+	m := make(fieldsMap, len(unknown))
 	for _, u := range unknown {
 		a := len(buf)
 		buf = append(buf, b[u.start:u.end]...)
 		m[u.name] = buf[a:len(buf):len(buf)]
 	}
-	*(*map[string]json.RawMessage)(unsafe.Add(v, p.extra)) = m
-}
-
-// setParquet sets the fields of the row at v from a parquet row, as the
-// JSON the row converts to would; false means use that JSON instead.
-func (p *plan) setParquet(c *pqColumns, row parquet.Row, v unsafe.Pointer, s *scratch) bool {
-	if p.rootMap {
-		return false
-	}
-	if s.pqCols != c {
-		s.pqCols, s.pqFields = c, make([]*planField, len(c.cols))
-		for i, col := range c.cols {
-			s.pqFields[i] = p.fields[col.key]
-		}
-	}
-	s.unknown, s.ebuf = s.unknown[:0], s.ebuf[:0]
-	s.resetStrings()
-	for _, val := range row {
-		i := val.Column()
-		if i < 0 || i >= len(c.cols) {
-			return false
-		}
-		col := &c.cols[i]
-		if col.skip {
-			continue
-		}
-		f := s.pqFields[i]
-		if f == nil {
-			if p.extra < 0 {
-				continue
-			}
-			a := len(s.ebuf)
-			var err error
-			if s.ebuf, err = col.conv(s.ebuf, val); err != nil {
-				return false
-			}
-			s.unknown = append(s.unknown, span{col.key, a, len(s.ebuf)})
-			continue
-		}
-		if val.IsNull() {
-			continue // the zero value
-		}
-		ptr := unsafe.Add(v, f.offset)
-		switch {
-		case f.kind == setString && col.direct == dString:
-			b := val.ByteArray()
-			if !utf8.Valid(b) {
-				return false
-			}
-			s.addString(ptr, b)
-		case f.kind == setInt && col.direct == dInt:
-			n := val.Int64()
-			if val.Kind() == parquet.Int32 {
-				n = int64(val.Int32())
-			}
-			if f.bits < 64 && (n < -1<<(f.bits-1) || n >= 1<<(f.bits-1)) {
-				return false
-			}
-			setNumber(f, ptr, n, 0, 0)
-		case f.kind == setFloat && f.bits == 64 && col.direct == dDouble:
-			x := val.Double()
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return false
-			}
-			*(*float64)(ptr) = x
-		case f.kind == setBool && col.direct == dBool:
-			*(*bool)(ptr) = val.Boolean()
-		default:
-			return false
-		}
-	}
-	s.setStrings()
-	p.setExtra(v, s.ebuf, s.unknown)
-	return true
+	*(*fieldsMap)(unsafe.Add(v, p.extra)) = m
 }
 
 // setCSV sets the fields of the row at v from a csv record, as the JSON
@@ -451,6 +587,7 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 		}
 	}
 	s.unknown, s.ebuf = s.unknown[:0], s.ebuf[:0]
+	s.resetStrings()
 	for i, cell := range rec {
 		if c.skip[i] {
 			continue
@@ -461,49 +598,98 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 				continue
 			}
 			a := len(s.ebuf)
-			s.ebuf = appendInferred(s.ebuf, cell)
+			s.ebuf = appendCell(s.ebuf, cell)
 			s.unknown = append(s.unknown, span{c.header[i], a, len(s.ebuf)})
 			continue
 		}
-		if cell == "" && f.kind != setOther {
-			continue // the zero value
-		}
-		ptr := unsafe.Add(v, f.offset)
-		switch f.kind {
-		case setString:
-			if !utf8.ValidString(cell) {
-				return false
-			}
-			*(*string)(ptr) = cell
-		case setInt:
-			n, err := strconv.ParseInt(cell, 10, f.bits)
-			if err != nil || !isNumber(cell) {
-				return false
-			}
-			setNumber(f, ptr, n, 0, 0)
-		case setUint:
-			n, err := strconv.ParseUint(cell, 10, f.bits)
-			if err != nil || !isNumber(cell) {
-				return false
-			}
-			setNumber(f, ptr, 0, n, 0)
-		case setFloat:
-			x, err := strconv.ParseFloat(cell, f.bits)
-			if err != nil || !isNumber(cell) {
-				return false
-			}
-			setNumber(f, ptr, 0, 0, x)
-		case setBool:
-			b, err := strconv.ParseBool(cell)
-			if err != nil {
-				return false
-			}
-			*(*bool)(ptr) = b
-		default:
+		if !p.cell(f, unsafe.Add(v, f.offset), cell, s) {
 			return false
 		}
 	}
+	s.setStrings()
 	p.setExtra(v, s.ebuf, s.unknown)
+	return true
+}
+
+// cell sets the field f at ptr from a csv cell as the JSON the cell
+// converts to (appendText) would.
+func (p *plan) cell(f *planField, ptr unsafe.Pointer, cell string, s *scratch) bool {
+	switch f.kind {
+	case setString:
+		if !utf8.ValidString(cell) {
+			return false
+		}
+		*(*string)(ptr) = cell
+		return true
+	case setInt, setUint, setFloat, setBool:
+		if cell == "" {
+			return true // the zero value
+		}
+		return setText(f, ptr, cell)
+	case setPtr:
+		if f.nested() {
+			break
+		}
+		if cell == "" && f.elem.kind != setString {
+			return true // nil
+		}
+		q := *(*unsafe.Pointer)(ptr)
+		if q == nil {
+			q = reflect.New(f.elem.typ).UnsafePointer()
+			*(*unsafe.Pointer)(ptr) = q
+		}
+		return p.cell(f.elem, q, cell, s)
+	case setOther:
+		return false
+	}
+	// A JSON-encoded nested value.
+	if cell == "" {
+		return true // the zero value
+	}
+	if cell[0] != '{' && cell[0] != '[' {
+		return false
+	}
+	return p.nestedText(f, ptr, unsafe.Slice(unsafe.StringData(cell), len(cell)), s)
+}
+
+// nestedText decodes a JSON-encoded nested value (a csv cell, a parquet
+// string) into the field f at ptr.
+func (p *plan) nestedText(f *planField, ptr unsafe.Pointer, b []byte, s *scratch) bool {
+	end, ok := p.value(f, b, 0, ptr, s, 0)
+	return ok && end == len(b)
+}
+
+// setText sets a scalar field from text (a csv cell) that must spell a
+// value of its kind.
+func setText(f *planField, ptr unsafe.Pointer, text string) bool {
+	switch f.kind {
+	case setInt:
+		n, err := strconv.ParseInt(text, 10, f.bits)
+		if err != nil || !isNumber(text) {
+			return false
+		}
+		setNumber(f, ptr, n, 0, 0)
+	case setUint:
+		n, err := strconv.ParseUint(text, 10, f.bits)
+		if err != nil || !isNumber(text) {
+			return false
+		}
+		setNumber(f, ptr, 0, n, 0)
+	case setFloat:
+		x, err := strconv.ParseFloat(text, f.bits)
+		if err != nil || !isNumber(text) {
+			return false
+		}
+		setNumber(f, ptr, 0, 0, x)
+	case setBool:
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return false
+		}
+		*(*bool)(ptr) = b
+	default:
+		return false
+	}
 	return true
 }
 
@@ -693,7 +879,7 @@ func scanString(b []byte, i int) (end int, esc, hi, ok bool) {
 // its syntax (strings may hold invalid UTF-8, as the SDK's options allow;
 // duplicate names inside nested objects are allowed too).
 func skipValue(b []byte, i, depth int) (int, bool) {
-	if i >= len(b) || depth > 64 {
+	if i >= len(b) || depth > maxDepth {
 		return 0, false
 	}
 	switch c := b[i]; {
@@ -761,4 +947,25 @@ func literal(b []byte, i int, lit string) (int, bool) {
 		return i + len(lit), true
 	}
 	return 0, false
+}
+
+// The SDK's JSON rules for rows, set once by package lendgraph when it is
+// initialized (before any of its code, or that of a package importing it,
+// runs): its JSON decoder and its record types whose unmarshal methods
+// decode exactly like their fields. The SDK's parquet package, which
+// cannot reach into package lendgraph, decodes rows by the same rules.
+var sdkCodec struct {
+	slow    func([]byte, any) error
+	trusted func(reflect.Type) bool
+}
+
+// SetSDKCodec sets the SDK's JSON rules for rows; package lendgraph calls
+// it from its init function, and nothing else may.
+func SetSDKCodec(slow func([]byte, any) error, trusted func(reflect.Type) bool) {
+	sdkCodec.slow, sdkCodec.trusted = slow, trusted
+}
+
+// SDKRowDecoder is RowDecoder with the SDK's JSON rules.
+func SDKRowDecoder[T any]() func() *RowDec[T] {
+	return RowDecoder[T](sdkCodec.slow, sdkCodec.trusted(reflect.TypeFor[T]()))
 }

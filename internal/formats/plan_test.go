@@ -33,6 +33,43 @@ type planRow struct {
 	Name  string                     // no tag: the Go name
 	Skip  string                     `json:"-"`
 	Extra map[string]json.RawMessage `json:",unknown"`
+	// nested values the direct scan decodes itself
+	Office  planOffice     `json:"office"`
+	POffice *planOffice    `json:"pOffice"`
+	List    []planOffice   `json:"list"`
+	PList   []*planOffice  `json:"pList"`
+	Ints    []int32        `json:"ints"`
+	Grid    [][]float64    `json:"grid"`
+	PS      *string        `json:"ps"`
+	Tree    *planTree      `json:"tree"`
+	Odd     planOdd        `json:"odd"`
+	Bytes   []byte         `json:"bytes"`
+	M       map[string]int `json:"m"`
+	Arr     [2]int         `json:"arr"`
+}
+
+type planOffice struct {
+	Name  string   `json:"name"`
+	Zip   string   `json:"zip"`
+	N     int64    `json:"n"`
+	F     float32  `json:"f"`
+	OK    bool     `json:"ok"`
+	Tags  []string `json:"tags"`
+	Inner struct {
+		Deep []uint16 `json:"deep"`
+	} `json:"inner"`
+}
+
+type planTree struct {
+	V    string      `json:"v"`
+	Kids []*planTree `json:"kids"`
+}
+
+// planOdd has what a nested plan leaves to the slow path: unknown members
+// and a string option.
+type planOdd struct {
+	A     int                        `json:"a,string"`
+	Extra map[string]json.RawMessage `json:",unknown"`
 }
 
 var planInputs = []string{
@@ -42,6 +79,15 @@ var planInputs = []string{
 	`{"id":"a",}`, `{"id":"a"} x`, `[1]`, `null`, `{"id":"a"`, `{"a":01}`, `{"a":-}`, `{"a":[1,]}`, `{"a":{"b"}}`,
 	`{"a":tru}`, `{"a":"\x01"}`, `{"a":"\uZZZZ"}`, `{"\u0041":1}`, `{"Skip":"s","ID":"case"}`, `{"":1}`,
 	`{"sub":{"A":"x"}}`, `{"p":null,"tags":null}`, `{"raw":   [ 1 , {"a" : "b"} ]  }`,
+	`{"office":{"name":"O \"1\"","zip":"02134","n":3,"f":0.1,"ok":true,"tags":["a","b\u00e9"],"inner":{"deep":[1,2]}},"pOffice":{"zip":"00501"},"list":[{"name":"x"},{}],"pList":[null,{"n":-1}],"ints":[1,-2],"grid":[[1.5],[],[2e3,-0.5]],"ps":"s","tree":{"v":"r","kids":[{"v":"k","kids":[]},null]}}`,
+	`{"office":null}`, `{"office":{"name":"a"},"office":null,"office":{"zip":"z"}}`, `{"office":{"name":"a"},"office":{"zip":"z"}}`,
+	`{"pOffice":{"name":"a"},"pOffice":{"zip":"z"}}`, `{"pOffice":{"name":"a"},"pOffice":null}`, `{"list":[{"name":"a"}],"list":[{"zip":"b"}]}`,
+	`{"list":[]}`, `{"list":null}`, `{"list":[null]}`, `{"ints":[]}`, `{"ints":[1.5]}`, `{"ints":[3000000000]}`, `{"ints":["1"]}`, `{"ints":[1,]}`, `{"ints":[,1]}`, `{"ints":[1 2]}`,
+	`{"ints" : [ 1 , 2 ] , "grid" : [ [ ] ] }`, `{"office":[]}`, `{"list":{}}`, `{"office":{"name":1}}`, `{"office":{"Name":"case"}}`, `{"office":{"x":1,"name":"a","x":{"y":[]}}}`,
+	`{"office":{"tags":["a",null,"c"]}}`, `{"office":{"inner":{"deep":[65536]}}}`, `{"office":{"name":"caf\xe9"}}`, `{"office":{"name":"\ud800"}}`,
+	`{"ps":null}`, `{"ps":1}`, `{"tree":{"kids":[{"kids":[{"kids":[{"v":"deep"}]}]}]}}`, `{"odd":{"a":"7","b":2}}`, `{"odd":{"a":7}}`,
+	`{"bytes":"aGk=","m":{"a":1},"arr":[1,2]}`, `{"office":{"n":1e2}}`, `{"office":{"f":1e40}}`, `{"pList":[{"name":"a"},{"name":"b"}],"pList":[{"zip":"c"}]}`,
+	`{"office":{"name":"a"}`, `{"office":{"name":"a"}}}`, `{"list":[{"name":"a"}`, `{"office":{"name":"a",}}`,
 }
 
 // TestPlanMatchesSlowPath: the direct scan gives the same row, or the same
@@ -87,17 +133,24 @@ type csvRow struct {
 	P     *int64                     `json:"p"`
 	Tags  []string                   `json:"tags"`
 	Extra map[string]json.RawMessage `json:",unknown"`
+	// JSON-encoded cells
+	Office *planOffice    `json:"office"`
+	PS     *string        `json:"ps"`
+	Raw    jsontext.Value `json:"raw"`
 }
 
 // TestCSVDirectMatchesJSON: setting fields from cells gives the row (or
 // the error) that converting the record to JSON gives.
 func TestCSVDirectMatchesJSON(t *testing.T) {
 	for _, rec := range [][]string{
-		{"a", "1", "2", "1.5", "true", "3", `["x"]`, "12", "007"},
-		{"", "", "", "", "", "", "", "", ""},
-		{"caf\xe9", "+1", "300", "1e400", "1", "x", "[", "1.50", `{"k":1}`},
-		{"é", "007", "-1", "0x1p3", "maybe", "", "null", "true", "-0"},
-		{"b", "1.0", "1e2", "Inf", "T", "1", `[]`, "x\ny", `"q"`},
+		{"a", "1", "2", "1.5", "true", "3", `["x"]`, "12", "007", `{"name":"n","zip":"02134","tags":["t"]}`, "s", `{"k":1}`},
+		{"", "", "", "", "", "", "", "", "", "", "", ""},
+		{"caf\xe9", "+1", "300", "1e400", "1", "x", "[", "1.50", `{"k":1}`, `{"name":1}`, "caf\xe9", "12"},
+		{"é", "007", "-1", "0x1p3", "maybe", "", "null", "true", "-0", "null", "null", "x"},
+		{"b", "1.0", "1e2", "Inf", "T", "1", `[]`, "x\ny", `"q"`, `{"name":"a"} `, `""`, `[1]`},
+		{"c", "2", "3", "4", "false", "5", `["a",null]`, "", "", `[]`, "", "true"},
+		{"d", "2", "3", "4", "false", "5", `[1]`, "", "", ` {"zip":"1"}`, "x", `{`},
+		{"d", "2", "3", "4", "false", "5", `["a"]x`, "", "", `{"zip":"1","zip":"2"}`, "x", ``},
 	} {
 		checkCSV[csvRow](t, rec)
 		checkCSV[struct{ ID string }](t, rec)
@@ -106,7 +159,7 @@ func TestCSVDirectMatchesJSON(t *testing.T) {
 
 func checkCSV[T any](t *testing.T, rec []string) {
 	t.Helper()
-	c, err := newCSVColumns([]string{"id", "n", "u", "f", "b", "p", "tags", "x", "y"}, SchemaOf(reflect.TypeFor[T]()))
+	c, err := newCSVColumns([]string{"id", "n", "u", "f", "b", "p", "tags", "x", "y", "office", "ps", "raw"}, SchemaOf(reflect.TypeFor[T]()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +179,7 @@ func checkCSV[T any](t *testing.T, rec []string) {
 func FuzzCSVDirect(f *testing.F) {
 	f.Add("a", "1", "2", "1.5", "true", "x")
 	f.Fuzz(func(t *testing.T, a, b, c, d, e, g string) {
-		checkCSV[csvRow](t, []string{a, b, c, d, e, "", "", g, b})
+		checkCSV[csvRow](t, []string{a, b, c, d, e, "", "", g, b, g, a, e})
 	})
 }
 
@@ -137,7 +190,7 @@ func FuzzSplitCSV(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		out, ok := splitCSV(b, make([]string, 0, 3), make([]bool, 3))
+		out, ok := splitCSV(b, make([]string, 0, 3), make([]bool, 3), &csvScratch{})
 		if !ok {
 			return
 		}
@@ -151,4 +204,51 @@ func FuzzSplitCSV(f *testing.F) {
 			t.Fatalf("%q: more than one record (%v)", b, err)
 		}
 	})
+}
+
+// TestPlanTakesNestedValues: nested structs, pointers and slices are
+// decoded by the direct scan itself (no slow path for the row or field).
+func TestPlanTakesNestedValues(t *testing.T) {
+	type row struct {
+		Office  planOffice   `json:"office"`
+		POffice *planOffice  `json:"pOffice"`
+		List    []planOffice `json:"list"`
+		Tree    *planTree    `json:"tree"`
+		PS      *string      `json:"ps"`
+	}
+	calls := 0
+	slow := func(b []byte, v any) error { calls++; return slowUnmarshal(b, v) }
+	d := RowDecoder[row](slow, false)()
+	for _, in := range []string{
+		`{"office":{"name":"O","zip":"02134","tags":["a","b"],"inner":{"deep":[1]}},"pOffice":null,"list":[{"n":1},{}],"tree":{"kids":[{"v":"k"}]},"ps":"x"}`,
+		`{"office":null,"pOffice":{"f":1.5},"list":null,"tree":null,"ps":null}`,
+	} {
+		var r row
+		if err := d.JSON([]byte(in), &r); err != nil || calls != 0 {
+			t.Fatalf("%s: %v, %d slow calls", in, err, calls)
+		}
+	}
+	for _, f := range []string{"office", "pOffice", "list", "tree", "ps"} {
+		if k := d.plan.fields[f].kind; k == setOther {
+			t.Errorf("%s: slow path", f)
+		}
+	}
+}
+
+// TestCSVTakesNestedCells: JSON-encoded cells decode straight into the
+// nested fields, and unknown columns keep their text.
+func TestCSVTakesNestedCells(t *testing.T) {
+	calls := 0
+	slow := func(b []byte, v any) error { calls++; return slowUnmarshal(b, v) }
+	c, err := newCSVColumns([]string{"id", "tags", "office", "ps", "zip"}, SchemaOf(reflect.TypeFor[csvRow]()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r csvRow
+	if err := RowDecoder[csvRow](slow, false)().csv(c, []string{"a", `["x","y"]`, `{"zip":"02134","inner":{"deep":[1]}}`, "", "02134"}, 1, &r); err != nil || calls != 0 {
+		t.Fatalf("%v, %d slow calls", err, calls)
+	}
+	if r.Office == nil || r.Office.Zip != "02134" || len(r.Tags) != 2 || r.PS == nil || *r.PS != "" || string(r.Extra["zip"]) != `"02134"` {
+		t.Fatalf("%+v", r)
+	}
 }

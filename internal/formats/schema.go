@@ -30,6 +30,9 @@ type Schema map[string]Kind
 // keepsUnknown reports whether columns outside the schema are decoded.
 func (s Schema) keepsUnknown() bool { _, ok := s[""]; return ok }
 
+// KeepsUnknown reports whether columns outside the schema are decoded.
+func (s Schema) KeepsUnknown() bool { return s.keepsUnknown() }
+
 // SchemaOf reads the JSON member names of a struct type t (tags as in
 // encoding/json/v2: the name in the tag, else the Go name; "-" skipped;
 // embedded structs without a name are inlined). A non-struct row type (a
@@ -105,14 +108,11 @@ func kindOf(t reflect.Type) Kind {
 	return Nested
 }
 
-// appendText appends the JSON for a text value (a csv cell, a parquet
-// string) of a member of kind k. ok is false when the text cannot be that
-// kind. Empty text of a typed field gives nothing (the field stays zero).
+// appendText appends the JSON for a text value (a csv cell) of a member of
+// kind k. ok is false when the text cannot be that kind. Empty text of a
+// typed field gives nothing (the field stays zero).
 func appendText(dst []byte, k Kind, text string) (out []byte, ok bool) {
 	switch k {
-	case String:
-		out, _ := jsontext.AppendQuote(dst, text) // invalid UTF-8 becomes U+FFFD
-		return out, true
 	case Int, Float:
 		if !isNumber(text) {
 			return dst, false
@@ -128,20 +128,17 @@ func appendText(dst []byte, k Kind, text string) (out []byte, ok bool) {
 		if isJSONComposite(text) {
 			return append(dst, text...), true
 		}
-		return appendInferred(dst, text), true
 	}
-	return appendInferred(dst, text), true
+	return appendCell(dst, text), true
 }
 
-// appendInferred appends text as the JSON value it spells when it is one a
-// JSON encoder writes (true, false, a number in canonical form, an object
-// or array) and as a JSON string otherwise. CSV carries no types: this is
-// how columns unknown to the row type keep numbers and nested values.
-func appendInferred(dst []byte, text string) []byte {
-	switch {
-	case text == "true" || text == "false" || isCanonicalNumber(text) || isJSONComposite(text):
-		return append(dst, text...)
-	}
+// appendCell appends text as a JSON string holding exactly the text (a
+// csv cell of a column the row type does not declare, or of a string
+// field). CSV carries no types: a cell stays the text it is ("02134" stays
+// "02134", "42" stays "42"), so a column has one JSON type in every row;
+// Fields.Decode converts the text to the Go type asked for. Invalid UTF-8
+// becomes U+FFFD.
+func appendCell(dst []byte, text string) []byte {
 	out, _ := jsontext.AppendQuote(dst, text)
 	return out
 }
@@ -150,8 +147,11 @@ func isJSONComposite(text string) bool {
 	if len(text) < 2 || (text[0] != '{' || text[len(text)-1] != '}') && (text[0] != '[' || text[len(text)-1] != ']') {
 		return false
 	}
-	return jsontext.Value(text).IsValid()
+	return jsontext.Value(text).IsValid(compositeOptions...)
 }
+
+// compositeOptions accept what the SDK's JSON decoding accepts.
+var compositeOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
 
 // isNumber reports whether text is a JSON number.
 func isNumber(text string) bool {
@@ -188,13 +188,4 @@ func skipDigits(text string, i int) int {
 		i++
 	}
 	return i
-}
-
-// isCanonicalNumber is isNumber without forms a JSON encoder does not
-// write for its own numbers (so "007" and "1.50" stay strings).
-func isCanonicalNumber(text string) bool {
-	if !isNumber(text) {
-		return false
-	}
-	return !strings.Contains(text, ".") || strings.ContainsAny(text, "eE") || !strings.HasSuffix(text, "0")
 }

@@ -1,5 +1,7 @@
-// Package formats decodes bulk delivery files (ndjson.gz, json, csv,
-// parquet) into typed rows. A producer goroutine cuts the file into units
+// Package formats decodes bulk delivery files (ndjson.gz, json, csv) into
+// typed rows, and runs the stream that other formats (parquet, in
+// internal/pqrows, which keeps parquet-go out of programs that do not
+// read parquet) decode on. A producer goroutine cuts the file into units
 // (batches of JSON rows; chunks of csv records; parquet row groups) that
 // GOMAXPROCS workers decode in parallel; rows are yielded in file order.
 // Workers set plain fields directly (see RowDecoder); anything else is
@@ -13,8 +15,6 @@ import (
 	"iter"
 	"runtime"
 	"sync"
-
-	"github.com/parquet-go/parquet-go"
 )
 
 // Batch is a run of consecutive rows, each one JSON object.
@@ -26,10 +26,9 @@ type Batch struct {
 	// csv records instead of JSON rows, when cols is set
 	cols *csvColumns
 	recs [][]string
-	// parquet rows instead, when pq is set
-	pq    *pqColumns
-	group int
-	prows []parquet.Row
+	// rows already decoded (a []T of ndecoded rows) instead, when set
+	decoded  any
+	ndecoded int
 }
 
 // batch limits: a batch is handed to a worker once it holds this many rows
@@ -48,8 +47,8 @@ func (b *Batch) Len() int {
 	switch {
 	case b.cols != nil:
 		return len(b.recs)
-	case b.pq != nil:
-		return len(b.prows)
+	case b.decoded != nil:
+		return b.ndecoded
 	}
 	return len(b.ends)
 }
@@ -80,7 +79,7 @@ func (e *emitter) begin() []byte {
 	if e.cur == nil {
 		e.cur = e.pool.Get().(*Batch)
 		e.cur.buf, e.cur.ends, e.cur.starts, e.cur.first = e.cur.buf[:0], e.cur.ends[:0], nil, e.next
-		e.cur.cols, e.cur.recs, e.cur.pq, e.cur.prows = nil, e.cur.recs[:0], nil, nil
+		e.cur.cols, e.cur.recs, e.cur.decoded = nil, e.cur.recs[:0], nil
 	}
 	return e.cur.buf
 }
@@ -108,15 +107,15 @@ func (e *emitter) record(c *csvColumns, rec []string) bool {
 	return true
 }
 
-// parquetRows sends rows of row group g as one batch; false means stop.
-// Only for an emitter on a worker, which decodes the batch before
-// returning.
-func (e *emitter) parquetRows(c *pqColumns, g int, rows []parquet.Row) bool {
+// EmitRows sends rows that a unit's own code decoded (see Emitter.Later)
+// as one batch; false means stop. The rows must be of the stream's row
+// type.
+func EmitRows[T any](e *Emitter, rows []T) bool {
 	if !e.flush() {
 		return false
 	}
 	e.begin()
-	e.cur.pq, e.cur.group, e.cur.prows = c, g, rows
+	e.cur.decoded, e.cur.ndecoded = rows, len(rows)
 	e.next += int64(len(rows))
 	return e.flush()
 }
@@ -136,6 +135,22 @@ func (e *emitter) flush() bool {
 // Producer reads a file and emits each row as a JSON object through e. It
 // returns nil at the end of a well-formed file. It runs on its own goroutine.
 type Producer func(e *emitter) error
+
+// Emitter is what a Producer emits rows and units through.
+type Emitter = emitter
+
+// Later hands run to a worker (see later); false means stop.
+func (e *Emitter) Later(run Producer, rows int64, outCap int) bool { return e.later(run, rows, outCap) }
+
+// Next is the number of the next row (1-based).
+func (e *Emitter) Next() int64 { return e.next }
+
+// BatchRows is the most rows a batch holds.
+const BatchRows = batchRows
+
+// ErrStopped ends a Producer whose consumer went away (an emit returned
+// false): return it as is.
+var ErrStopped = errStopped
 
 type result[T any] struct {
 	rows []T
@@ -230,13 +245,17 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 				defer wg.Done()
 				decode := newDecode()
 				decodeBatch := func(b *Batch) result[T] {
+					if b.decoded != nil {
+						rows := b.decoded.([]T)
+						b.decoded = nil
+						pool.Put(b)
+						return result[T]{rows: rows}
+					}
 					rows := make([]T, b.Len())
 					var err error
 					for i := range rows {
 						if b.cols != nil {
 							err = decode.csv(b.cols, b.recs[i], b.first+int64(i), &rows[i])
-						} else if b.pq != nil {
-							err = decode.parquet(b.pq, b.group, b.prows[i], b.first+int64(i), &rows[i])
 						} else if derr := decode.JSON(b.Row(i), &rows[i]); derr != nil {
 							err = fmt.Errorf("%s: row %d: %w", format, b.first+int64(i), derr)
 						}
@@ -247,7 +266,6 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 					}
 					b.buf = b.buf[:0]
 					clear(b.recs)
-					b.prows = nil
 					if cap(b.buf) <= 4*batchBytes {
 						pool.Put(b)
 					}

@@ -1,13 +1,11 @@
-package formats
+package pqrows
 
 import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -15,147 +13,20 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/lendgraph/lendgraph-go/internal/formats"
 )
 
-// Parquet reads a parquet file one row group at a time. Its columns must be
-// top-level (the API writes nested fields as JSON strings). Each row
-// becomes one JSON object: integers, floats and booleans as JSON numbers
-// and booleans; DECIMAL columns scaled; DATE and TIMESTAMP as strings;
-// UUID formatted; strings quoted, except JSON-annotated columns and
-// JSON-encoded strings of the row type's nested fields, which are
-// inlined. The file is opened (and its footer checked) before any row: a
-// corrupt file is an error, never a panic.
-func Parquet(r io.ReaderAt, size int64, schema Schema) Producer {
-	return func(e *emitter) error {
-		f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
-		if err != nil {
-			return fmt.Errorf("parquet: not a readable parquet file: %w", err)
-		}
-		list, err := parquetColumns(f.Schema(), schema)
-		if err != nil {
-			return err
-		}
-		cols := &pqColumns{list}
-		if len(f.RowGroups()) == 0 {
-			return nil
-		}
-		var chunks []parquet.ColumnChunk
-		for c, cc := range f.RowGroups()[0].ColumnChunks() {
-			if !list[c].skip || c == len(list)-1 && len(chunks) == 0 {
-				chunks = append(chunks, cc) // at least one column, to count rows
-			}
-		}
-		// Row groups are decoded in parallel on the workers, in file order,
-		// reading only the columns the row type needs.
-		for g, rg := range f.RowGroups() {
-			proj := projected{rg, chunks}
-			if g > 0 {
-				proj.chunks = make([]parquet.ColumnChunk, 0, len(chunks))
-				for _, cc := range chunks {
-					proj.chunks = append(proj.chunks, rg.ColumnChunks()[cc.Column()])
-				}
-			}
-			run := func(e *emitter) error { return readRowGroup(proj, g, cols, make([]parquet.Row, 256), e) }
-			// A worker decoding ahead may buffer (workers-1)/workers of a
-			// row group (enough to keep every worker busy), at most
-			// maxAhead batches (to bound memory for wide rows).
-			w := int64(max(runtime.GOMAXPROCS(0), 1))
-			if !e.later(run, rg.NumRows(), int(min((rg.NumRows()/batchRows+1)*(w-1)/w, maxAhead))+1) {
-				return errStopped
-			}
-		}
-		return nil
-	}
-}
+// converter is how a leaf's values become JSON.
+type converter func(dst []byte, v parquet.Value) ([]byte, error)
 
-// ParquetInFlight bounds the row groups queued behind the one being
-// yielded: with the one a worker decodes ahead, at most three row groups
-// of rows exist at once.
-const ParquetInFlight = 1
-
-// maxAhead bounds the batches a parquet worker decodes ahead of the reader.
-const maxAhead = 16
-
-// projected is a row group narrowed to some of its columns.
-type projected struct {
-	parquet.RowGroup
-	chunks []parquet.ColumnChunk
-}
-
-func (p projected) ColumnChunks() []parquet.ColumnChunk { return p.chunks }
-
-func readRowGroup(rg parquet.RowGroup, g int, cols *pqColumns, buf []parquet.Row, e *emitter) error {
-	rr := parquet.NewRowGroupRowReader(rg)
-	defer rr.Close()
-	for {
-		n, err := rr.ReadRows(buf)
-		// The emitter runs on a worker and decodes each batch before
-		// returning, so the rows (reused by the next read) are done with.
-		if n > 0 && !e.parquetRows(cols, g, buf[:n]) {
-			return errStopped
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("parquet: row group %d, near row %d: %w", g, e.next, err)
-		}
-	}
-}
-
-// pqColumns are a file's columns as the row type sees them.
-type pqColumns struct{ cols []column }
-
-// appendJSON appends the JSON object of row number n (of row group g).
-func (c *pqColumns) appendJSON(out []byte, g int, row parquet.Row, n int64) ([]byte, error) {
-	cols := c.cols
-	out = append(out, '{')
-	first := true
-	for _, v := range row {
-		c := v.Column()
-		if c < 0 || c >= len(cols) {
-			return out, fmt.Errorf("parquet: row %d: value of unknown column %d", n, c)
-		}
-		if cols[c].skip || v.IsNull() && cols[c].kind != Unknown {
-			continue // a typed field keeps its zero value
-		}
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		out = append(out, cols[c].name...)
-		var err error
-		if out, err = cols[c].conv(out, v); err != nil {
-			return out, fmt.Errorf("parquet: row %d (row group %d), column %s: %w", n, g, cols[c].name[:len(cols[c].name)-1], err)
-		}
-	}
-	return append(out, '}'), nil
-}
-
-type column struct {
-	key    string // the name
-	direct direct // how a value sets a field of the matching kind without JSON
-	name   []byte // quoted, with the colon
-	kind   Kind   // of the row type's field; Unknown when it has none
-	skip   bool   // the row type neither has the field nor keeps unknown ones
-	conv   func(dst []byte, v parquet.Value) ([]byte, error)
-}
-
-func parquetColumns(s *parquet.Schema, schema Schema) ([]column, error) {
-	var cols []column
-	for _, f := range s.Fields() {
-		if !f.Leaf() || f.Repeated() {
-			return nil, fmt.Errorf("parquet: column %q is nested or repeated; delivery files hold nested fields as JSON strings", f.Name())
-		}
-		name, _ := jsontext.AppendQuote(nil, f.Name())
-		k, known := schema[f.Name()]
-		cols = append(cols, column{key: f.Name(), direct: directOf(f.Type()), name: append(name, ':'), kind: k, conv: converter(f.Type(), k),
-			skip: !known && !schema.keepsUnknown() || f.Name() == ""})
-	}
-	return cols, nil
-}
-
-func converter(t parquet.Type, k Kind) func([]byte, parquet.Value) ([]byte, error) {
+// converter returns how values of type t become JSON for a member of
+// kind k: integers, floats and booleans as JSON numbers and booleans;
+// DECIMAL scaled exactly; DATE and TIMESTAMP as strings; UUID formatted;
+// strings quoted, except JSON-annotated columns (inlined unless k is
+// String) and, for k Nested or Unknown, strings holding a JSON object or
+// array (the API's JSON-encoded nested fields).
+func newConverter(t parquet.Type, k formats.Kind) converter {
 	lt := t.LogicalType()
 	var ct deprecated.ConvertedType = -1
 	if p := t.ConvertedType(); p != nil {
@@ -260,9 +131,9 @@ func converter(t parquet.Type, k Kind) func([]byte, parquet.Value) ([]byte, erro
 				if v.IsNull() {
 					return append(dst, "null"...), nil
 				}
-				if k == Nested || k == Unknown {
+				if k == formats.Nested || k == formats.Unknown {
 					// Nested fields arrive as JSON-encoded strings.
-					if b := v.ByteArray(); isJSONComposite(string(b)) {
+					if b := v.ByteArray(); isComposite(b) {
 						return append(dst, b...), nil
 					}
 				}
@@ -294,6 +165,8 @@ const (
 	dInt           // signed integer, no logical type but INT
 	dDouble        // plain DOUBLE
 	dBool          // plain BOOLEAN
+	dUint          // unsigned integer
+	dFloat         // plain FLOAT
 )
 
 func directOf(t parquet.Type) direct {
@@ -312,14 +185,24 @@ func directOf(t parquet.Type) direct {
 		if plain || lt == nil && ct >= deprecated.Int8 && ct <= deprecated.Int64 {
 			return dInt
 		}
+		if lt == nil && ct >= deprecated.Uint8 && ct <= deprecated.Uint64 {
+			return dUint
+		}
 		if lt != nil {
-			if it, ok := lt.Value.(*format.IntType); ok && it.IsSigned {
-				return dInt
+			if it, ok := lt.Value.(*format.IntType); ok {
+				if it.IsSigned {
+					return dInt
+				}
+				return dUint
 			}
 		}
 	case parquet.Double:
 		if plain {
 			return dDouble
+		}
+	case parquet.Float:
+		if plain {
+			return dFloat
 		}
 	case parquet.ByteArray:
 		if plain || ct == deprecated.UTF8 || ct == deprecated.Enum || ct == deprecated.Json {
@@ -343,17 +226,17 @@ func isStringish(lt *format.LogicalType) bool {
 }
 
 // jsonConv inlines a JSON-annotated column, or quotes it for a string field.
-func jsonConv(k Kind) func([]byte, parquet.Value) ([]byte, error) {
+func jsonConv(k formats.Kind) converter {
 	return func(dst []byte, v parquet.Value) ([]byte, error) {
 		if v.IsNull() {
 			return append(dst, "null"...), nil
 		}
 		b := v.ByteArray()
-		if k == String {
+		if k == formats.String {
 			out, _ := jsontext.AppendQuote(dst, b)
 			return out, nil
 		}
-		if !jsontext.Value(b).IsValid() {
+		if !jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
 			return dst, errors.New("JSON column holds invalid JSON")
 		}
 		return append(dst, b...), nil
@@ -361,7 +244,7 @@ func jsonConv(k Kind) func([]byte, parquet.Value) ([]byte, error) {
 }
 
 // decimalConv writes the exact decimal text of an unscaled integer.
-func decimalConv(kind parquet.Kind, scale int) func([]byte, parquet.Value) ([]byte, error) {
+func decimalConv(kind parquet.Kind, scale int) converter {
 	return func(dst []byte, v parquet.Value) ([]byte, error) {
 		var digits []byte
 		switch {
@@ -421,4 +304,12 @@ func appendFloat(dst []byte, x float64, bits int) []byte {
 		}
 	}
 	return dst
+}
+
+// isComposite reports whether b is one JSON object or array.
+func isComposite(b []byte) bool {
+	if len(b) < 2 || (b[0] != '{' || b[len(b)-1] != '}') && (b[0] != '[' || b[len(b)-1] != ']') {
+		return false
+	}
+	return jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 }

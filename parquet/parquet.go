@@ -1,0 +1,96 @@
+// Package parquet reads LendGraph bulk delivery files in the parquet
+// format. It is a package of its own so that programs that import only
+// package lendgraph do not link a parquet library; import it where you
+// read parquet:
+//
+//	for a, err := range parquet.Rows(ctx, job) { ... }      // a delivery job's rows
+//	for a, err := range parquet.Decode[lendgraph.Agent](f, size) { ... } // a file on disk
+//
+// Rows are the same as the other formats give (lendgraph.DecodeRows):
+// scalar columns keep their types (DECIMAL scaled exactly, DATE and
+// TIMESTAMP as strings, UUID formatted); the API's JSON-encoded nested
+// fields decode into the row's nested fields, and native nested columns
+// (groups, LIST, MAP) into nested structs, slices and maps; fields missing
+// from a file narrowed by `fields` stay zero; columns the row type lacks
+// land in its Extra fields (integers above 2^53 exact).
+package parquet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/internal/formats"
+	"github.com/lendgraph/lendgraph-go/internal/pqrows"
+)
+
+// Decode decodes a parquet delivery file of size bytes, read at random
+// (an *os.File, a *bytes.Reader), into rows of T, yielded in file order.
+// Row groups are decoded in parallel on GOMAXPROCS goroutines while the
+// loop consumes earlier ones; memory holds a few row groups' rows, never
+// the file. A corrupt or truncated file is an error naming the row and
+// row group, never a panic, after every whole row before it. Breaking out
+// of the loop stops the goroutines before the iterator returns.
+func Decode[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
+	return pqrows.Decode(r, size, formats.SDKRowDecoder[T]())
+}
+
+// Rows yields the rows of a parquet delivery job as T. A job still queued
+// or running is waited for first. The file is downloaded (resuming after a
+// cut connection and re-signing an expired link, as job.Download does) to
+// a temporary file, which is removed when the loop ends, and decoded as
+// Decode does. A job of another format is an *lendgraph.InvalidArgumentError
+// (use job.Rows for ndjson, json and csv). Breaking out of the loop or
+// cancelling ctx stops the download or the decoding; no goroutine or file
+// is left behind. Errors end the sequence; cancelling ctx ends it with an
+// error matching ctx.Err().
+func Rows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		if job == nil {
+			yield(zero, &lendgraph.InvalidArgumentError{Arg: "job", Problem: "is nil; pass the *DeliveryJob that Deliver or DeliveryJob returned"})
+			return
+		}
+		if job.Format != "" && job.Format != lendgraph.FormatParquet {
+			yield(zero, notParquet(job.ID, job.Format))
+			return
+		}
+		st, err := job.Wait(ctx)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		if st.Format != lendgraph.FormatParquet {
+			yield(zero, notParquet(job.ID, st.Format))
+			return
+		}
+		f, err := os.CreateTemp("", "lendgraph-delivery-*.parquet")
+		if err != nil {
+			yield(zero, fmt.Errorf("lendgraph: a temporary file for the parquet delivery: %w", err))
+			return
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		n, err := job.Download(ctx, f)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		for row, err := range Decode[T](f, n) {
+			if ctx.Err() != nil {
+				yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", job.ID, ctx.Err()))
+				return
+			}
+			if !yield(row, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+func notParquet(id string, f lendgraph.Format) error {
+	return &lendgraph.InvalidArgumentError{Arg: "job", Problem: fmt.Sprintf("delivery job %s has format %q, not parquet; use job.Rows(ctx) for ndjson, json and csv", id, f)}
+}

@@ -138,7 +138,7 @@ func TestParallelDownloadIsByteExact(t *testing.T) {
 		}
 		// Rows decodes the same rows from the parallel stream (parquet: from
 		// the file the parts were written into).
-		if a, b := collect(t, one.Agents.DeliveryJob(job.ID).Rows(ctx)), collect(t, job.Rows(ctx)); len(a) != 3000 || !reflect.DeepEqual(a, b) {
+		if a, b := collect(t, jobRows(ctx, one.Agents.DeliveryJob(job.ID), f)), collect(t, jobRows(ctx, job, f)); len(a) != 3000 || !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: rows differ (%d over one connection, %d in parallel)", f, len(a), len(b))
 		}
 	}
@@ -177,7 +177,7 @@ func TestParallelDownloadStopsCleanly(t *testing.T) {
 	for _, f := range allFormats {
 		job, _ := largeDelivery(t, srv, c, f)
 		n := 0
-		for _, err := range job.Rows(context.Background()) {
+		for _, err := range jobRows(context.Background(), job, f) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +191,7 @@ func TestParallelDownloadStopsCleanly(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		n = 0
 		var last error
-		for _, err := range job.Rows(ctx) {
+		for _, err := range jobRows(ctx, job, f) {
 			if n++; n == 5 {
 				cancel()
 			}

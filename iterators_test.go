@@ -159,8 +159,11 @@ func (f *iterFixture) cases(t *testing.T) []iterCase {
 	}
 	for _, format := range allFormats {
 		cs = append(cs, iterCase{name: "DeliveryJob.Rows/" + string(format), want: f.rowIDs, seq: func(ctx context.Context) iter.Seq2[string, error] {
-			return keyed(c.Agents.DeliveryJob(f.jobs[format].ID).Rows(ctx), agentID)
-		}}, iterCase{name: "DecodeRows/" + string(format), want: f.rowIDs, shared: true, seq: func(context.Context) iter.Seq2[string, error] {
+			return keyed(jobRows(ctx, c.Agents.DeliveryJob(f.jobs[format].ID), format), agentID)
+		}}, iterCase{name: "DecodeRows/" + string(format), want: f.rowIDs, shared: format != lendgraph.FormatParquet, seq: func(context.Context) iter.Seq2[string, error] {
+			if format == lendgraph.FormatParquet {
+				return keyed(parquet.Decode[lendgraph.Agent](bytes.NewReader(f.files[format]), int64(len(f.files[format]))), agentID)
+			}
 			return keyed(lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(f.files[format]), format), agentID)
 		}})
 	}
@@ -520,7 +523,7 @@ func TestNoTempFileOrGoroutineLeftByParquetRows(t *testing.T) {
 		func() {
 			defer func() { _ = recover() }()
 			n := 0
-			for _, err := range job.Rows(ctx) {
+			for _, err := range parquet.Rows(ctx, job) {
 				if err != nil {
 					break
 				}

@@ -72,6 +72,7 @@ type config struct {
 	linkTTL     time.Duration
 	addr        string
 	jobRate     map[string]float64 // rows per second by job kind
+	missing     map[string]missingField
 }
 
 // Option configures a Server.
@@ -105,6 +106,17 @@ func WithJobRate(kind string, rowsPerSecond float64) Option {
 	return func(c *config) { c.jobRate[kind] = rowsPerSecond }
 }
 
+// WithMissingField makes every n-th record of a resource (indexes n-1,
+// 2n-1, ...) lack field, in lists, details and deliveries alike: records
+// without a state, say, for tests of what a query by that field misses.
+func WithMissingField(resource, field string, n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.missing[resource] = missingField{field: field, every: n}
+		}
+	}
+}
+
 // Caller is one API key and the user and organization it belongs to.
 type Caller struct {
 	Key    string
@@ -131,7 +143,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 func Start(opts ...Option) (*Server, error) {
 	cfg := config{seed: 1, rows: map[string]int{}, defaultRows: 10_000, credits: 10_000_000,
 		linkTTL: 15 * time.Minute, addr: "127.0.0.1:0",
-		jobRate: map[string]float64{"enrichment": 20_000, "delivery": 200_000}}
+		jobRate: map[string]float64{"enrichment": 20_000, "delivery": 200_000}, missing: map[string]missingField{}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -147,6 +159,7 @@ func Start(opts ...Option) (*Server, error) {
 	_, _ = rand.Read(s.secret)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.data = newDataset(cfg.seed, cfg.defaultRows, cfg.rows)
+	s.data.missing = cfg.missing
 	s.area.init()
 	s.newCallerLocked(DefaultOrg, "user_default")
 

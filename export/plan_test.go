@@ -227,12 +227,12 @@ func TestPlanValidation(t *testing.T) {
 		req  *lendgraph.DeliveryRequest
 		opts *export.PlanOptions
 	}{
-		"no format":       {&lendgraph.DeliveryRequest{}, &export.PlanOptions{By: []string{"state"}}},
-		"limit":           {&lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 5}, &export.PlanOptions{By: []string{"state"}}},
-		"no key":          {parquetReq(), &export.PlanOptions{}},
-		"hidden key":      {parquetReq(), &export.PlanOptions{By: []string{"_x"}}},
-		"slash in key":    {parquetReq(), &export.PlanOptions{By: []string{"a/b"}}},
-		"key twice":       {parquetReq(), &export.PlanOptions{By: []string{"state", "state"}}},
+		"no format":        {&lendgraph.DeliveryRequest{}, &export.PlanOptions{By: []string{"state"}}},
+		"limit":            {&lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 5}, &export.PlanOptions{By: []string{"state"}}},
+		"no key":           {parquetReq(), &export.PlanOptions{}},
+		"hidden key":       {parquetReq(), &export.PlanOptions{By: []string{"_x"}}},
+		"slash in key":     {parquetReq(), &export.PlanOptions{By: []string{"a/b"}}},
+		"key twice":        {parquetReq(), &export.PlanOptions{By: []string{"state", "state"}}},
 		"negative maxRows": {parquetReq(), &export.PlanOptions{By: []string{"state"}, MaxRows: -1}},
 	} {
 		_, err := export.NewPlan(ctx, c.Agents, "agents", tc.req, tc.opts)

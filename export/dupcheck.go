@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 )
@@ -78,6 +79,9 @@ func (s *idSet) Add(id string, shard int32) error {
 
 // spill moves the in-memory ids to bucket files.
 func (s *idSet) spill() error {
+	if s.peak != nil {
+		s.peak() // the in-memory map is at its largest
+	}
 	n := int(max(16, 2*max(s.expected, s.n)/bucketIDs+1))
 	dir, err := os.MkdirTemp(s.tmp, "lendgraph-export-ids-*")
 	if err != nil {
@@ -184,6 +188,7 @@ func (s *idSet) Check() (int64, []dupFound, error) {
 		}
 		if s.peak != nil {
 			s.peak()
+			runtime.KeepAlive(seen)
 		}
 	}
 	return count, examples, nil

@@ -191,3 +191,11 @@ func TestRunDuplicateCheckFiresOnOverlappingPlan(t *testing.T) {
 		break
 	}
 }
+
+func truncateHalf(name string) error {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return err
+	}
+	return os.Truncate(name, fi.Size()/2)
+}

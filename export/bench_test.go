@@ -73,10 +73,10 @@ func BenchmarkExportThroughCappedLink(b *testing.B) {
 					OnEvent: func(e export.Event) {
 						mu.Lock()
 						defer mu.Unlock()
-						switch {
-						case strings.HasPrefix(e.What, "submitted"):
+						switch e.Kind {
+						case export.EventSubmitted:
 							start[e.Shard] = time.Now()
-						case e.What == "landed":
+						case export.EventLanded:
 							slowest = max(slowest, time.Since(start[e.Shard]))
 						}
 					}})

@@ -342,6 +342,11 @@ func checkPlanArgs(resource string, req *lendgraph.DeliveryRequest, o *PlanOptio
 			return err
 		}
 	}
+	for i, s := range req.Sort {
+		if s.Field == "" {
+			return invalid(fmt.Sprintf("Sort[%d].Field", i), "must name a field")
+		}
+	}
 	if len(o.By) == 0 {
 		return invalid("By", "names no partition field; use e.g. []string{\"state\"} (lendgraph export --by state)")
 	}

@@ -53,13 +53,30 @@ type RunOptions struct {
 	SubmitTimeout time.Duration
 }
 
+// EventKind says what an Event reports.
+type EventKind string
+
+// Event kinds.
+const (
+	EventSubmitted   EventKind = "submitted"    // a job was submitted
+	EventReattached  EventKind = "reattached"   // a job of an earlier run was picked up
+	EventJobProgress EventKind = "job-progress" // a job's status (Processed, EstimatedTotal)
+	EventDownloading EventKind = "downloading"  // the file is downloading (Downloaded, Size)
+	EventRedownload  EventKind = "redownload"   // a file is downloaded again (What says why)
+	EventLanded      EventKind = "landed"       // the file landed and checked out (Rows)
+	EventSkipped     EventKind = "skipped"      // landed earlier and intact
+	EventBusy        EventKind = "busy"         // another process works on the shard
+	EventFailed      EventKind = "failed"       // the shard failed this run (Err)
+)
+
 // Event is a change in one shard.
 type Event struct {
+	Kind  EventKind
 	Shard string
 	State ShardState
 	JobID string
-	// What happened, in words: "submitted", "re-attached", "job running",
-	// "downloading", "landed", "skipped: landed and intact", ...
+	// What happened, in words: "submitted job dlv_1", "job running",
+	// "downloading again from job dlv_1: the file is missing", ...
 	What string
 	// Processed and EstimatedTotal are the job's rows (while it runs).
 	Processed, EstimatedTotal int64
@@ -155,7 +172,7 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 		for _, n := range o.Shards {
 			sh, ok := plan.Shard(n)
 			if !ok {
-				return nil, invalid("Shards", "the plan has no shard %q; its shards are named like %q", n, plan.Shards[0].Name)
+				return nil, invalid("Shards", "the plan has no shard %q; its shards are named like \"%s=VALUE\"", n, plan.By[0])
 			}
 			if !slices.ContainsFunc(targets, func(s Shard) bool { return s.Name == n }) {
 				targets = append(targets, *sh)
@@ -257,7 +274,7 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) error {
 	}
 	if !ok {
 		r.count(func(res *Result) { res.Busy = append(res.Busy, sh.Name) })
-		r.event(Event{Shard: sh.Name, What: "skipped: another process is working on it"})
+		r.event(Event{Kind: EventBusy, Shard: sh.Name, What: "skipped: another process is working on it"})
 		return nil
 	}
 	defer r.store.release(sh.Name)
@@ -269,18 +286,18 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) error {
 		why := r.intact(ctx, sh, &cur)
 		if why == "" {
 			r.count(func(res *Result) { res.Skipped++ })
-			r.event(Event{Shard: sh.Name, State: StateLanded, JobID: cur.JobID, Rows: cur.Rows, What: "skipped: landed and intact"})
+			r.event(Event{Kind: EventSkipped, Shard: sh.Name, State: StateLanded, JobID: cur.JobID, Rows: cur.Rows, What: "skipped: landed and intact"})
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		r.count(func(res *Result) { res.Redownloaded++ })
-		r.event(Event{Shard: sh.Name, State: StateLanded, JobID: cur.JobID, What: "downloading again from job " + cur.JobID + ": " + why})
+		r.event(Event{Kind: EventRedownload, Shard: sh.Name, State: StateLanded, JobID: cur.JobID, What: "downloading again from job " + cur.JobID + ": " + why})
 		job = r.src.DeliveryJob(cur.JobID)
 	case StateSubmitted:
 		r.count(func(res *Result) { res.Reattached++ })
-		r.event(Event{Shard: sh.Name, State: StateSubmitted, JobID: cur.JobID, What: "re-attached to job " + cur.JobID})
+		r.event(Event{Kind: EventReattached, Shard: sh.Name, State: StateSubmitted, JobID: cur.JobID, What: "re-attached to job " + cur.JobID})
 		job = r.src.DeliveryJob(cur.JobID)
 	default: // pending, submitting, failed, cancelled
 		if job, err = r.submit(ctx, sh, cur.State == StateSubmitting); err != nil {
@@ -335,7 +352,7 @@ func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgra
 		return nil, err
 	}
 	r.count(func(res *Result) { res.Submitted++ })
-	r.event(Event{Shard: sh.Name, State: StateSubmitted, JobID: job.ID, EstimatedTotal: job.EstimatedTotal, What: "submitted job " + job.ID})
+	r.event(Event{Kind: EventSubmitted, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, EstimatedTotal: job.EstimatedTotal, What: "submitted job " + job.ID})
 	return job, nil
 }
 
@@ -368,7 +385,7 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 			s.State = StateFailed
 		}
 	})
-	r.event(Event{Shard: sh.Name, State: map[bool]ShardState{true: StateSubmitting, false: StateFailed}[unknown], What: "submit failed", Err: err})
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: map[bool]ShardState{true: StateSubmitting, false: StateFailed}[unknown], What: "submit failed", Err: err})
 	return errors.Join(err, uerr)
 }
 
@@ -390,7 +407,7 @@ func outcomeUnknown(err error) bool {
 // wait polls the job until it ends and records a failed or cancelled one.
 func (r *runner[T]) wait(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T]) (*lendgraph.DeliveryStatus, error) {
 	progress := lendgraph.WithProgress(func(s *lendgraph.DeliveryStatus) {
-		r.event(Event{Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "job " + string(s.Status),
+		r.event(Event{Kind: EventJobProgress, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "job " + string(s.Status),
 			Processed: s.Processed, EstimatedTotal: s.EstimatedTotal})
 	})
 	st, err := job.Wait(ctx, append(slices.Clone(r.opts.WaitOptions), progress)...)
@@ -417,7 +434,7 @@ func (r *runner[T]) wait(ctx context.Context, sh *Shard, job *lendgraph.Delivery
 			s.State = state
 		}
 	})
-	r.event(Event{Shard: sh.Name, State: cmp.Or(state, StateSubmitted), JobID: job.ID, What: "job did not complete", Err: err})
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: cmp.Or(state, StateSubmitted), JobID: job.ID, What: "job did not complete", Err: err})
 	return nil, errors.Join(err, uerr)
 }
 
@@ -439,7 +456,7 @@ func (r *runner[T]) land(ctx context.Context, sh *Shard, job *lendgraph.Delivery
 	var sum string
 	var err error
 	for attempt := range 2 {
-		r.event(Event{Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Size: sizeOf(st)})
+		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Size: sizeOf(st)})
 		n, sum, err = r.download(ctx, sh, job, st, tmp)
 		if err != nil {
 			_ = os.Remove(tmp)
@@ -455,7 +472,7 @@ func (r *runner[T]) land(ctx context.Context, sh *Shard, job *lendgraph.Delivery
 		if err == nil || ctx.Err() != nil || attempt == 1 {
 			break
 		}
-		r.event(Event{Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading again: " + err.Error()})
+		r.event(Event{Kind: EventRedownload, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading again: " + err.Error()})
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -479,7 +496,7 @@ func (r *runner[T]) land(ctx context.Context, sh *Shard, job *lendgraph.Delivery
 	if err != nil {
 		return err
 	}
-	r.event(Event{Shard: sh.Name, State: StateLanded, JobID: job.ID, Rows: rows, Downloaded: n, Size: n, What: "landed"})
+	r.event(Event{Kind: EventLanded, Shard: sh.Name, State: StateLanded, JobID: job.ID, Rows: rows, Downloaded: n, Size: n, What: "landed"})
 	return nil
 }
 
@@ -492,7 +509,7 @@ func (r *runner[T]) landFailed(sh *Shard, job *lendgraph.DeliveryJob[T], err err
 		}
 		s.JobID, s.Error = job.ID, err.Error()
 	})
-	r.event(Event{Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "download failed", Err: err})
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "download failed", Err: err})
 	return errors.Join(err, uerr)
 }
 
@@ -505,7 +522,7 @@ func (r *runner[T]) download(ctx context.Context, sh *Shard, job *lendgraph.Deli
 	}
 	h := sha256.New()
 	pw := &progressWriter{every: 1 << 20, report: func(n int64) {
-		r.event(Event{Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Downloaded: n, Size: sizeOf(st)})
+		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Downloaded: n, Size: sizeOf(st)})
 	}}
 	// TODO: the SDK's resumable DownloadFile (in the works) continues a
 	// partial file; until then a download starts from the first byte.

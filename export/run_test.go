@@ -103,10 +103,10 @@ func TestRunLandsADatasetConcurrently(t *testing.T) {
 	opts.OnEvent = func(e export.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		switch e.State {
-		case export.StateSubmitted:
+		switch e.Kind {
+		case export.EventSubmitted:
 			inFlight[e.Shard] = true
-		case export.StateLanded:
+		case export.EventLanded:
 			delete(inFlight, e.Shard)
 		}
 		most = max(most, len(inFlight))

@@ -353,13 +353,12 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 		}
 	}
 	opts := &export.RunOptions{Dir: fl.out, Concurrency: fl.concurrency, Shards: fl.shards, OnEvent: func(e export.Event) {
-		switch {
-		case e.Err != nil:
+		switch e.Kind {
+		case export.EventFailed:
 			a.sayAbove("shard %s: %s: %v", e.Shard, e.What, e.Err)
-		case e.State == export.StateLanded && e.What == "landed":
+		case export.EventLanded:
 			a.sayAbove("shard %s: landed %d rows (job %s)", e.Shard, e.Rows, e.JobID)
-		case strings.HasPrefix(e.What, "submitted") || strings.HasPrefix(e.What, "re-attached") ||
-			strings.HasPrefix(e.What, "downloading again") || strings.HasPrefix(e.What, "skipped: another"):
+		case export.EventSubmitted, export.EventReattached, export.EventRedownload, export.EventBusy:
 			a.sayAbove("shard %s: %s", e.Shard, e.What)
 		}
 		old := progress[e.Shard]

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -247,5 +248,69 @@ func TestRunRefusesAnotherPlansDirectory(t *testing.T) {
 	var pm *export.PlanMismatchError
 	if _, err := export.Run(context.Background(), c.Agents, q, runOpts(dir)); !errors.As(err, &pm) {
 		t.Errorf("err = %v, want *PlanMismatchError", err)
+	}
+}
+
+// TestRunTheOneInexactWindow: a submit whose answer is lost after the
+// service acted (the connection cut mid-body) is the window the manifest
+// cannot close. The next run submits the shard again and says so; the data
+// still lands once; the orphan job is charged, as documented.
+func TestRunTheOneInexactWindow(t *testing.T) {
+	srv, c := fakeFor(t, 900, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
+	dir := t.TempDir()
+	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
+	opts := runOpts(dir)
+	opts.Concurrency = 1
+	_, err := export.Run(context.Background(), c.Agents, p, opts)
+	var re *export.RunError
+	if !errors.As(err, &re) || len(re.Failed) != 1 {
+		t.Fatalf("err = %v, want one failed shard", err)
+	}
+	cut := re.Failed[0].Shard
+	m, _ := export.ReadManifest(dir)
+	if st, _ := m.Status(cut); st.State != export.StateSubmitting || st.JobID != "" {
+		t.Fatalf("the cut submit is recorded as %+v; want submitting without a job id", st)
+	}
+	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], cut) || !strings.Contains(res.Warnings[0], "one more job") {
+		t.Errorf("warnings %q; want one about %s", res.Warnings, cut)
+	}
+	m, _ = export.ReadManifest(dir)
+	if st, _ := m.Status(cut); !st.Uncertain || st.Submits != 2 || st.State != export.StateLanded {
+		t.Errorf("shard %s recorded as %+v", cut, st)
+	}
+	// One submit more than the shards, and its job (which nobody knows) runs
+	// to completion and is charged: the cost of the window.
+	if n := submits(srv); n != len(p.Shards)+1 {
+		t.Errorf("%d submits for %d shards", n, len(p.Shards))
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		done := true
+		for _, j := range srv.Jobs() {
+			done = done && (j.State == "completed" || j.State == "failed" || j.State == "cancelled")
+		}
+		if done || time.Now().After(deadline) {
+			break // the orphan job finished
+		}
+	}
+	if d := srv.Debits(lendgraphtest.DefaultOrg); len(d) != len(p.Shards)+1 {
+		t.Errorf("%d debits; want one a shard and one for the orphan job", len(d))
+	}
+	seen := map[string]bool{}
+	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[a.ID] {
+			t.Errorf("%s twice", a.ID)
+		}
+		seen[a.ID] = true
+	}
+	if len(seen) != 900 {
+		t.Errorf("%d ids, want 900", len(seen))
 	}
 }

@@ -385,7 +385,11 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 			s.State = StateFailed
 		}
 	})
-	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: map[bool]ShardState{true: StateSubmitting, false: StateFailed}[unknown], What: "submit failed", Err: err})
+	state := StateFailed
+	if unknown {
+		state = StateSubmitting
+	}
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: state, What: "submit failed", Err: err})
 	return errors.Join(err, uerr)
 }
 

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -198,4 +200,29 @@ func truncateHalf(name string) error {
 		return err
 	}
 	return os.Truncate(name, fi.Size()/2)
+}
+
+func TestRunReportsLandedAgainstPlannedRows(t *testing.T) {
+	srv, c := fakeFor(t, 900, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
+	// The entitlement's row filters hold the team leads back from every
+	// delivery: fewer rows land than the list totals planned.
+	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000, Filters: map[string]any{"isTeamLead": false}})
+	leads := 0
+	for i := range srv.Dataset().Len("agents") {
+		if srv.Dataset().Summary("agents", i)["isTeamLead"] == true {
+			leads++
+		}
+	}
+	res, err := export.Run(context.Background(), c.Agents, p, runOpts(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete || res.PlannedRows != 900 || res.LandedRows != int64(900-leads) || leads == 0 {
+		t.Fatalf("result %+v with %d team leads", res, leads)
+	}
+	want := fmt.Sprintf("landed %d rows, %d fewer than the 900 planned", 900-leads, leads)
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], want) {
+		t.Errorf("warnings %q; want %q", res.Warnings, want)
+	}
 }

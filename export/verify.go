@@ -114,8 +114,12 @@ func (r *runner[T]) verify(ctx context.Context) error {
 	r.mu.Lock()
 	r.res.Verification = v
 	if v.LandedRows != v.PlannedRows {
+		more := "fewer"
+		if v.LandedRows > v.PlannedRows {
+			more = "more"
+		}
 		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("landed %d rows, %d %s than the %d planned: the data changed between planning and delivery (or the entitlement's row filters hold some back)",
-			v.LandedRows, abs(v.LandedRows-v.PlannedRows), map[bool]string{true: "more", false: "fewer"}[v.LandedRows > v.PlannedRows], v.PlannedRows))
+			v.LandedRows, abs(v.LandedRows-v.PlannedRows), more, v.PlannedRows))
 	}
 	r.mu.Unlock()
 	if count > 0 {

@@ -148,7 +148,7 @@ type Result struct {
 // *DuplicateError reports ids found twice; *PlanMismatchError a directory
 // that holds another export; a lendgraph.InsufficientCreditsError stops
 // further submits; a context error when ctx ended. The Result is returned
-// in every case but bad arguments.
+// with every error but those about the arguments and the directory itself.
 func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions) (*Result, error) {
 	var o RunOptions
 	if opts != nil {

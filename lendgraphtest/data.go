@@ -21,11 +21,18 @@ var Resources = []string{"agents", "originators", "companies", "loans", "propert
 // same records in every run, and a resource of a million rows costs nothing
 // until it is read.
 type Dataset struct {
-	seed  uint64
-	sizes map[string]int
+	seed    uint64
+	sizes   map[string]int
+	missing map[string]missingField // by resource: WithMissingField
 
 	schemaMu sync.Mutex
 	schemas  map[string]*resourceSchema // by resource, see schemaOf
+}
+
+// missingField is a field that every n-th record of a resource lacks.
+type missingField struct {
+	field string
+	every int
 }
 
 func newDataset(seed int64, def int, sizes map[string]int) *Dataset {
@@ -92,6 +99,14 @@ func (d *Dataset) Index(resource, id string) (int, bool) {
 // Record returns the complete record i of a resource (nested detail
 // included); Summary drops the detail-only members.
 func (d *Dataset) Record(resource string, i int) Record {
+	r := d.record(resource, i)
+	if m, ok := d.missing[resource]; ok && r != nil && (i+1)%m.every == 0 {
+		delete(r, m.field)
+	}
+	return r
+}
+
+func (d *Dataset) record(resource string, i int) Record {
 	g := d.rng(resource, i)
 	switch resource {
 	case "agents":

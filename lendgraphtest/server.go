@@ -64,6 +64,7 @@ type config struct {
 	settings    []Settings         // WithSettings, applied in order
 	control     bool               // WithControlEndpoint
 	s3          *S3Store           // delivery files go there when set
+	missing     map[string]missingField
 }
 
 // Option configures a Server.
@@ -121,6 +122,17 @@ func (s *Server) SetLinkTTL(d time.Duration) {
 	s.mu.Unlock()
 }
 
+// WithMissingField makes every n-th record of a resource (indexes n-1,
+// 2n-1, ...) lack field, in lists, details and deliveries alike: records
+// without a state, say, for tests of what a query by that field misses.
+func WithMissingField(resource, field string, n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.missing[resource] = missingField{field: field, every: n}
+		}
+	}
+}
+
 // Caller is one API key and the user and organization it belongs to.
 type Caller struct {
 	Key    string
@@ -147,7 +159,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 func Start(opts ...Option) (*Server, error) {
 	cfg := config{seed: 1, rows: map[string]int{}, defaultRows: 10_000, credits: 10_000_000,
 		linkTTL: 15 * time.Minute, addr: "127.0.0.1:0",
-		jobRate: map[string]float64{"enrichment": 20_000, "delivery": 200_000}}
+		jobRate: map[string]float64{"enrichment": 20_000, "delivery": 200_000}, missing: map[string]missingField{}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -180,6 +192,7 @@ func Start(opts ...Option) (*Server, error) {
 	_, _ = rand.Read(s.secret)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.data = newDataset(cfg.seed, cfg.defaultRows, cfg.rows)
+	s.data.missing = cfg.missing
 	s.area.init()
 	s.newCallerLocked(DefaultOrg, "user_default")
 

@@ -121,8 +121,9 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "lendgraph",
 		Short: "The LendGraph command line tool",
-		Long: `lendgraph pulls bulk deliveries, converts delivery files, enriches properties,
-searches, lists and fetches records, and runs the fake API as a standalone server.
+		Long: `lendgraph pulls bulk deliveries, exports beyond one delivery as partitioned
+datasets, converts delivery files, enriches properties, searches, lists and
+fetches records, and runs the fake API as a standalone server.
 
 The API key is read from $LENDGRAPH_API_KEY or from the file named by --api-key-file.
 Data goes to stdout, messages to stderr.
@@ -130,6 +131,7 @@ Data goes to stdout, messages to stderr.
 Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 interrupted.`,
 		Example: `  export LENDGRAPH_API_KEY="$(cat ~/.lendgraph/key)"
   lendgraph deliver agents --format parquet --filter state=TX -o agents.parquet
+  lendgraph export agents --by state,city --out agents/
   lendgraph rows agents.parquet --to csv > agents.csv
   lendgraph enrich --ids property-ids.txt -o owners.ndjson
   lendgraph search smi --json`,
@@ -144,7 +146,7 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 int
 	pf.StringVar(&a.baseURL, "base-url", "", "API base URL (default: $LENDGRAPH_BASE_URL, else "+lendgraph.DefaultBaseURL+")")
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
-	root.AddCommand(a.deliverCommand(), a.rowsCommand(), a.enrichCommand(), a.searchCommand(),
+	root.AddCommand(a.deliverCommand(), a.exportCommand(), a.rowsCommand(), a.enrichCommand(), a.searchCommand(),
 		a.marketCommand(), a.listCommand(), a.getCommand(), a.fakeCommand())
 	return root
 }

@@ -1,0 +1,123 @@
+package export
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+// usStates are the two-letter codes of the states, the District of
+// Columbia and the territories: the values of "state" when the service has
+// no chart to list them. Codes without records are dropped by sizing.
+var usStates = []string{
+	"AK", "AL", "AR", "AS", "AZ", "CA", "CO", "CT", "DC", "DE", "FL", "GA", "GU", "HI", "IA", "ID", "IL", "IN", "KS", "KY",
+	"LA", "MA", "MD", "ME", "MI", "MN", "MO", "MP", "MS", "MT", "NC", "ND", "NE", "NH", "NJ", "NM", "NV", "NY", "OH", "OK",
+	"OR", "PA", "PR", "RI", "SC", "SD", "TN", "TX", "UT", "VA", "VI", "VT", "WA", "WI", "WV", "WY",
+}
+
+// chartPager is the typed chart of properties (c.Properties).
+type chartPager interface {
+	AllChart(ctx context.Context, req *lendgraph.ChartRequest) iter.Seq2[lendgraph.ChartRow, error]
+}
+
+// maxChartPages bounds the chart pages read for one field, against a
+// cursor that never ends.
+const maxChartPages = 10_000
+
+// values lists the values of field among the records matching r, and how
+// many records the service counts without one (-1: unknown). Sources, in
+// order: PlanOptions.Values, the service's chart sliced by the field, the
+// state codes for "state".
+func (pl *planner[T]) values(ctx context.Context, field string, r *lendgraph.DeliveryRequest) ([]any, int64, error) {
+	if vs, ok := pl.opts.Values[field]; ok {
+		return dedupe(vs), -1, nil
+	}
+	lr := listOf(r, lendgraph.MaxPageSize)
+	var rows iter.Seq2[lendgraph.ChartRow, error]
+	switch s := any(pl.src).(type) {
+	case chartPager:
+		rows = s.AllChart(ctx, &lendgraph.ChartRequest{ListRequest: *lr, Slice: field})
+	case lendgraph.AnalyticsAPI:
+		rows = analyticsChart(ctx, s, lr, field)
+	}
+	if rows == nil {
+		if field == "state" {
+			vs := make([]any, len(usStates))
+			for i, s := range usStates {
+				vs[i] = s
+			}
+			return vs, -1, nil
+		}
+		return nil, 0, invalid("By", "cannot list the values of %q: this resource has no analytics chart to list them from; give them in PlanOptions.Values (lendgraph export --values %s=V1,V2,...)", field, field)
+	}
+	if err := pl.acquire(ctx); err != nil {
+		return nil, 0, err
+	}
+	defer pl.release()
+	var vs []any
+	unattributed := int64(0)
+	for row, err := range rows {
+		if err != nil {
+			return nil, 0, fmt.Errorf("export: listing the values of %s from the chart: %w", field, err)
+		}
+		if row.Unattributed {
+			unattributed += row.Count
+			continue
+		}
+		vs = append(vs, row.ID)
+	}
+	return dedupe(vs), unattributed, nil
+}
+
+// analyticsChart pages through a resource's analytics chart sliced by
+// field (the body is kept as sent by the SDK; its shape is the properties
+// chart's).
+func analyticsChart(ctx context.Context, s lendgraph.AnalyticsAPI, lr *lendgraph.ListRequest, field string) iter.Seq2[lendgraph.ChartRow, error] {
+	return func(yield func(lendgraph.ChartRow, error) bool) {
+		req := lendgraph.ChartRequest{ListRequest: *lr, Slice: field}
+		p := *lr.Pagination
+		req.Pagination = &p
+		seen := map[string]bool{}
+		for range maxChartPages {
+			res, err := s.Chart(ctx, &req)
+			if err != nil {
+				yield(lendgraph.ChartRow{}, err)
+				return
+			}
+			var page lendgraph.ChartResponse
+			if err := res.Decode(&page); err != nil {
+				yield(lendgraph.ChartRow{}, fmt.Errorf("the chart answer is not a chart: %w", err))
+				return
+			}
+			for _, row := range page.Data {
+				if !yield(row, nil) {
+					return
+				}
+			}
+			if page.NextCursor == "" || seen[page.NextCursor] {
+				return
+			}
+			seen[page.NextCursor] = true
+			req.Pagination.Cursor = page.NextCursor
+		}
+		yield(lendgraph.ChartRow{}, fmt.Errorf("the chart by %s did not end after %d pages", field, maxChartPages))
+	}
+}
+
+// dedupe drops repeated values (compared as text) and sorts them.
+func dedupe(vs []any) []any {
+	seen := map[string]bool{}
+	out := make([]any, 0, len(vs))
+	for _, v := range vs {
+		if k := valueText(v); !seen[k] {
+			seen[k] = true
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b any) int { return cmp.Compare(valueText(a), valueText(b)) })
+	return out
+}

@@ -1,0 +1,47 @@
+// Package export lands a whole resource, or any list query, as a dataset
+// of many deliveries: when a query is above the row ceiling of one bulk
+// delivery (the entitlement's maxRows), it is split by partition fields
+// into shards that each fit, every shard is delivered, and the files land
+// in a Hive-style layout that DuckDB and Spark read as one table:
+//
+//	DIR/state=CA/city=Los Angeles/part-00000.parquet
+//	DIR/state=CA/city=San Diego/part-00000.parquet
+//	...
+//	DIR/_manifest.json   the plan and every shard's job, rows, bytes, sha256, charge
+//	DIR/_SUCCESS         written once every shard landed and the dataset checked out
+//
+// Plan, then run:
+//
+//	req := &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Period: lendgraph.PeriodYear(2024)}
+//	plan, err := export.NewPlan(ctx, c.Agents, "agents", req, &export.PlanOptions{By: []string{"state", "city"}})
+//	// plan.Shards: names, filters and rows; plan.WriteFile("plan.json") for an orchestrator
+//	res, err := export.Run(ctx, c.Agents, plan, &export.RunOptions{Dir: "agents"})
+//	for a, err := range export.Rows[lendgraph.Agent](ctx, "agents") { ... }
+//
+// NewPlan sizes shards with the list endpoint's total (one record a page:
+// nothing is charged), learns the ceiling from the service, and proves
+// coverage before anything is charged: the shards' totals must add up to
+// the query's, else a *CoverageError names both numbers. Run delivers the
+// shards with bounded concurrency, lands each file as delivered (no
+// re-encoding), checks each (it decodes; its rows match the job's charged
+// rows), and checks the whole (no id twice, landed against planned rows).
+// Running it again resumes where it stopped; RunOptions.Shards runs chosen
+// shards alone, so a workflow (Airflow, Argo, Kubernetes jobs) can run one
+// shard a task from the plan file.
+//
+// The dataset, read by other tools:
+//
+//	-- DuckDB
+//	SELECT state, count(*) FROM read_parquet('DIR/**/*.parquet', hive_partitioning = true) GROUP BY state;
+//	# Spark
+//	df = spark.read.parquet("DIR")
+//
+// Each file keeps the partition columns it was delivered with; DuckDB and
+// Spark take the column's value from the directory, which is the same.
+// Records without a value of a partition field land, with
+// PlanOptions.IncludeMissing, under <field>=__HIVE_DEFAULT_PARTITION__,
+// which both read as NULL.
+//
+// The package uses only the public API of package lendgraph, so a Source
+// can be any stub that satisfies it.
+package export

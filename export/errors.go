@@ -1,0 +1,191 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// CoverageError is a plan whose shards do not add up to the query they
+// split: records without a value of the partition field, values the
+// listing missed, or a field with several values per record (a record in
+// two shards). It is returned before anything is charged.
+type CoverageError struct {
+	// Field is the partition field whose values did not cover the scope.
+	Field string
+	// Scope is the shard being split ("state=CA"), empty for the whole query.
+	Scope string
+	// Total is the number of records the scope matches (the list total).
+	Total int64
+	// Covered is the sum of the totals of its shards by Field.
+	Covered int64
+	// Shards is the number of those shards.
+	Shards int
+	// Unattributed is the number of records the service's chart counts
+	// without a value of Field, or -1 when it did not say.
+	Unattributed int64
+	// Plan is the plan as far as it got, for inspection; running it would
+	// lose or duplicate rows.
+	Plan *Plan
+}
+
+// Error implements the error interface.
+func (e *CoverageError) Error() string {
+	if e == nil {
+		return "export: the shards do not cover the query"
+	}
+	scope := "the query"
+	if e.Scope != "" {
+		scope = "shard " + e.Scope
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "export: %s matches %d records but its %d shards by %s hold %d", scope, e.Total, e.Shards, e.Field, e.Covered)
+	switch {
+	case e.Covered < e.Total:
+		fmt.Fprintf(&b, ": %d records fall in no shard", e.Total-e.Covered)
+		if e.Unattributed > 0 {
+			fmt.Fprintf(&b, " (the service counts %d without a %s)", e.Unattributed, e.Field)
+		}
+		fmt.Fprintf(&b, ". Nothing was charged. Land them too with IncludeMissing (lendgraph export --include-missing puts them under %s=%s), exclude them with a filter, or partition by a field every record has", e.Field, MissingValue)
+	case e.Covered > e.Total:
+		fmt.Fprintf(&b, ": %d rows would land in two shards (%s has several values on some records, or the values overlap). Nothing was charged. Partition by a field with one value per record", e.Covered-e.Total, e.Field)
+	}
+	return b.String()
+}
+
+// ShardTooBigError is a shard above the row ceiling of one delivery even
+// after every partition field was used. It is returned before anything is
+// charged.
+type ShardTooBigError struct {
+	// Shard names the biggest such shard ("state=CA/city=Los Angeles").
+	Shard string
+	// Rows is its list total; MaxRows the ceiling of one delivery.
+	Rows, MaxRows int64
+	// By are the partition fields used.
+	By []string
+	// Others is how many more shards are above the ceiling.
+	Others int
+	// Plan is the plan as far as it got, for inspection.
+	Plan *Plan
+}
+
+// Error implements the error interface.
+func (e *ShardTooBigError) Error() string {
+	if e == nil {
+		return "export: a shard is above the row ceiling"
+	}
+	s := fmt.Sprintf("export: shard %s matches %d records, above the row ceiling of %d for one delivery, even split by %s",
+		e.Shard, e.Rows, e.MaxRows, strings.Join(e.By, ","))
+	if e.Others > 0 {
+		s += fmt.Sprintf(" (and %d more shards are above it)", e.Others)
+	}
+	return s + ". Nothing was charged. Add a partition field (--by " + strings.Join(append(append([]string(nil), e.By...), "FIELD"), ",") + ") or narrow the query"
+}
+
+// DuplicateError is a dataset in which some ids appear in more than one
+// row: shards that overlap, or records that moved from one shard to
+// another while the export ran (the data is live). _SUCCESS is not written.
+type DuplicateError struct {
+	// Count is the number of ids seen more than once.
+	Count int64
+	// Examples are some of them (at most 10), with the shards they are in.
+	Examples []Duplicate
+}
+
+// Duplicate is one id found in two rows.
+type Duplicate struct {
+	ID string `json:"id"`
+	// Shards are the shards of its first two rows (the same shard twice
+	// when one file holds it twice).
+	Shards [2]string `json:"shards"`
+}
+
+// Error implements the error interface.
+func (e *DuplicateError) Error() string {
+	if e == nil {
+		return "export: duplicate ids in the dataset"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "export: %d ids appear in more than one row of the dataset", e.Count)
+	for i, d := range e.Examples {
+		if i == 0 {
+			b.WriteString(" (")
+		} else {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s in %s and %s", d.ID, d.Shards[0], d.Shards[1])
+	}
+	if len(e.Examples) > 0 {
+		b.WriteString(")")
+	}
+	b.WriteString(": the shards overlap, or records moved between shards while the export ran; _SUCCESS was not written")
+	return b.String()
+}
+
+// ShardFailure is one shard a run could not land.
+type ShardFailure struct {
+	Shard string
+	// JobID is the delivery job, when one was submitted.
+	JobID string
+	Err   error
+}
+
+// RunError lists the shards a run could not land. The others are landed
+// and recorded; running the same export again retries these: a failed or
+// cancelled job is submitted again, a completed one is downloaded again.
+type RunError struct {
+	Failed []ShardFailure
+}
+
+// Error implements the error interface.
+func (e *RunError) Error() string {
+	if e == nil || len(e.Failed) == 0 {
+		return "export: shards failed"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "export: %d shards failed", len(e.Failed))
+	for i, f := range e.Failed {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Failed)-5)
+			break
+		}
+		fmt.Fprintf(&b, "; %s", f.Shard)
+		if f.JobID != "" {
+			fmt.Fprintf(&b, " (job %s)", f.JobID)
+		}
+		fmt.Fprintf(&b, ": %v", f.Err)
+	}
+	b.WriteString("; run the same export again to retry them")
+	return b.String()
+}
+
+// Unwrap returns the shards' errors, for errors.Is and errors.As.
+func (e *RunError) Unwrap() []error {
+	if e == nil {
+		return nil
+	}
+	errs := make([]error, len(e.Failed))
+	for i, f := range e.Failed {
+		errs[i] = f.Err
+	}
+	return errs
+}
+
+// PlanMismatchError is a run into a directory that holds an export of a
+// different plan.
+type PlanMismatchError struct {
+	Dir string
+	// Want describes the plan in the directory; Got the plan given.
+	Want, Got string
+}
+
+// Error implements the error interface.
+func (e *PlanMismatchError) Error() string {
+	if e == nil {
+		return "export: the directory holds another export"
+	}
+	return fmt.Sprintf("export: %s holds an export of another plan (%s; this one is %s): resume it with the same query, or export into another directory", e.Dir, e.Want, e.Got)
+}
+
+// errLocked is a lock another process holds.
+var errLocked = errors.New("export: locked by another process")

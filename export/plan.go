@@ -1,0 +1,569 @@
+package export
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+// Source is what an export needs of a resource service: its list (for the
+// totals that size the shards) and its bulk delivery. The services of the
+// resources that offer delivery satisfy it: c.Agents, c.Originators,
+// c.Companies, c.Loans, c.Properties and c.Branches. When the service also
+// has an analytics chart (c.Agents, c.Originators and c.Loans through
+// lendgraph.AnalyticsAPI, c.Properties through AllChart) the planner lists
+// a field's values from it.
+type Source[T any] interface {
+	List(ctx context.Context, req *lendgraph.ListRequest) (*lendgraph.Page[T], error)
+	lendgraph.DelivererAPI[T]
+}
+
+// PlanVersion is the version of the plan and manifest files this package
+// writes.
+const PlanVersion = 1
+
+// Plan is an export split into shards, each small enough for one delivery,
+// whose totals were proved to add up to the whole query. It is a plain
+// value: print it, store it as JSON (WriteFile), hand one shard to each
+// machine of a workflow (RunOptions.Shards).
+type Plan struct {
+	Version int `json:"version"`
+	// Resource is the resource path segment ("agents").
+	Resource string `json:"resource"`
+	// By are the partition fields the layout uses, outermost first: the
+	// fields asked for (ByRequested) up to the last one a shard needed.
+	By          []string `json:"by"`
+	ByRequested []string `json:"byRequested"`
+	// Request is the query being exported: filters, period, sort, fields
+	// and format (Limit is always 0).
+	Request lendgraph.DeliveryRequest `json:"request"`
+	// Total is the list total of the whole query when the plan was made.
+	Total int64 `json:"total"`
+	// MaxRows is the row ceiling of one delivery, and MaxRowsFrom where it
+	// came from: "user", "delivery_exceeds_max_rows", "entitlement_missing",
+	// "limit validation" or "job handle".
+	MaxRows     int64  `json:"maxRows"`
+	MaxRowsFrom string `json:"maxRowsFrom"`
+	// CreditsPerRow is the price of one delivered row when known (given in
+	// PlanOptions); zero when unknown.
+	CreditsPerRow float64 `json:"creditsPerRow,omitempty"`
+	// IncludeMissing says whether records without a value of a partition
+	// field have shards of their own (under MissingValue).
+	IncludeMissing bool      `json:"includeMissing,omitempty"`
+	PlannedAt      time.Time `json:"plannedAt"`
+	// Notes are things the planner wants the user to know (a ceiling probe
+	// the service accepted, say).
+	Notes []string `json:"notes,omitempty"`
+	// Shards are in directory order.
+	Shards []Shard `json:"shards"`
+}
+
+// Shard is one delivery of an export.
+type Shard struct {
+	// Name is the shard's directory under the export directory, one
+	// key=value per partition field: "state=CA/city=Los Angeles".
+	Name string `json:"name"`
+	// Keys are the partition values, outermost first.
+	Keys []Key `json:"keys"`
+	// Rows is the list total of the shard's query when the plan was made.
+	Rows int64 `json:"rows"`
+	// File is the path of the landed file, relative to the export
+	// directory: Name + "/part-00000" + the format's extension.
+	File string `json:"file"`
+	// Request is the delivery request submitted for the shard.
+	Request lendgraph.DeliveryRequest `json:"request"`
+}
+
+// Key is one partition value of a shard.
+type Key struct {
+	Field string `json:"field"`
+	// Value is the field's value; nil when Missing.
+	Value any `json:"value,omitempty"`
+	// Missing marks the shard of the records without a value of Field
+	// (or with a value the listing did not return): its directory value is
+	// MissingValue.
+	Missing bool `json:"missing,omitempty"`
+}
+
+// EstimatedRows is the sum of the shards' rows.
+func (p *Plan) EstimatedRows() int64 {
+	var n int64
+	for _, s := range p.Shards {
+		n += s.Rows
+	}
+	return n
+}
+
+// EstimatedCredits is the credits the export is expected to cost, and
+// whether the price per row is known.
+func (p *Plan) EstimatedCredits() (float64, bool) {
+	if p.CreditsPerRow <= 0 {
+		return 0, false
+	}
+	return float64(p.EstimatedRows()) * p.CreditsPerRow, true
+}
+
+// Shard returns the shard called name.
+func (p *Plan) Shard(name string) (*Shard, bool) {
+	for i := range p.Shards {
+		if p.Shards[i].Name == name {
+			return &p.Shards[i], true
+		}
+	}
+	return nil, false
+}
+
+// fingerprint identifies what the plan delivers: the resource, the query
+// and every shard's request and file. Rows, dates and the ceiling are left
+// out: a plan is the same plan whatever its estimates.
+func (p *Plan) fingerprint() string {
+	type shard struct {
+		Name    string
+		File    string
+		Request lendgraph.DeliveryRequest
+	}
+	v := struct {
+		Resource string
+		By       []string
+		Request  lendgraph.DeliveryRequest
+		Shards   []shard
+	}{Resource: p.Resource, By: p.By, Request: p.Request}
+	for _, s := range p.Shards {
+		v.Shards = append(v.Shards, shard{s.Name, s.File, s.Request})
+	}
+	b, _ := json.Marshal(v)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// describe is a one-line summary of the plan for messages.
+func (p *Plan) describe() string {
+	return fmt.Sprintf("%s by %s, %d shards, %s", p.Resource, strings.Join(p.By, ","), len(p.Shards), p.Request.Format)
+}
+
+// WriteFile stores the plan as JSON at name, atomically (a temporary file
+// renamed into place).
+func (p *Plan) WriteFile(name string) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(name, append(b, '\n'))
+}
+
+// ReadPlan reads a plan written by WriteFile (or the plan of a manifest).
+func ReadPlan(name string) (*Plan, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("export: %s is not a plan: %w", name, err)
+	}
+	if err := p.check(); err != nil {
+		return nil, fmt.Errorf("export: %s: %w", name, err)
+	}
+	return &p, nil
+}
+
+// check validates a plan read from a file.
+func (p *Plan) check() error {
+	if p.Version != PlanVersion {
+		return fmt.Errorf("plan version %d; this SDK reads version %d", p.Version, PlanVersion)
+	}
+	if p.Resource == "" || len(p.By) == 0 {
+		return errors.New("the plan names no resource or no partition field")
+	}
+	seen := map[string]bool{}
+	for _, s := range p.Shards {
+		if s.Name == "" || s.File == "" || seen[s.Name] {
+			return fmt.Errorf("shard %q: empty or repeated name, or no file", s.Name)
+		}
+		if path.Clean(s.File) != s.File || strings.HasPrefix(s.File, "../") || path.IsAbs(s.File) || strings.HasPrefix(path.Base(s.File), ".") {
+			return fmt.Errorf("shard %q: file %q is not a path inside the export directory", s.Name, s.File)
+		}
+		seen[s.Name] = true
+	}
+	return nil
+}
+
+// PlanOptions tune NewPlan.
+type PlanOptions struct {
+	// By are the partition fields, outermost first: "state" is the natural
+	// first key; a second one ("city") splits the shards that are still
+	// above the row ceiling. When any shard needs the next field, every
+	// shard is split by it, so that every file sits at the same depth
+	// (DuckDB and Spark expect one directory level per partition column).
+	By []string
+	// MaxRows is the row ceiling of one delivery. Zero learns it from the
+	// service: a submit with an impossible Limit, which the service refuses
+	// with the ceiling in its 400 body; failing that, a submit of the whole
+	// query, refused with 400 delivery_exceeds_max_rows (or 403
+	// entitlement_missing) when it is above the ceiling. When the service
+	// accepts such a probe (the whole query fits in one delivery) the job
+	// is cancelled at once, before it can complete: cancelled jobs are
+	// never charged; its handle's maxRows is the ceiling.
+	MaxRows int64
+	// Values gives the values of a partition field instead of listing them
+	// from the service's chart. Records whose value is not listed fall in
+	// no shard, which the coverage check reports.
+	Values map[string][]any
+	// IncludeMissing adds, for each split, a shard of the records whose
+	// value of the field is none of the values listed (records without
+	// the field): its directory value is MissingValue, which DuckDB and
+	// Spark read as NULL.
+	IncludeMissing bool
+	// Concurrency bounds the list and chart requests in flight while
+	// sizing (default 4).
+	Concurrency int
+	// CreditsPerRow is the price of one delivered row, for the estimate
+	// (the reference does not show it); zero leaves it unknown.
+	CreditsPerRow float64
+}
+
+// defaultSizing is the default number of sizing requests in flight.
+const defaultSizing = 4
+
+// NewPlan splits the query req of resource (its path segment: "agents")
+// into shards by the partition fields in opts.By, each at or under the
+// row ceiling of one delivery, sized with the list endpoint's total (page
+// size 1: nothing is charged). It proves coverage before returning: the
+// shards' totals must add up to the total of the query they split, at
+// every level; otherwise it returns a *CoverageError naming both numbers.
+// A shard still above the ceiling after the last field is a
+// *ShardTooBigError naming it. Both carry the plan as far as it got.
+//
+// req.Format is required and req.Limit must be 0. When req.Fields is set
+// and lacks "id", "id" is added: the export checks ids across shards.
+func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *lendgraph.DeliveryRequest, opts *PlanOptions) (*Plan, error) {
+	var o PlanOptions
+	if opts != nil {
+		o = *opts
+	}
+	if err := checkPlanArgs(resource, req, &o); err != nil {
+		return nil, err
+	}
+	base := *req
+	base.Fields = slices.Clone(req.Fields)
+	if len(base.Fields) > 0 && !slices.Contains(base.Fields, "id") {
+		base.Fields = append([]string{"id"}, base.Fields...)
+	}
+	pl := &planner[T]{src: src, opts: o, sem: make(chan struct{}, cmp.Or(o.Concurrency, defaultSizing))}
+	p := &Plan{Version: PlanVersion, Resource: resource, By: slices.Clone(o.By), ByRequested: slices.Clone(o.By), Request: base,
+		CreditsPerRow: o.CreditsPerRow, IncludeMissing: o.IncludeMissing, PlannedAt: time.Now().UTC()}
+
+	total, err := pl.total(ctx, &base)
+	if err != nil {
+		return nil, fmt.Errorf("export: sizing the query: %w", err)
+	}
+	p.Total = total
+	p.MaxRows, p.MaxRowsFrom = o.MaxRows, "user"
+	if o.MaxRows <= 0 {
+		if total == 0 {
+			p.MaxRows, p.MaxRowsFrom = 0, "not needed: the query matches nothing"
+		} else {
+			c, err := learnCeiling(ctx, src, &base)
+			if err != nil {
+				return nil, err
+			}
+			p.MaxRows, p.MaxRowsFrom = c.rows, c.from
+			if c.note != "" {
+				p.Notes = append(p.Notes, c.note)
+			}
+		}
+	}
+
+	shards := []*draft{{req: base, rows: total}}
+	for level, field := range o.By {
+		if level > 0 && !anyAbove(shards, p.MaxRows) {
+			p.By = p.By[:level]
+			break
+		}
+		next, err := pl.splitAll(ctx, shards, field)
+		p.Shards = finish(next, p, level+1)
+		if err != nil {
+			var ce *CoverageError
+			if errors.As(err, &ce) {
+				ce.Plan = p
+			}
+			return nil, err
+		}
+		shards = next
+	}
+	p.Shards = finish(shards, p, len(p.By))
+	if p.EstimatedRows() != total {
+		return nil, &CoverageError{Field: strings.Join(p.By, ","), Total: total, Covered: p.EstimatedRows(), Shards: len(p.Shards), Unattributed: -1, Plan: p}
+	}
+	var big []*Shard
+	for i := range p.Shards {
+		if p.MaxRows > 0 && p.Shards[i].Rows > p.MaxRows {
+			big = append(big, &p.Shards[i])
+		}
+	}
+	if len(big) > 0 {
+		slices.SortFunc(big, func(a, b *Shard) int { return cmp.Compare(b.Rows, a.Rows) })
+		return nil, &ShardTooBigError{Shard: big[0].Name, Rows: big[0].Rows, MaxRows: p.MaxRows, By: p.By, Others: len(big) - 1, Plan: p}
+	}
+	return p, nil
+}
+
+func checkPlanArgs(resource string, req *lendgraph.DeliveryRequest, o *PlanOptions) error {
+	if resource == "" {
+		return invalid("resource", "is empty; name the resource's path segment, e.g. \"agents\"")
+	}
+	if req == nil {
+		return invalid("DeliveryRequest", "is nil; set at least Format")
+	}
+	if !slices.Contains([]lendgraph.Format{lendgraph.FormatParquet, lendgraph.FormatNDJSON, lendgraph.FormatJSON, lendgraph.FormatCSV}, req.Format) {
+		return invalid("Format", "%q is not a delivery format; use parquet (recommended), ndjson, json or csv", req.Format)
+	}
+	if req.Limit != 0 {
+		return invalid("Limit", "is %d; an export delivers every matching row, so leave Limit at 0", req.Limit)
+	}
+	if req.FlatFilters != nil && req.AdvancedFilters != nil {
+		return invalid("DeliveryRequest", "set FlatFilters or AdvancedFilters, not both")
+	}
+	if req.AdvancedFilters != nil {
+		if err := req.AdvancedFilters.Validate(); err != nil {
+			return err
+		}
+	}
+	for i, s := range req.Sort {
+		if s.Field == "" {
+			return invalid(fmt.Sprintf("Sort[%d].Field", i), "must name a field")
+		}
+	}
+	if len(o.By) == 0 {
+		return invalid("By", "names no partition field; use e.g. []string{\"state\"} (lendgraph export --by state)")
+	}
+	for i, f := range o.By {
+		if err := checkField(f); err != nil {
+			return err
+		}
+		if slices.Contains(o.By[:i], f) {
+			return invalid("By", "partition field %q is named twice", f)
+		}
+	}
+	if o.MaxRows < 0 || o.Concurrency < 0 || o.CreditsPerRow < 0 {
+		return invalid("PlanOptions", "MaxRows, Concurrency and CreditsPerRow must not be negative")
+	}
+	return nil
+}
+
+// draft is a shard being planned.
+type draft struct {
+	keys []Key
+	req  lendgraph.DeliveryRequest
+	rows int64
+}
+
+func anyAbove(ds []*draft, ceiling int64) bool {
+	for _, d := range ds {
+		if ceiling > 0 && d.rows > ceiling {
+			return true
+		}
+	}
+	return false
+}
+
+// finish turns drafts into the plan's shards (depth levels deep), in
+// directory order.
+func finish(ds []*draft, p *Plan, depth int) []Shard {
+	out := make([]Shard, 0, len(ds))
+	for _, d := range ds {
+		var parts []string
+		for _, k := range d.keys[:min(depth, len(d.keys))] {
+			v := MissingValue
+			if !k.Missing {
+				v = escapePathValue(valueText(k.Value))
+			}
+			parts = append(parts, k.Field+"="+v)
+		}
+		name := strings.Join(parts, "/")
+		out = append(out, Shard{Name: name, Keys: d.keys, Rows: d.rows, Request: d.req,
+			File: name + "/" + partFile + extension(p.Request.Format)})
+	}
+	slices.SortFunc(out, func(a, b Shard) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// planner sizes and splits shards.
+type planner[T any] struct {
+	src  Source[T]
+	opts PlanOptions
+	sem  chan struct{} // bounds the requests in flight
+}
+
+// total is the list total of a delivery request's query: one page of one
+// record, which nothing charges.
+func (pl *planner[T]) total(ctx context.Context, r *lendgraph.DeliveryRequest) (int64, error) {
+	if err := pl.acquire(ctx); err != nil {
+		return 0, err
+	}
+	defer pl.release()
+	page, err := pl.src.List(ctx, listOf(r, 1))
+	if err != nil {
+		return 0, err
+	}
+	return page.Total, nil
+}
+
+// acquire takes one of the sizing slots; release gives it back.
+func (pl *planner[T]) acquire(ctx context.Context) error {
+	select {
+	case pl.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (pl *planner[T]) release() { <-pl.sem }
+
+// listOf is the list request of a delivery request's query (no sort: a
+// total does not need one).
+func listOf(r *lendgraph.DeliveryRequest, size int) *lendgraph.ListRequest {
+	return &lendgraph.ListRequest{FlatFilters: r.FlatFilters, AdvancedFilters: r.AdvancedFilters, Period: r.Period,
+		Pagination: &lendgraph.Pagination{Size: size}}
+}
+
+// splitAll splits every draft by field, in parallel, and proves that each
+// one's parts add up to it.
+func (pl *planner[T]) splitAll(ctx context.Context, ds []*draft, field string) ([]*draft, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := make([][]*draft, len(ds))
+	errs := make([]error, len(ds))
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		wg.Go(func() {
+			parts[i], errs[i] = pl.split(ctx, d, field)
+			if errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	var out []*draft
+	var first error
+	for i := range ds {
+		out = append(out, parts[i]...)
+		// The first error that is not merely the cancel another one caused.
+		if errs[i] != nil && (first == nil || errors.Is(first, context.Canceled) && !errors.Is(errs[i], context.Canceled)) {
+			first = errs[i]
+		}
+	}
+	return out, first
+}
+
+// split divides one draft by the values of field and checks that the
+// parts cover it exactly.
+func (pl *planner[T]) split(ctx context.Context, d *draft, field string) ([]*draft, error) {
+	values, unattributed, err := pl.values(ctx, field, &d.req)
+	if err != nil {
+		return nil, err
+	}
+	kids := make([]*draft, len(values))
+	for i, v := range values {
+		kids[i] = &draft{keys: append(slices.Clone(d.keys), Key{Field: field, Value: v}), req: withValue(d.req, field, v)}
+	}
+	if pl.opts.IncludeMissing {
+		kids = append(kids, &draft{keys: append(slices.Clone(d.keys), Key{Field: field, Missing: true}), req: withoutValues(d.req, field, values)})
+	}
+	errs := make([]error, len(kids))
+	var wg sync.WaitGroup
+	for i, k := range kids {
+		wg.Go(func() { k.rows, errs[i] = pl.total(ctx, &k.req) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("export: sizing the shards by %s: %w", field, err)
+	}
+	var sum int64
+	out := kids[:0]
+	for _, k := range kids {
+		sum += k.rows
+		if k.rows > 0 {
+			out = append(out, k)
+		}
+	}
+	if sum != d.rows {
+		return out, &CoverageError{Field: field, Scope: draftName(d), Total: d.rows, Covered: sum, Shards: len(out), Unattributed: unattributed}
+	}
+	return out, nil
+}
+
+func draftName(d *draft) string {
+	var parts []string
+	for _, k := range d.keys {
+		v := MissingValue
+		if !k.Missing {
+			v = escapePathValue(valueText(k.Value))
+		}
+		parts = append(parts, k.Field+"="+v)
+	}
+	return strings.Join(parts, "/")
+}
+
+// withValue narrows a request to field = v: a flat filter when the query
+// uses flat filters (replacing a filter on the same field, whose values the
+// listing already respected), an AND with the advanced filter otherwise.
+func withValue(r lendgraph.DeliveryRequest, field string, v any) lendgraph.DeliveryRequest {
+	if r.AdvancedFilters != nil {
+		r.AdvancedFilters = lendgraph.And(r.AdvancedFilters, lendgraph.Eq(field, v))
+		return r
+	}
+	ff := maps.Clone(r.FlatFilters)
+	if ff == nil {
+		ff = map[string]any{}
+	}
+	ff[field] = v
+	r.FlatFilters = ff
+	return r
+}
+
+// withoutValues narrows a request to the records whose field is none of
+// values (those without the field included). Flat filters have no "not",
+// so the query becomes an advanced filter: each flat filter an equality
+// (a list: any of its values).
+func withoutValues(r lendgraph.DeliveryRequest, field string, values []any) lendgraph.DeliveryRequest {
+	conds := []*lendgraph.Filter{}
+	if r.AdvancedFilters != nil {
+		conds = append(conds, r.AdvancedFilters)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.FlatFilters)) {
+		switch v := r.FlatFilters[k].(type) {
+		case []any:
+			conds = append(conds, lendgraph.In(k, v...))
+		default:
+			conds = append(conds, lendgraph.Eq(k, v))
+		}
+	}
+	if len(values) > 0 {
+		conds = append(conds, lendgraph.Not(lendgraph.In(field, values...)))
+	}
+	r.FlatFilters = nil
+	switch len(conds) {
+	case 0:
+		r.AdvancedFilters = nil
+	case 1:
+		r.AdvancedFilters = conds[0]
+	default:
+		r.AdvancedFilters = lendgraph.And(conds...)
+	}
+	return r
+}

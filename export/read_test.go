@@ -1,0 +1,114 @@
+package export_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/export"
+	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+)
+
+// landed runs a small export to completion and returns its directory.
+func landed(t *testing.T, format lendgraph.Format) string {
+	t.Helper()
+	srv, c := fakeFor(t, 900, 0)
+	p := planAgents(t, srv, c, format, "state")
+	dir := t.TempDir()
+	if _, err := export.Run(context.Background(), c.Agents, p, runOpts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestRowsTypedAndUntyped(t *testing.T) {
+	dir := landed(t, lendgraph.FormatCSV)
+	ctx := context.Background()
+	n := 0
+	for r, err := range export.Rows[lendgraph.Row](ctx, dir, export.ReadFiles(3)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id, state string
+		if err := r.Decode("id", &id); err != nil || id == "" {
+			t.Fatalf("row %v: id %q, %v", r, id, err)
+		}
+		if err := r.Decode("state", &state); err != nil || len(state) != 2 {
+			t.Fatalf("row %v: state %q", r, state)
+		}
+		n++
+	}
+	if n != 900 {
+		t.Errorf("%d rows, want 900", n)
+	}
+}
+
+func TestRowsBreakAndCancelLeaveNothingRunning(t *testing.T) {
+	dir := landed(t, lendgraph.FormatParquet)
+	before := leakcheck.IgnoreCurrent()
+
+	seq := export.Rows[lendgraph.Agent](context.Background(), dir, export.ReadFiles(4))
+	n := 0
+	for _, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; n == 10 {
+			break
+		}
+	}
+	if err := leakcheck.Find(before); err != nil {
+		t.Errorf("after break: %v", err)
+	}
+	// Ranging again reads everything again.
+	n = 0
+	for _, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 900 {
+		t.Errorf("second range: %d rows, want 900", n)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n = 0
+	var last error
+	for _, err := range export.Rows[lendgraph.Agent](ctx, dir) {
+		if err != nil {
+			last = err
+			break
+		}
+		if n++; n == 5 {
+			cancel()
+		}
+	}
+	if !errors.Is(last, context.Canceled) {
+		t.Errorf("after cancel: %v, want context.Canceled", last)
+	}
+	if err := leakcheck.Find(before); err != nil {
+		t.Errorf("after cancel: %v", err)
+	}
+}
+
+func TestRowsReportsADamagedFile(t *testing.T) {
+	dir := landed(t, lendgraph.FormatNDJSON)
+	m, _ := export.ReadManifest(dir)
+	name := dir + "/" + m.Shards[0].File
+	if err := truncateHalf(name); err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	for _, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+		if err != nil {
+			last = err
+			break
+		}
+	}
+	if last == nil {
+		t.Error("a truncated file read without an error")
+	}
+}

@@ -1,0 +1,316 @@
+package export_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/export"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+func TestResumeAfterCancelAtRandomPoints(t *testing.T) {
+	srv, c := fakeFor(t, 1200, 80, lendgraphtest.WithJobRate("delivery", 2000))
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state", "city")
+	dir := t.TempDir()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	rounds := 0
+	for ; ; rounds++ {
+		if rounds > 300 {
+			t.Fatal("no complete run after 300 rounds")
+		}
+		// Early rounds stop anywhere in the first steps; later ones get
+		// further, so the export ends.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(80)+4*rounds)*time.Millisecond)
+		opts := runOpts(dir)
+		opts.Concurrency = 1 + rng.IntN(6)
+		res, err := export.Run(ctx, c.Agents, p, opts)
+		cancel()
+		if err == nil {
+			if !res.Complete || len(res.Warnings) != 0 {
+				t.Errorf("final run: %+v", res)
+			}
+			break
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("round %d: %v", rounds, err)
+		}
+	}
+	t.Logf("complete after %d interrupted runs", rounds)
+	if n := submits(srv); n != len(p.Shards) {
+		t.Errorf("%d submits for %d shards: a shard was submitted twice", n, len(p.Shards))
+	}
+	m, _ := export.ReadManifest(dir)
+	for _, s := range m.Shards {
+		if s.Submits != 1 || s.Uncertain {
+			t.Errorf("shard %s: %d submits recorded, uncertain %v", s.Name, s.Submits, s.Uncertain)
+		}
+	}
+	// checkDataset counts the debits at the fake: one a shard, one credit a row.
+	checkDataset(t, srv, p, dir)
+}
+
+func TestResumeRedownloadsDamagedFiles(t *testing.T) {
+	srv, c := fakeFor(t, 1500, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
+	dir := t.TempDir()
+	if _, err := export.Run(context.Background(), c.Agents, p, runOpts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(dir, "state=TX", "part-00000.parquet")
+	fi, err := os.Stat(truncated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(truncated, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "state=CA", "part-00000.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	// Same size, other bytes: only the sha256 tells.
+	flipped := filepath.Join(dir, "state=NY", "part-00000.parquet")
+	b, _ := os.ReadFile(flipped)
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(flipped, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The links signed at the first run have expired by now.
+	srv.Advance(2 * time.Hour)
+	srv.ResetRequests()
+	res, err := export.Run(context.Background(), c.Agents, p, runOpts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Redownloaded != 3 || res.Submitted != 0 || res.Skipped != len(p.Shards)-3 || !res.Complete {
+		t.Errorf("result %+v; want 3 downloaded again, nothing submitted", res)
+	}
+	if n := submits(srv); n != 0 {
+		t.Errorf("%d submits: a damaged file was fixed with a new job", n)
+	}
+	if n := srv.CountRequests("GET", "/objects/*"); n != 3 {
+		t.Errorf("%d downloads, want 3", n)
+	}
+	checkDataset(t, srv, p, dir)
+}
+
+func TestRunOneShardAlone(t *testing.T) {
+	srv, c := fakeFor(t, 1500, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
+	// The plan goes through its file, as it would to the tasks of a workflow.
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	if err := p.WriteFile(planFile); err != nil {
+		t.Fatal(err)
+	}
+	q, err := export.ReadPlan(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	one := q.Shards[2]
+	opts := runOpts(dir)
+	opts.Shards = []string{one.Name}
+	res, err := export.Run(context.Background(), c.Agents, q, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Complete || res.Landed != 1 || len(res.Pending) != len(q.Shards)-1 || res.Submitted != 1 {
+		t.Errorf("result %+v", res)
+	}
+	if n := submits(srv); n != 1 {
+		t.Errorf("%d submits, want 1", n)
+	}
+	if _, err := os.Stat(filepath.Join(dir, export.SuccessFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("_SUCCESS after one shard of %d", len(q.Shards))
+	}
+	var n int64
+	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dir, export.AllowIncomplete()) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.State != one.Keys[0].Value {
+			t.Errorf("row of %s in shard %s", a.State, one.Name)
+		}
+		n++
+	}
+	if n != one.Rows {
+		t.Errorf("read %d rows, the shard has %d", n, one.Rows)
+	}
+
+	// Two tasks run two more shards at once into the same directory.
+	var wg sync.WaitGroup
+	for _, sh := range q.Shards[3:5] {
+		wg.Go(func() {
+			o := runOpts(dir)
+			o.Shards = []string{sh.Name}
+			if _, err := export.Run(context.Background(), c.Agents, q, o); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	m, _ := export.ReadManifest(dir)
+	landed := 0
+	for _, s := range m.Shards {
+		if s.State == export.StateLanded {
+			landed++
+		}
+	}
+	if landed != 3 {
+		t.Errorf("%d shards landed after three tasks; the manifest lost one", landed)
+	}
+
+	// The whole export then submits only the rest.
+	res, err = export.Run(context.Background(), c.Agents, q, runOpts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Submitted != len(q.Shards)-3 || res.Skipped != 3 || !res.Complete {
+		t.Errorf("result %+v", res)
+	}
+	checkDataset(t, srv, q, dir)
+
+	opts.Shards = []string{"state=ZZ"}
+	var inv *lendgraph.InvalidArgumentError
+	if _, err := export.Run(context.Background(), c.Agents, q, opts); !errors.As(err, &inv) {
+		t.Errorf("unknown shard: err = %v", err)
+	}
+}
+
+func TestRunResubmitsOnlyFailedShards(t *testing.T) {
+	srv, c := fakeFor(t, 1500, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
+	dir := t.TempDir()
+	srv.FailNextDelivery("storage unavailable")
+	opts := runOpts(dir)
+	opts.Concurrency = 1
+	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	var re *export.RunError
+	if !errors.As(err, &re) || len(re.Failed) != 1 || !errors.Is(err, lendgraph.ErrJobFailed) {
+		t.Fatalf("err = %v; want one failed shard", err)
+	}
+	failed := re.Failed[0].Shard
+	if res.Complete || res.Landed != len(p.Shards)-1 {
+		t.Errorf("result %+v", res)
+	}
+	m, _ := export.ReadManifest(dir)
+	if st, _ := m.Status(failed); st.State != export.StateFailed || st.Error == "" {
+		t.Errorf("failed shard recorded as %+v", st)
+	}
+	res, err = export.Run(context.Background(), c.Agents, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Submitted != 1 || res.Skipped != len(p.Shards)-1 || !res.Complete {
+		t.Errorf("rerun %+v; want only %s submitted", res, failed)
+	}
+	if n := submits(srv); n != len(p.Shards)+1 {
+		t.Errorf("%d submits; want one a shard plus one for %s", n, failed)
+	}
+	checkDataset(t, srv, p, dir) // the failed job was not charged
+}
+
+func TestRunStopsSubmittingWhenCreditsRunOut(t *testing.T) {
+	srv, c := fakeFor(t, 1500, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
+	srv.SetCredits(lendgraphtest.DefaultOrg, float64(p.Shards[0].Rows+p.Shards[1].Rows))
+	opts := runOpts(t.TempDir())
+	opts.Concurrency = 1
+	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	var ice *lendgraph.InsufficientCreditsError
+	if !errors.As(err, &ice) {
+		t.Fatalf("err = %v, want *InsufficientCreditsError", err)
+	}
+	if res.Landed != 2 || submits(srv) != 3 {
+		t.Errorf("landed %d with %d submits; want 2 landed and no submit after the 402", res.Landed, submits(srv))
+	}
+}
+
+func TestRunRefusesAnotherPlansDirectory(t *testing.T) {
+	srv, c := fakeFor(t, 600, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
+	q := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
+	dir := t.TempDir()
+	opts := runOpts(dir)
+	opts.Shards = []string{p.Shards[0].Name}
+	if _, err := export.Run(context.Background(), c.Agents, p, opts); err != nil {
+		t.Fatal(err)
+	}
+	var pm *export.PlanMismatchError
+	if _, err := export.Run(context.Background(), c.Agents, q, runOpts(dir)); !errors.As(err, &pm) {
+		t.Errorf("err = %v, want *PlanMismatchError", err)
+	}
+}
+
+// TestRunTheOneInexactWindow: a submit whose answer is lost after the
+// service acted (the connection cut mid-body) is the window the manifest
+// cannot close. The next run submits the shard again and says so; the data
+// still lands once; the orphan job is charged, as documented.
+func TestRunTheOneInexactWindow(t *testing.T) {
+	srv, c := fakeFor(t, 900, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
+	dir := t.TempDir()
+	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
+	opts := runOpts(dir)
+	opts.Concurrency = 1
+	_, err := export.Run(context.Background(), c.Agents, p, opts)
+	var re *export.RunError
+	if !errors.As(err, &re) || len(re.Failed) != 1 {
+		t.Fatalf("err = %v, want one failed shard", err)
+	}
+	cut := re.Failed[0].Shard
+	m, _ := export.ReadManifest(dir)
+	if st, _ := m.Status(cut); st.State != export.StateSubmitting || st.JobID != "" {
+		t.Fatalf("the cut submit is recorded as %+v; want submitting without a job id", st)
+	}
+	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], cut) || !strings.Contains(res.Warnings[0], "one more job") {
+		t.Errorf("warnings %q; want one about %s", res.Warnings, cut)
+	}
+	m, _ = export.ReadManifest(dir)
+	if st, _ := m.Status(cut); !st.Uncertain || st.Submits != 2 || st.State != export.StateLanded {
+		t.Errorf("shard %s recorded as %+v", cut, st)
+	}
+	// One submit more than the shards, and its job (which nobody knows) runs
+	// to completion and is charged: the cost of the window.
+	if n := submits(srv); n != len(p.Shards)+1 {
+		t.Errorf("%d submits for %d shards", n, len(p.Shards))
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		done := true
+		for _, j := range srv.Jobs() {
+			done = done && (j.State == "completed" || j.State == "failed" || j.State == "cancelled")
+		}
+		if done || time.Now().After(deadline) {
+			break // the orphan job finished
+		}
+	}
+	if d := srv.Debits(lendgraphtest.DefaultOrg); len(d) != len(p.Shards)+1 {
+		t.Errorf("%d debits; want one a shard and one for the orphan job", len(d))
+	}
+	seen := map[string]bool{}
+	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[a.ID] {
+			t.Errorf("%s twice", a.ID)
+		}
+		seen[a.ID] = true
+	}
+	if len(seen) != 900 {
+		t.Errorf("%d ids, want 900", len(seen))
+	}
+}

@@ -1,0 +1,666 @@
+package export
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+// DefaultConcurrency is the number of shards a run works on at once by
+// default: each is one delivery job and, once it completes, one download.
+const DefaultConcurrency = 4
+
+// defaultSubmitWait bounds a submit that goes on after the run's context
+// ended (see RunOptions.SubmitTimeout).
+const defaultSubmitWait = 30 * time.Second
+
+// RunOptions tune Run.
+type RunOptions struct {
+	// Dir is the export directory (required). It is created when missing;
+	// when it holds an export of the same plan, the run resumes it.
+	Dir string
+	// Concurrency is the number of shards worked on at once (default
+	// DefaultConcurrency). The SDK's client retries 429s and honours
+	// Retry-After for each of them.
+	Concurrency int
+	// Shards, when set, are the names of the only shards to run (a
+	// workflow with one task a shard). The others are left as they are.
+	Shards []string
+	// OnEvent, when set, is told of every change of a shard and of the
+	// progress of its job and download. Calls are serialized; keep it
+	// quick.
+	OnEvent func(Event)
+	// WaitOptions tune the polling of each job (lendgraph.WithPollInterval).
+	WaitOptions []lendgraph.WaitOption
+	// SubmitTimeout bounds a submit once sent: it finishes, and its job id
+	// is recorded, even when ctx ends meanwhile, so that an interrupt never
+	// leaves a job the manifest does not know (default 30s).
+	SubmitTimeout time.Duration
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// Event kinds.
+const (
+	EventSubmitted   EventKind = "submitted"    // a job was submitted
+	EventReattached  EventKind = "reattached"   // a job of an earlier run was picked up
+	EventJobProgress EventKind = "job-progress" // a job's status (Processed, EstimatedTotal)
+	EventDownloading EventKind = "downloading"  // the file is downloading (Downloaded, Size)
+	EventRedownload  EventKind = "redownload"   // a file is downloaded again (What says why)
+	EventLanded      EventKind = "landed"       // the file landed and checked out (Rows)
+	EventSkipped     EventKind = "skipped"      // landed earlier and intact
+	EventBusy        EventKind = "busy"         // another process works on the shard
+	EventFailed      EventKind = "failed"       // the shard failed this run (Err)
+)
+
+// Event is a change in one shard.
+type Event struct {
+	Kind  EventKind
+	Shard string
+	State ShardState
+	JobID string
+	// What happened, in words: "submitted job dlv_1", "job running",
+	// "downloading again from job dlv_1: the file is missing", ...
+	What string
+	// Processed and EstimatedTotal are the job's rows (while it runs).
+	Processed, EstimatedTotal int64
+	// Downloaded and Size are the file's bytes (while it downloads; Size
+	// is -1 when unknown).
+	Downloaded, Size int64
+	// Rows are the rows of the landed file.
+	Rows int64
+	// Err is the shard's error when it failed.
+	Err error
+}
+
+// Result is what a run did and where the export stands.
+type Result struct {
+	Dir string
+	// Shards is the number of shards in the plan; Landed how many are
+	// landed (by this run or an earlier one, or another process).
+	Shards, Landed int
+	// Submitted counts the jobs this run submitted; Reattached the jobs
+	// of earlier runs it picked up; Redownloaded the files it fetched
+	// again from a completed job (no new job, no new charge); Skipped the
+	// landed shards whose files were intact.
+	Submitted, Reattached, Redownloaded, Skipped int
+	// Busy are the shards another process was working on.
+	Busy []string
+	// Pending are the shards not landed when the run ended.
+	Pending []string
+	// PlannedRows is the query's total when planned; LandedRows the rows
+	// in the landed files. Complete exports report both: the data is live,
+	// so they may differ.
+	PlannedRows, LandedRows int64
+	// ChargedRows and CreditsCharged add up the landed shards' jobs.
+	ChargedRows    int64
+	CreditsCharged float64
+	// Verification is the check of the whole dataset, when every shard
+	// has landed.
+	Verification *Verification
+	// Complete is true when every shard landed and was verified and no id
+	// appeared twice: _SUCCESS was written.
+	Complete bool
+	// Warnings are things the user should know: a shard submitted again
+	// after a submit whose answer was never recorded (the service may hold
+	// an extra job), a difference between planned and landed rows.
+	Warnings []string
+}
+
+// Run lands the shards of plan in opts.Dir, each as delivered, without
+// re-encoding: DIR/<key>=<value>[/<key2>=<value2>]/part-00000.<ext>. It
+// writes DIR/_manifest.json after every change, works on opts.Concurrency
+// shards at once, and writes an empty DIR/_SUCCESS once every shard has
+// landed and the whole dataset is verified (every file decodes and holds
+// the rows its job charged, no id appears twice, landed against planned
+// rows reported).
+//
+// Running it again resumes: landed shards whose files are intact are
+// skipped; a shard whose job completed but whose file is missing or
+// damaged is downloaded again from a freshly signed link (no new job, no
+// new charge); a submitted shard is re-attached to its job; only pending,
+// failed and cancelled shards are submitted. The intent to submit is
+// recorded (fsynced) before the submit, the job id right after its 202:
+// the one window that cannot be made exact is a crash between the two,
+// one round trip long, after which the next run submits again and reports
+// the shard in Result.Warnings (the service may then hold one extra job,
+// charged when it completes). Cancelling ctx does not open that window: a
+// submit already sent is finished and recorded (RunOptions.SubmitTimeout).
+// Jobs keep running on the server when ctx ends; the next run picks them up.
+//
+// Errors: *RunError lists the shards that failed (the others are landed);
+// *DuplicateError reports ids found twice; *PlanMismatchError a directory
+// that holds another export; a lendgraph.InsufficientCreditsError stops
+// further submits; a context error when ctx ended. The Result is returned
+// with every error but those about the arguments and the directory itself.
+func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions) (*Result, error) {
+	var o RunOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Dir == "" {
+		return nil, invalid("Dir", "is empty; name the export directory")
+	}
+	if plan == nil {
+		return nil, invalid("plan", "is nil; make one with NewPlan or ReadPlan")
+	}
+	if err := plan.check(); err != nil {
+		return nil, invalid("plan", "%v", err)
+	}
+	if o.Concurrency < 0 {
+		return nil, invalid("Concurrency", "is %d; use a positive number (0 for the default, %d)", o.Concurrency, DefaultConcurrency)
+	}
+	targets := plan.Shards
+	if len(o.Shards) > 0 {
+		targets = nil
+		for _, n := range o.Shards {
+			sh, ok := plan.Shard(n)
+			if !ok {
+				return nil, invalid("Shards", "the plan has no shard %q; its shards are named like \"%s=VALUE\"", n, plan.By[0])
+			}
+			if !slices.ContainsFunc(targets, func(s Shard) bool { return s.Name == n }) {
+				targets = append(targets, *sh)
+			}
+		}
+	}
+	st, err := openStore(o.Dir, plan)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner[T]{src: src, plan: plan, opts: o, store: st, warned: map[string]bool{}}
+	r.opts.Concurrency = cmp.Or(o.Concurrency, DefaultConcurrency)
+	r.opts.SubmitTimeout = cmp.Or(o.SubmitTimeout, defaultSubmitWait)
+	res := &Result{Dir: o.Dir, Shards: len(plan.Shards), PlannedRows: plan.Total}
+	r.res = res
+
+	// The dataset is about to change: it is not complete until checked again.
+	if err := os.Remove(filepath.Join(o.Dir, SuccessFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return res, fmt.Errorf("export: %w", err)
+	}
+	failed := r.runAll(ctx, targets)
+	if err := st.refresh(); err != nil {
+		return res, err
+	}
+	r.summarize()
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("export: interrupted with %d of %d shards landed; run the same export again to resume: %w", res.Landed, res.Shards, context.Cause(ctx))
+	}
+	var errs []error
+	if len(failed) > 0 {
+		slices.SortFunc(failed, func(a, b ShardFailure) int { return cmp.Compare(a.Shard, b.Shard) })
+		errs = append(errs, &RunError{Failed: failed})
+		if r.credits != nil {
+			errs = append(errs, r.credits)
+		}
+	}
+	if res.Landed == res.Shards {
+		if err := r.verify(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// runner is one Run.
+type runner[T any] struct {
+	src   Source[T]
+	plan  *Plan
+	opts  RunOptions
+	store *store
+	res   *Result
+
+	mu        sync.Mutex // guards res, warned, credits and events
+	warned    map[string]bool
+	credits   error // an InsufficientCreditsError: submit no more
+	noSubmits atomic.Bool
+}
+
+// runAll works on the targets with bounded concurrency and returns the
+// shards that failed.
+func (r *runner[T]) runAll(ctx context.Context, targets []Shard) []ShardFailure {
+	work := make(chan *Shard)
+	var mu sync.Mutex
+	var failed []ShardFailure
+	var wg sync.WaitGroup
+	for range min(r.opts.Concurrency, max(len(targets), 1)) {
+		wg.Go(func() {
+			for sh := range work {
+				if err := r.shard(ctx, sh); err != nil && ctx.Err() == nil {
+					mu.Lock()
+					failed = append(failed, ShardFailure{Shard: sh.Name, JobID: r.store.get(sh.Name).JobID, Err: err})
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range targets {
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case work <- &targets[i]:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	return failed
+}
+
+// errNoSubmit ends a shard that would need a submit after the balance ran out.
+var errNoSubmit = errors.New("not submitted: the balance ran out")
+
+// shard brings one shard to landed.
+func (r *runner[T]) shard(ctx context.Context, sh *Shard) error {
+	ok, err := r.store.claim(sh.Name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		r.count(func(res *Result) { res.Busy = append(res.Busy, sh.Name) })
+		r.event(Event{Kind: EventBusy, Shard: sh.Name, What: "skipped: another process is working on it"})
+		return nil
+	}
+	defer r.store.release(sh.Name)
+
+	cur := r.store.get(sh.Name)
+	var job *lendgraph.DeliveryJob[T]
+	switch cur.State {
+	case StateLanded:
+		why := r.intact(ctx, sh, &cur)
+		if why == "" {
+			r.count(func(res *Result) { res.Skipped++ })
+			r.event(Event{Kind: EventSkipped, Shard: sh.Name, State: StateLanded, JobID: cur.JobID, Rows: cur.Rows, What: "skipped: landed and intact"})
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.count(func(res *Result) { res.Redownloaded++ })
+		r.event(Event{Kind: EventRedownload, Shard: sh.Name, State: StateLanded, JobID: cur.JobID, What: "downloading again from job " + cur.JobID + ": " + why})
+		job = r.src.DeliveryJob(cur.JobID)
+	case StateSubmitted:
+		r.count(func(res *Result) { res.Reattached++ })
+		r.event(Event{Kind: EventReattached, Shard: sh.Name, State: StateSubmitted, JobID: cur.JobID, What: "re-attached to job " + cur.JobID})
+		job = r.src.DeliveryJob(cur.JobID)
+	default: // pending, submitting, failed, cancelled
+		if job, err = r.submit(ctx, sh, cur.State == StateSubmitting); err != nil {
+			return err
+		}
+	}
+	st, err := r.wait(ctx, sh, job)
+	if err != nil {
+		return err
+	}
+	return r.land(ctx, sh, job, st)
+}
+
+// submit records the intent, submits the shard's delivery and records the
+// job id. A submit once sent is finished even when ctx ends.
+func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgraph.DeliveryJob[T], error) {
+	if r.noSubmits.Load() {
+		return nil, errNoSubmit
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if again {
+		r.warnShard(sh.Name, "a submit was interrupted before its answer was recorded; it was submitted again, and the service may hold one more job for it (charged when it completes)")
+	}
+	err := r.store.update(sh.Name, func(s *ShardStatus) {
+		s.State, s.JobID, s.Error = StateSubmitting, "", ""
+		s.Submits++
+		s.Uncertain = s.Uncertain || again
+	})
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.SubmitTimeout)
+	defer cancel()
+	job, err := r.src.Deliver(sctx, &sh.Request)
+	if err != nil {
+		return nil, r.submitFailed(sh, err)
+	}
+	if job.EntityType != "" && job.EntityType != r.plan.Resource {
+		// The source is not the plan's resource: stop the job before it
+		// delivers (and charges) rows that do not belong here.
+		_, _ = job.Cancel(sctx)
+		err := fmt.Errorf("the source delivers %s, but the plan exports %s; job %s was cancelled", job.EntityType, r.plan.Resource, job.ID)
+		_ = r.store.update(sh.Name, func(s *ShardStatus) { s.State, s.JobID, s.Error = StateCancelled, job.ID, err.Error() })
+		return nil, err
+	}
+	err = r.store.update(sh.Name, func(s *ShardStatus) {
+		s.State, s.JobID, s.SubmittedAt = StateSubmitted, job.ID, time.Now().UTC()
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.count(func(res *Result) { res.Submitted++ })
+	r.event(Event{Kind: EventSubmitted, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, EstimatedTotal: job.EstimatedTotal, What: "submitted job " + job.ID})
+	return job, nil
+}
+
+// submitFailed records a submit that returned an error. When the service
+// may have started a job anyway (no answer, a 5xx other than 502, an
+// answer that did not decode) the shard stays submitting, which the next
+// run submits again and reports.
+func (r *runner[T]) submitFailed(sh *Shard, err error) error {
+	var (
+		ice *lendgraph.InsufficientCreditsError
+		mr  *lendgraph.MaxRowsError
+	)
+	switch {
+	case errors.As(err, &ice):
+		r.mu.Lock()
+		if r.credits == nil {
+			r.credits = err
+		}
+		r.mu.Unlock()
+		r.noSubmits.Store(true)
+	case errors.As(err, &mr):
+		err = fmt.Errorf("%w (the shard grew above the ceiling since it was planned: plan the export again into a new directory)", err)
+	}
+	unknown := outcomeUnknown(err)
+	uerr := r.store.update(sh.Name, func(s *ShardStatus) {
+		s.Error = err.Error()
+		if unknown {
+			s.Error += " (the service may have started a job; the next run submits again)"
+		} else {
+			s.State = StateFailed
+		}
+	})
+	state := StateFailed
+	if unknown {
+		state = StateSubmitting
+	}
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: state, What: "submit failed", Err: err})
+	return errors.Join(err, uerr)
+}
+
+// outcomeUnknown reports whether a failed submit may still have started a
+// job: anything but an HTTP answer that refuses it (4xx, or the 502 the
+// reference calls a launch failure) and the SDK's own argument checks.
+func outcomeUnknown(err error) bool {
+	var inv *lendgraph.InvalidArgumentError
+	if errors.As(err, &inv) {
+		return false
+	}
+	var api *lendgraph.APIError
+	if errors.As(err, &api) {
+		return api.StatusCode >= 500 && api.StatusCode != http.StatusBadGateway
+	}
+	return true
+}
+
+// wait polls the job until it ends and records a failed or cancelled one.
+func (r *runner[T]) wait(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T]) (*lendgraph.DeliveryStatus, error) {
+	progress := lendgraph.WithProgress(func(s *lendgraph.DeliveryStatus) {
+		r.event(Event{Kind: EventJobProgress, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "job " + string(s.Status),
+			Processed: s.Processed, EstimatedTotal: s.EstimatedTotal})
+	})
+	st, err := job.Wait(ctx, append(slices.Clone(r.opts.WaitOptions), progress)...)
+	if err == nil {
+		return st, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var je *lendgraph.JobError
+	state := ShardState("")
+	switch {
+	case errors.As(err, &je) && errors.Is(err, lendgraph.ErrJobCancelled):
+		state = StateCancelled
+	case errors.As(err, &je):
+		state = StateFailed
+	case errors.Is(err, lendgraph.ErrNotFound):
+		state = StateFailed
+		err = fmt.Errorf("%w (the service no longer knows job %s: past its 30-day retention?)", err, job.ID)
+	}
+	uerr := r.store.update(sh.Name, func(s *ShardStatus) {
+		s.Error = err.Error()
+		if state != "" {
+			s.State = state
+		}
+	})
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: cmp.Or(state, StateSubmitted), JobID: job.ID, What: "job did not complete", Err: err})
+	return nil, errors.Join(err, uerr)
+}
+
+// land downloads the job's file next to its place, checks it (it decodes
+// and holds the rows the job charged), renames it into place and records
+// it. A file that does not check is downloaded once more before the shard
+// fails.
+func (r *runner[T]) land(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T], st *lendgraph.DeliveryStatus) error {
+	final := filepath.Join(r.opts.Dir, filepath.FromSlash(sh.File))
+	tmp := filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+".download")
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return r.landFailed(sh, job, err)
+	}
+	want := st.Processed
+	if st.ChargedCount != nil {
+		want = *st.ChargedCount
+	}
+	var n, rows int64
+	var sum string
+	var err error
+	for attempt := range 2 {
+		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Size: sizeOf(st)})
+		n, sum, err = r.download(ctx, sh, job, st, tmp)
+		if err != nil {
+			_ = os.Remove(tmp)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return r.landFailed(sh, job, err)
+		}
+		rows, err = countFile(ctx, tmp, r.plan.Request.Format, nil)
+		if err == nil && rows != want {
+			err = fmt.Errorf("the file holds %d rows but job %s delivered %d", rows, job.ID, want)
+		}
+		if err == nil || ctx.Err() != nil || attempt == 1 {
+			break
+		}
+		r.event(Event{Kind: EventRedownload, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading again: " + err.Error()})
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return r.landFailed(sh, job, fmt.Errorf("verifying the file: %w", err))
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return r.landFailed(sh, job, err)
+	}
+	if err := syncDir(filepath.Dir(final)); err != nil {
+		return r.landFailed(sh, job, err)
+	}
+	err = r.store.update(sh.Name, func(s *ShardStatus) {
+		s.State, s.JobID, s.Error = StateLanded, job.ID, ""
+		s.Rows, s.Bytes, s.SHA256 = rows, n, sum
+		s.Processed, s.ChargedCount, s.CreditsCharged, s.CreditLedgerID = st.Processed, st.ChargedCount, st.CreditsCharged, st.CreditLedgerID
+		s.LandedAt = time.Now().UTC()
+	})
+	if err != nil {
+		return err
+	}
+	r.event(Event{Kind: EventLanded, Shard: sh.Name, State: StateLanded, JobID: job.ID, Rows: rows, Downloaded: n, Size: n, What: "landed"})
+	return nil
+}
+
+// landFailed records a download or check that failed: the job stays
+// (completed and charged), so the next run downloads it again.
+func (r *runner[T]) landFailed(sh *Shard, job *lendgraph.DeliveryJob[T], err error) error {
+	uerr := r.store.update(sh.Name, func(s *ShardStatus) {
+		if s.State != StateLanded {
+			s.State = StateSubmitted
+		}
+		s.JobID, s.Error = job.ID, err.Error()
+	})
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "download failed", Err: err})
+	return errors.Join(err, uerr)
+}
+
+// download writes the job's file to tmp as delivered, fsynced, and returns
+// its size and sha256. The SDK fetches a freshly signed link first.
+func (r *runner[T]) download(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T], st *lendgraph.DeliveryStatus, tmp string) (int64, string, error) {
+	f, err := os.Create(tmp)
+	if err != nil {
+		return 0, "", err
+	}
+	h := sha256.New()
+	pw := &progressWriter{every: 1 << 20, report: func(n int64) {
+		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Downloaded: n, Size: sizeOf(st)})
+	}}
+	// TODO: the SDK's resumable DownloadFile (in the works) continues a
+	// partial file; until then a download starts from the first byte.
+	n, err := job.Download(ctx, io.MultiWriter(f, h, pw))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), err
+}
+
+func sizeOf(st *lendgraph.DeliveryStatus) int64 {
+	if st.Bytes > 0 {
+		return st.Bytes
+	}
+	return -1
+}
+
+// progressWriter reports the bytes written every so often.
+type progressWriter struct {
+	n, last, every int64
+	report         func(int64)
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	p.n += int64(len(b))
+	if p.n-p.last >= p.every {
+		p.last = p.n
+		p.report(p.n)
+	}
+	return len(b), nil
+}
+
+// intact checks a landed shard's file against its record: "" when it
+// matches (size and sha256), else what is wrong.
+func (r *runner[T]) intact(ctx context.Context, sh *Shard, cur *ShardStatus) string {
+	name := filepath.Join(r.opts.Dir, filepath.FromSlash(sh.File))
+	fi, err := os.Stat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "the file is missing"
+	case err != nil:
+		return err.Error()
+	case fi.Size() != cur.Bytes:
+		return fmt.Sprintf("the file has %d bytes, the job delivered %d", fi.Size(), cur.Bytes)
+	}
+	sum, err := hashFile(ctx, name)
+	if err != nil {
+		return err.Error()
+	}
+	if sum != cur.SHA256 {
+		return "the file's sha256 differs from the one recorded when it landed"
+	}
+	return ""
+}
+
+func hashFile(ctx context.Context, name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(ctxWriter{ctx, h}, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxWriter stops a copy when ctx ends.
+type ctxWriter struct {
+	ctx context.Context
+	h   hash.Hash
+}
+
+func (w ctxWriter) Write(b []byte) (int, error) {
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return w.h.Write(b)
+}
+
+// count changes the result's counters.
+func (r *runner[T]) count(fn func(*Result)) {
+	r.mu.Lock()
+	fn(r.res)
+	r.mu.Unlock()
+}
+
+// warnShard adds a warning about a shard, once.
+func (r *runner[T]) warnShard(name, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.warned[name] {
+		r.warned[name] = true
+		r.res.Warnings = append(r.res.Warnings, "shard "+name+": "+msg)
+	}
+}
+
+// event tells OnEvent, one call at a time.
+func (r *runner[T]) event(e Event) {
+	if r.opts.OnEvent == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.opts.OnEvent(e)
+}
+
+// summarize fills the result from the manifest.
+func (r *runner[T]) summarize() {
+	m := r.store.snapshot()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.res
+	res.Landed, res.Pending, res.LandedRows, res.ChargedRows, res.CreditsCharged = 0, nil, 0, 0, 0
+	for _, s := range m.Shards {
+		if s.State != StateLanded {
+			res.Pending = append(res.Pending, s.Name)
+			continue
+		}
+		res.Landed++
+		res.LandedRows += s.Rows
+		if s.ChargedCount != nil {
+			res.ChargedRows += *s.ChargedCount
+		}
+		if s.CreditsCharged != nil {
+			res.CreditsCharged += *s.CreditsCharged
+		}
+		if s.Uncertain && !r.warned[s.Name] {
+			r.warned[s.Name] = true
+			res.Warnings = append(res.Warnings, fmt.Sprintf("shard %s: one of its submits was never answered; the service may hold one more job for it (charged when it completes)", s.Name))
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package export_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/export"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+var fastPoll = []lendgraph.WaitOption{lendgraph.WithPollInterval(2*time.Millisecond, 10*time.Millisecond)}
+
+// planAgents plans the export of every agent by the fields, then forgets
+// the planning requests so that a test counts only the run's.
+func planAgents(t *testing.T, srv *lendgraphtest.Server, c *lendgraph.Client, format lendgraph.Format, by ...string) *export.Plan {
+	t.Helper()
+	p, err := export.NewPlan(context.Background(), c.Agents, "agents", &lendgraph.DeliveryRequest{Format: format}, &export.PlanOptions{By: by})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	return p
+}
+
+func runOpts(dir string) *export.RunOptions {
+	return &export.RunOptions{Dir: dir, WaitOptions: fastPoll}
+}
+
+// submits counts the delivery submits the fake received.
+func submits(srv *lendgraphtest.Server) int {
+	return srv.CountRequests("POST", "/v1/agents/bulk-delivery")
+}
+
+// checkDataset checks a complete export against the fake: every agent id
+// exactly once, every shard's file where the plan says with the sha256 the
+// manifest records, each charged once.
+func checkDataset(t *testing.T, srv *lendgraphtest.Server, p *export.Plan, dir string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, export.SuccessFile)); err != nil {
+		t.Errorf("no _SUCCESS: %v", err)
+	}
+	m, err := export.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range m.Shards {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(s.File)))
+		if err != nil {
+			t.Errorf("shard %s: %v", s.Name, err)
+			continue
+		}
+		sum := sha256.Sum256(b)
+		if s.State != export.StateLanded || int64(len(b)) != s.Bytes || hex.EncodeToString(sum[:]) != s.SHA256 || s.Rows == 0 {
+			t.Errorf("shard %s: %+v, file %d bytes", s.Name, s, len(b))
+		}
+	}
+	if m.Verification == nil || !m.Verification.Complete || m.Verification.LandedRows != p.Total || m.Verification.DuplicateIDs != 0 {
+		t.Errorf("verification %+v", m.Verification)
+	}
+	seen := map[string]int{}
+	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[a.ID]++
+	}
+	d := srv.Dataset()
+	if len(seen) != d.Len("agents") {
+		t.Errorf("read %d distinct ids, the fake has %d agents", len(seen), d.Len("agents"))
+	}
+	for i := range d.Len("agents") {
+		if n := seen[d.ID("agents", i)]; n != 1 {
+			t.Errorf("%s read %d times", d.ID("agents", i), n)
+		}
+	}
+	var charged float64
+	debits := srv.Debits(lendgraphtest.DefaultOrg)
+	for _, db := range debits {
+		charged += db.Amount
+	}
+	if len(debits) != len(p.Shards) || charged != float64(p.Total) {
+		t.Errorf("%d debits of %v credits; want one a shard (%d), %d in all", len(debits), charged, len(p.Shards), p.Total)
+	}
+}
+
+func TestRunLandsADatasetConcurrently(t *testing.T) {
+	srv, c := fakeFor(t, 3000, 200)
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state", "city")
+	dir := t.TempDir()
+	var mu sync.Mutex
+	inFlight, most := map[string]bool{}, 0
+	opts := runOpts(dir)
+	opts.Concurrency = 3
+	opts.OnEvent = func(e export.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch e.Kind {
+		case export.EventSubmitted:
+			inFlight[e.Shard] = true
+		case export.EventLanded:
+			delete(inFlight, e.Shard)
+		}
+		most = max(most, len(inFlight))
+	}
+	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete || res.Landed != len(p.Shards) || res.Submitted != len(p.Shards) || res.LandedRows != 3000 || res.ChargedRows != 3000 {
+		t.Errorf("result %+v", res)
+	}
+	if most > 3 || most < 2 {
+		t.Errorf("at most %d shards in flight at once; want 2 or 3 with Concurrency 3", most)
+	}
+	if n := submits(srv); n != len(p.Shards) {
+		t.Errorf("%d submits for %d shards", n, len(p.Shards))
+	}
+	checkDataset(t, srv, p, dir)
+
+	// Running it again changes nothing and charges nothing.
+	res, err = export.Run(context.Background(), c.Agents, p, runOpts(dir))
+	if err != nil || res.Skipped != len(p.Shards) || res.Submitted+res.Redownloaded+res.Reattached != 0 || !res.Complete {
+		t.Errorf("second run: %+v, %v", res, err)
+	}
+	if n := submits(srv); n != len(p.Shards) {
+		t.Errorf("the second run submitted: %d submits", n)
+	}
+}
+
+func TestRunEveryFormat(t *testing.T) {
+	for _, f := range []lendgraph.Format{lendgraph.FormatNDJSON, lendgraph.FormatJSON, lendgraph.FormatCSV} {
+		t.Run(string(f), func(t *testing.T) {
+			srv, c := fakeFor(t, 600, 0)
+			p := planAgents(t, srv, c, f, "state")
+			dir := t.TempDir()
+			if _, err := export.Run(context.Background(), c.Agents, p, runOpts(dir)); err != nil {
+				t.Fatal(err)
+			}
+			checkDataset(t, srv, p, dir)
+			ext := map[lendgraph.Format]string{lendgraph.FormatNDJSON: ".ndjson.gz", lendgraph.FormatJSON: ".json", lendgraph.FormatCSV: ".csv"}[f]
+			if _, err := os.Stat(filepath.Join(dir, "state=TX", "part-00000"+ext)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestRunDuplicateCheckFiresOnOverlappingPlan(t *testing.T) {
+	srv, c := fakeFor(t, 1200, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
+	// An orchestrator edited the plan: the TX shard also asks for CA.
+	tx, _ := p.Shard("state=TX")
+	tx.Request.FlatFilters = map[string]any{"state": []any{"TX", "CA"}}
+	dir := t.TempDir()
+	res, err := export.Run(context.Background(), c.Agents, p, runOpts(dir))
+	var dup *export.DuplicateError
+	if !errors.As(err, &dup) {
+		t.Fatalf("err = %v, want *DuplicateError", err)
+	}
+	ca := countBy(srv, "state")["CA"]
+	if dup.Count != ca || len(dup.Examples) == 0 || !slices.Contains(dup.Examples[0].Shards[:], "state=TX") || !slices.Contains(dup.Examples[0].Shards[:], "state=CA") {
+		t.Errorf("duplicates %+v; want the %d CA agents in state=CA and state=TX", dup, ca)
+	}
+	if res.Complete {
+		t.Error("result says complete")
+	}
+	if _, err := os.Stat(filepath.Join(dir, export.SuccessFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("_SUCCESS written over duplicates: %v", err)
+	}
+	m, _ := export.ReadManifest(dir)
+	if m.Verification == nil || m.Verification.DuplicateIDs != ca || m.Verification.Complete {
+		t.Errorf("manifest verification %+v", m.Verification)
+	}
+	if _, err := os.Stat(filepath.Join(dir, export.ManifestFile)); err != nil {
+		t.Fatal(err)
+	}
+	// Reading refuses an incomplete export unless asked.
+	for _, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+		if err == nil {
+			t.Error("read an export without _SUCCESS")
+		}
+		break
+	}
+}
+
+func truncateHalf(name string) error {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return err
+	}
+	return os.Truncate(name, fi.Size()/2)
+}
+
+func TestRunReportsLandedAgainstPlannedRows(t *testing.T) {
+	srv, c := fakeFor(t, 900, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
+	// The entitlement's row filters hold the team leads back from every
+	// delivery: fewer rows land than the list totals planned.
+	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000, Filters: map[string]any{"isTeamLead": false}})
+	leads := 0
+	for i := range srv.Dataset().Len("agents") {
+		if srv.Dataset().Summary("agents", i)["isTeamLead"] == true {
+			leads++
+		}
+	}
+	res, err := export.Run(context.Background(), c.Agents, p, runOpts(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete || res.PlannedRows != 900 || res.LandedRows != int64(900-leads) || leads == 0 {
+		t.Fatalf("result %+v with %d team leads", res, leads)
+	}
+	want := fmt.Sprintf("landed %d rows, %d fewer than the 900 planned", 900-leads, leads)
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], want) {
+		t.Errorf("warnings %q; want %q", res.Warnings, want)
+	}
+}

@@ -35,7 +35,7 @@ func BenchmarkExportThroughCappedLink(b *testing.B) {
 		b.Skipf("no toxiproxy-server: %v", err)
 	}
 	defer tox.Close()
-	srv := lendgraphtest.NewServer(b, lendgraphtest.WithRows("agents", 15000), lendgraphtest.WithJobRate("delivery", 2000))
+	srv := lendgraphtest.NewServer(b, lendgraphtest.WithRows("agents", 15000), lendgraphtest.WithJobRate("delivery", 2000), lendgraphtest.WithNoStateShare(0))
 	storage := strings.TrimPrefix(srv.StorageURL(), "http://")
 	proxy, err := tox.NewProxy("storage", storage)
 	if err != nil {

@@ -17,7 +17,8 @@ import (
 // default organization entitled to deliveries of maxRows agents.
 func fakeFor(t *testing.T, n int, maxRows int64, opts ...lendgraphtest.Option) (*lendgraphtest.Server, *lendgraph.Client) {
 	t.Helper()
-	srv := lendgraphtest.NewServer(t, append([]lendgraphtest.Option{lendgraphtest.WithRows("agents", n)}, opts...)...)
+	// Every record has a state unless a test says otherwise (WithMissingField).
+	srv := lendgraphtest.NewServer(t, append([]lendgraphtest.Option{lendgraphtest.WithRows("agents", n), lendgraphtest.WithNoStateShare(0)}, opts...)...)
 	if maxRows > 0 {
 		srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: maxRows})
 	}
@@ -144,7 +145,7 @@ func TestPlanCoverageFailsWhenRecordsLackTheKey(t *testing.T) {
 }
 
 func TestPlanCoverageFailsOnOverlappingValues(t *testing.T) {
-	srv := lendgraphtest.NewServer(t, lendgraphtest.WithRows("originators", 1000))
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithRows("originators", 1000), lendgraphtest.WithNoStateShare(0))
 	c := srv.Client()
 	// states is a list: an originator licensed in two states matches two
 	// shards. (The chart cannot slice by a list, so the values are given.)

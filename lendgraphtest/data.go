@@ -24,6 +24,8 @@ type Dataset struct {
 	seed    uint64
 	sizes   map[string]int
 	missing map[string]missingField // by resource: WithMissingField
+	// noStateShare is the share of records without a state (WithNoStateShare).
+	noStateShare float64
 
 	schemaMu sync.Mutex
 	schemas  map[string]*resourceSchema // by resource, see schemaOf
@@ -36,7 +38,7 @@ type missingField struct {
 }
 
 func newDataset(seed int64, def int, sizes map[string]int) *Dataset {
-	d := &Dataset{seed: uint64(seed), sizes: map[string]int{}}
+	d := &Dataset{seed: uint64(seed), sizes: map[string]int{}, noStateShare: defaultNoStateShare}
 	for _, r := range Resources {
 		n, ok := sizes[r]
 		if !ok {
@@ -298,10 +300,11 @@ func (g *rng) place() (state, city, zip string) {
 	return
 }
 
-// noStateShare is the share of records (of the resources in lacksState)
-// that carry no state at all: data as it comes, so that a query split by
-// state can be shown not to cover everything.
-const noStateShare = 0.01
+// defaultNoStateShare is the share of records (of the resources in
+// lacksState) that carry no state at all, unless WithNoStateShare says
+// otherwise: data as it comes, so that a query split by state can be
+// shown not to cover everything.
+const defaultNoStateShare = 0.01
 
 // lacksState lists the resources some of whose records have no state.
 var lacksState = map[string]bool{"agents": true, "originators": true, "companies": true, "loans": true,
@@ -311,7 +314,7 @@ var lacksState = map[string]bool{"agents": true, "originators": true, "companies
 // record in a hundred of agents, originators, companies, loans,
 // properties, branches and sales has none (the member is absent).
 func (d *Dataset) HasState(resource string, i int) bool {
-	return !lacksState[resource] || !d.rng(resource+"-no-state", i).chance(noStateShare)
+	return !lacksState[resource] || d.noStateShare <= 0 || !d.rng(resource+"-no-state", i).chance(d.noStateShare)
 }
 
 // placeOf is g.place for record i of a resource, with the state blanked

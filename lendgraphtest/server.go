@@ -65,6 +65,8 @@ type config struct {
 	control     bool               // WithControlEndpoint
 	s3          *S3Store           // delivery files go there when set
 	missing     map[string]missingField
+	// noStateShare overrides the share of records without a state.
+	noStateShare *float64
 }
 
 // Option configures a Server.
@@ -133,6 +135,15 @@ func WithMissingField(resource, field string, n int) Option {
 	}
 }
 
+// WithNoStateShare sets the share of records without a state (of agents,
+// originators, companies, loans, properties, branches and sales); the
+// default is about one in a hundred, data as it comes. 0 gives every
+// record a state, for tests whose queries split by state must cover
+// everything.
+func WithNoStateShare(share float64) Option {
+	return func(c *config) { c.noStateShare = &share }
+}
+
 // Caller is one API key and the user and organization it belongs to.
 type Caller struct {
 	Key    string
@@ -193,6 +204,9 @@ func Start(opts ...Option) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.data = newDataset(cfg.seed, cfg.defaultRows, cfg.rows)
 	s.data.missing = cfg.missing
+	if cfg.noStateShare != nil {
+		s.data.noStateShare = *cfg.noStateShare
+	}
 	s.area.init()
 	s.newCallerLocked(DefaultOrg, "user_default")
 

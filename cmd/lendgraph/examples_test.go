@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
 // helpExamples returns every line of every command's Example, by command
@@ -58,7 +59,8 @@ func TestHelpExamplesRun(t *testing.T) {
 			t.Skipf("%s is not installed", tool)
 		}
 	}
-	c := newCLI(t)
+	// The export examples split by state: every record has one here.
+	c := newCLI(t, lendgraphtest.WithNoStateShare(0))
 	ctx := context.Background()
 	sdk := c.srv.Client()
 	// The inputs.

@@ -16,6 +16,10 @@
 // EntitlementError, ...) reachable through errors.As and sentinels
 // (ErrNotFound, ErrJobFailed, ...) through errors.Is.
 //
+// Bulk delivery files in the parquet format are read by package
+// github.com/lendgraph/lendgraph-go/parquet, a package of its own so that
+// programs which never read parquet do not link a parquet library.
+//
 // For tests, package lendgraphtest starts an in-process fake of the API that
 // follows the reference's rules.
 package lendgraph

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/lendgraph/lendgraph-go/internal/formats"
 )
 
@@ -24,8 +22,8 @@ type decodeConfig struct {
 	maxLine int
 }
 
-// WithMaxLineSize sets the longest ndjson line (one row) accepted; longer
-// lines are an error naming the line. The default is 64 MiB.
+// WithMaxLineSize sets the longest ndjson line or json array element (one
+// row) accepted; a longer one is an error naming it. The default is 64 MiB.
 func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxLine = n } }
 
 // DecodeRows decodes a delivery file in format f from r into rows of T,
@@ -34,7 +32,8 @@ func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxL
 //
 //   - ndjson: gzip (concatenated members too), lines of any length up to
 //     the WithMaxLineSize limit, CRLF and a missing last newline tolerated.
-//   - json: one array, decoded element by element, never read whole.
+//   - json: one array (a UTF-8 BOM before it dropped), decoded element by
+//     element, never read whole.
 //   - csv: RFC 4180 with a header of the rows' JSON field names (a UTF-8
 //     BOM is dropped); cells convert to the field types (empty cells leave
 //     the zero value) and JSON-encoded nested fields decode into the nested
@@ -89,7 +88,7 @@ func decodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T,
 	case FormatNDJSON:
 		return formats.Stream(string(f), formats.NDJSON(r, cfg.maxLine), rowDecoder[T](), 0)
 	case FormatJSON:
-		return formats.Stream(string(f), formats.JSONArray(r, jsonTextOptions...), rowDecoder[T](), 0)
+		return formats.Stream(string(f), formats.JSONArray(r, cfg.maxLine), rowDecoder[T](), 0)
 	case FormatCSV:
 		return formats.Stream(string(f), formats.CSV(r, schemaOf[T]()), rowDecoder[T](), 0)
 	case FormatParquet:
@@ -130,5 +129,3 @@ var plainRecords = map[reflect.Type]bool{
 }
 
 func schemaOf[T any]() formats.Schema { return formats.SchemaOf(reflect.TypeFor[T]()) }
-
-var jsonTextOptions = []jsontext.Options{jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)}

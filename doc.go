@@ -32,7 +32,8 @@
 //
 // Every iter.Seq2 the SDK returns (ResourceService.All and the other All*
 // methods, Pager.All, Enrichments, DeliveryJob.Rows, EnrichJob.ResultRows,
-// DecodeRows, DecodeParquet, DecodeEnrichmentResults) keeps one contract:
+// DecodeRows, parquet.Decode and parquet.Rows, DecodeEnrichmentResults)
+// keeps one contract:
 //
 //   - Ranging a sequence again starts it over: a list from the request's
 //     first page (Pager.All: from where the pager stood when All was
@@ -43,7 +44,7 @@
 //     yields an error instead of rows.
 //   - Ranging one sequence from several goroutines at once is safe where
 //     the ranges are independent (the All* methods, Enrichments, Rows,
-//     ResultRows, DecodeParquet), and refused where they would share one
+//     ResultRows, parquet.Decode), and refused where they would share one
 //     cursor or one reader (Pager.All and NextPage on one Pager, DecodeRows
 //     and DecodeEnrichmentResults over one reader): the second range
 //     yields an error as its only element. It is never a silent short read.
@@ -66,6 +67,10 @@
 // A call given a nil context, a nil reader, a nil job or a Client not made
 // by NewClient returns an *InvalidArgumentError saying what to pass instead
 // (an iterator yields it as its only element), before any request is sent.
+//
+// Bulk delivery files in the parquet format are read by package
+// github.com/lendgraph/lendgraph-go/parquet, a package of its own so that
+// programs which never read parquet do not link a parquet library.
 //
 // For tests, package lendgraphtest starts an in-process fake of the API that
 // follows the reference's rules.

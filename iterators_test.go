@@ -359,7 +359,9 @@ func TestConcurrentRangesOfOneValue(t *testing.T) {
 // the stream (item 6: a csv data row taken as the header).
 func TestDecodersOverAReaderThatCannotSeek(t *testing.T) {
 	f := newIterFixture(t, nil)
-	for _, format := range allFormats {
+	// parquet is read at offsets (parquet.Decode takes an io.ReaderAt): no
+	// reader to consume.
+	for _, format := range []lendgraph.Format{lendgraph.FormatNDJSON, lendgraph.FormatJSON, lendgraph.FormatCSV} {
 		seq := lendgraph.DecodeRows[lendgraph.Agent](io.MultiReader(bytes.NewReader(f.files[format])), format)
 		got, err := rangeUntil(keyed(seq, agentID), 10)
 		if err != nil || !slices.Equal(got, f.rowIDs[:10]) {

@@ -17,6 +17,7 @@ package parquet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -35,6 +36,12 @@ import (
 // row group, never a panic, after every whole row before it. Breaking out
 // of the loop stops the goroutines before the iterator returns.
 func Decode[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
+	if r == nil {
+		return func(yield func(T, error) bool) {
+			var zero T
+			yield(zero, &lendgraph.InvalidArgumentError{Arg: "r", Problem: "is nil; pass the file's reader (an *os.File, a *bytes.Reader)"})
+		}
+	}
 	return pqrows.Decode(r, size, formats.SDKRowDecoder[T]())
 }
 
@@ -81,7 +88,7 @@ func Rows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T]) iter.Seq2[T
 		}
 		for row, err := range Decode[T](f, n) {
 			if ctx.Err() != nil {
-				yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", job.ID, ctx.Err()))
+				yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", job.ID, ctxErr(ctx)))
 				return
 			}
 			if !yield(row, err) || err != nil {
@@ -93,4 +100,15 @@ func Rows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T]) iter.Seq2[T
 
 func notParquet(id string, f lendgraph.Format) error {
 	return &lendgraph.InvalidArgumentError{Arg: "job", Problem: fmt.Sprintf("delivery job %s has format %q, not parquet; use job.Rows(ctx) for ndjson, json and csv", id, f)}
+}
+
+// ctxErr is ctx's error, joined with its cause when the context was ended
+// with one (context.WithCancelCause), so errors.Is matches both, as the
+// root package's iterators do.
+func ctxErr(ctx context.Context) error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); err != nil && cause != nil && cause != err {
+		return errors.Join(err, cause)
+	}
+	return err
 }

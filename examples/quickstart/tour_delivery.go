@@ -9,6 +9,7 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // tourDelivery delivers 5,000 agents as parquet and as csv, streams the
@@ -37,9 +38,16 @@ func tourDelivery(t tour) error {
 		if err != nil {
 			return err
 		}
+		// Parquet needs random access and a parquet library, which lives
+		// in its own package: parquet.Rows streams the file through a
+		// temporary file. The other formats stream with job.Rows.
+		seq := job.Rows(t.ctx)
+		if f == lendgraph.FormatParquet {
+			seq = parquet.Rows(t.ctx, job)
+		}
 		byState := map[string]int{}
 		var rows, deals int64
-		for a, err := range job.Rows(t.ctx) {
+		for a, err := range seq {
 			if err != nil {
 				return err
 			}

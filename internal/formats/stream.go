@@ -70,6 +70,7 @@ type emitter struct {
 	next int64 // number of the next row
 	send func(*Batch) bool
 	pool *sync.Pool
+	rows *sync.Pool // of *[]T: row slices the reader has yielded
 	// sendRun hands a Producer to a worker (see later).
 	sendRun func(run Producer, first int64, outCap int) bool
 }
@@ -105,6 +106,20 @@ func (e *emitter) record(c *csvColumns, rec []string) bool {
 		return e.flush()
 	}
 	return true
+}
+
+// NewRows returns n zero rows for a unit's own code to decode into and
+// send with EmitRows: a slice the reader has yielded before, or a new one.
+// T must be the stream's row type.
+func NewRows[T any](e *Emitter, n int) []T { return newRows[T](e.rows, n) }
+
+func newRows[T any](pool *sync.Pool, n int) []T {
+	if p, _ := pool.Get().(*[]T); p != nil && cap(*p) >= n {
+		rows := (*p)[:n]
+		clear(rows)
+		return rows
+	}
+	return make([]T, n)
 }
 
 // EmitRows sends rows that a unit's own code decoded (see Emitter.Later)
@@ -197,6 +212,9 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 		order := make(chan work[T], inFlight) // in file order
 		jobs := make(chan work[T], inFlight)
 		pool := &sync.Pool{New: func() any { return new(Batch) }}
+		// The rows are yielded by value: a batch's slice is reused once
+		// every row of it was yielded.
+		rowsPool := &sync.Pool{}
 		var wg sync.WaitGroup
 
 		wg.Add(1)
@@ -220,7 +238,7 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 					return false
 				}
 			}
-			e := &emitter{next: 1, pool: pool}
+			e := &emitter{next: 1, pool: pool, rows: rowsPool}
 			e.send = func(b *Batch) bool {
 				return send(work[T]{b: b, out: make(chan result[T], 1)})
 			}
@@ -251,7 +269,7 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 						pool.Put(b)
 						return result[T]{rows: rows}
 					}
-					rows := make([]T, b.Len())
+					rows := newRows[T](rowsPool, b.Len())
 					var err error
 					for i := range rows {
 						if b.cols != nil {
@@ -285,7 +303,7 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 							return false
 						}
 					}
-					we := &emitter{next: w.first, pool: pool, send: func(b *Batch) bool { return put(decodeBatch(b)) }}
+					we := &emitter{next: w.first, pool: pool, rows: rowsPool, send: func(b *Batch) bool { return put(decodeBatch(b)) }}
 					err := safeProduce(format, w.run, we)
 					if err == nil {
 						we.flush()
@@ -314,6 +332,9 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 					if !yield(row, nil) {
 						return
 					}
+				}
+				if cap(r.rows) > 0 {
+					rowsPool.Put(&r.rows)
 				}
 				if r.err != nil {
 					var zero T

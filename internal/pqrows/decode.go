@@ -251,7 +251,7 @@ func readRowGroup[T any](rg parquet.RowGroup, g int, cols *columns, parts [][]in
 					if left <= 0 {
 						return
 					}
-					b = &batch{rows: make([]T, min(left, formats.BatchRows)), start: start, ok: true}
+					b = &batch{rows: formats.NewRows[T](e, int(min(left, formats.BatchRows))), start: start, ok: true}
 					start += int64(len(b.rows))
 				} else if b = next(); b == nil {
 					return
@@ -331,7 +331,7 @@ func readRows[T any](rg parquet.RowGroup, g int, cols *columns, dec *formats.Row
 	for {
 		n, err := rr.ReadRows(buf)
 		if n > 0 {
-			rows := make([]T, n)
+			rows := formats.NewRows[T](e, n)
 			first := e.Next()
 			for i := range n {
 				if derr := decodeRow(a, dec, buf[i], first+int64(i), g, &rows[i]); derr != nil {

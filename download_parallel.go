@@ -148,12 +148,14 @@ func (s *rangedStream) work() {
 		p.buf = buf[:p.end-p.off]
 		p.mu.Unlock()
 		_, err := s.c.fetch(s.ctx, s.src, s.obj, p.off, p.end, p)
+		if err != nil {
+			s.fail(err) // before the reader can see the part fail
+		}
 		p.mu.Lock()
 		p.done, p.err = true, err
 		p.mu.Unlock()
 		p.signal()
 		if err != nil {
-			s.fail(err)
 			return
 		}
 	}

@@ -268,13 +268,11 @@ func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, o
 		}
 		link, gen, err := src.get(ctx)
 		if err != nil {
+			// The status fetch has had its own retries.
 			if ctx.Err() != nil {
-				return written, ctx.Err()
+				err = ctx.Err()
 			}
-			// The API did not give a link: a stall like any other.
-			lastErr = err
-			stalls++
-			continue
+			return written, err
 		}
 		n, done, refresh, err := c.downloadOnce(ctx, link, off+written, end, w, obj)
 		if n > 0 {
@@ -338,11 +336,12 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 	// same bytes, and a gzip file stays gzip (Go's transport would otherwise
 	// ask for gzip and silently decode it).
 	req.Header.Set("Accept-Encoding", "identity")
-	switch {
-	case end >= 0:
-		req.Header.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-"+strconv.FormatInt(end-1, 10))
-	case offset > 0:
-		req.Header.Set("Range", "bytes="+strconv.FormatInt(offset, 10)+"-")
+	asked := "bytes=" + strconv.FormatInt(offset, 10) + "-"
+	if end >= 0 {
+		asked += strconv.FormatInt(end-1, 10)
+	}
+	if offset > 0 || end >= 0 {
+		req.Header.Set("Range", asked)
 	}
 	resp, err := c.plain.Do(req)
 	if err != nil {
@@ -374,7 +373,7 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 	case resp.StatusCode == http.StatusPartialContent:
 		start, last, t, ok := parseContentRange(resp.Header.Get("Content-Range"))
 		if !ok || start != offset || last < start || (end >= 0 && last >= end) {
-			return 0, false, false, fmt.Errorf("storage host answered range %q to a request for bytes %d-%d", resp.Header.Get("Content-Range"), offset, end-1)
+			return 0, false, false, fmt.Errorf("storage host answered range %q to a request for %s", resp.Header.Get("Content-Range"), asked)
 		}
 		total = t
 		if end >= 0 && last+1 < end {

@@ -1,15 +1,11 @@
 package lendgraph
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"io"
-	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Parallel ranged downloads. Object stores cap the speed of each
@@ -18,9 +14,10 @@ import (
 // once (aws s3 cp and s5cmd do the same). Each part resumes and re-signs on
 // its own (fetch); the parts share one linkSource, so an expired link is
 // refreshed once for all of them. Two ways to put the parts together:
-// rangedStream hands the bytes over in order from a bounded window of part
-// buffers (Download to an io.Writer, Rows), fill writes each part in place
-// into a file (DownloadFile, the parquet temp file of Rows).
+// rangedStream (here) hands the bytes over in order from a bounded window
+// of part buffers (Download to an io.Writer, Rows); fill (download_file.go)
+// writes each part in place into a file (DownloadFile, the parquet temp
+// file of Rows).
 
 const (
 	// DefaultDownloadConnections is how many connections one download of a
@@ -148,12 +145,14 @@ func (s *rangedStream) work() {
 		p.buf = buf[:p.end-p.off]
 		p.mu.Unlock()
 		_, err := s.c.fetch(s.ctx, s.src, s.obj, p.off, p.end, p)
+		if err != nil {
+			s.fail(err) // before the reader can see the part fail
+		}
 		p.mu.Lock()
 		p.done, p.err = true, err
 		p.mu.Unlock()
 		p.signal()
 		if err != nil {
-			s.fail(err)
 			return
 		}
 	}
@@ -353,241 +352,4 @@ func (s *rangedStream) Close() error {
 		return s.rest.Close()
 	}
 	return nil
-}
-
-// fill downloads the object's missing spans into a file, each written in
-// place at its offset, over up to c.conns connections when the file is
-// large enough (one otherwise). The progress it keeps (and, for
-// DownloadFile, checkpoints beside the file) is in st.
-type fill struct {
-	c    *Client
-	src  *linkSource
-	obj  *objectCheck
-	f    io.WriterAt
-	st   *fillState
-	todo []span // set by run
-	next atomic.Int64
-	open bool // one connection: a span ending at the end of the object is requested open-ended
-
-	errMu sync.Mutex
-	err   error
-}
-
-// run fetches every span st misses and returns the first failure. When the
-// host proves to ignore Range it fetches the rest over one connection.
-func (fl *fill) run(ctx context.Context) error {
-	size := fl.st.size
-	workers, part := 1, int64(math.MaxInt64)
-	if fl.c.parallel(size) {
-		part = fl.c.part
-	}
-	fl.todo = fl.st.missing(part)
-	if fl.c.parallel(size) {
-		workers = min(fl.c.conns, len(fl.todo))
-	}
-	fl.open = workers == 1
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	wg.Add(workers)
-	for range workers {
-		go func() {
-			defer wg.Done()
-			fl.work(wctx, cancel)
-		}()
-	}
-	wg.Wait()
-	err := fl.err
-	if errors.Is(err, errRangeIgnored) && ctx.Err() == nil {
-		off := fl.st.firstMissing()
-		a := fl.st.begin(off)
-		_, err = fl.c.fetch(ctx, fl.src, fl.obj, off, -1, &spanWriter{f: fl.f, a: a, st: fl.st})
-		fl.st.end(a)
-	}
-	if err == nil {
-		err = ctx.Err() // a worker may have stopped between spans
-	}
-	return err
-}
-
-func (fl *fill) work(ctx context.Context, cancel context.CancelFunc) {
-	for {
-		i := fl.next.Add(1) - 1
-		if i >= int64(len(fl.todo)) || ctx.Err() != nil {
-			return
-		}
-		sp := fl.todo[i]
-		end := sp.end
-		if fl.open && end == fl.st.size {
-			end = -1 // one connection: the tail as one request, which a host ignoring Range also serves
-		}
-		a := fl.st.begin(sp.off)
-		_, err := fl.c.fetch(ctx, fl.src, fl.obj, sp.off, end, &spanWriter{f: fl.f, a: a, st: fl.st})
-		fl.st.end(a)
-		if err != nil {
-			fl.errMu.Lock()
-			if fl.err == nil {
-				fl.err = err
-			}
-			fl.errMu.Unlock()
-			cancel()
-			return
-		}
-	}
-}
-
-// spanWriter writes a span's bytes in place, in order, and counts them.
-type spanWriter struct {
-	f  io.WriterAt
-	a  *activeSpan
-	st *fillState
-}
-
-func (w *spanWriter) Write(b []byte) (int, error) {
-	n, err := w.f.WriteAt(b, w.a.off+w.a.n.Load())
-	w.a.n.Add(int64(n))
-	w.st.wrote(int64(n))
-	return n, err
-}
-
-// fillState is what a file download has on disk: the spans complete, the
-// spans being written, the bytes in all of them. checkpoint, when set, is
-// called (one call at a time) after a span ends and at most every
-// checkpointEvery while bytes arrive.
-type fillState struct {
-	mu     sync.Mutex
-	done   []span // complete, sorted, merged
-	active map[*activeSpan]struct{}
-	have   atomic.Int64 // bytes written, counting those on disk at the start
-	size   int64        // -1: unknown
-
-	progress   func(done, total int64)
-	progressMu sync.Mutex
-
-	checkpoint func()
-	ckMu       sync.Mutex
-	lastCk     atomic.Int64 // unix nanoseconds of the last checkpoint
-}
-
-// checkpointEvery is how often a file download records its progress
-// while bytes arrive.
-const checkpointEvery = time.Second
-
-// activeSpan is a span being written: its first n bytes from off are on disk.
-type activeSpan struct {
-	off int64
-	n   atomic.Int64
-}
-
-func newFillState(size int64, done []span) *fillState {
-	st := &fillState{size: size, active: map[*activeSpan]struct{}{}}
-	st.done = mergeSpans(done)
-	var n int64
-	for _, d := range st.done {
-		n += d.end - d.off
-	}
-	st.have.Store(n)
-	st.lastCk.Store(time.Now().UnixNano())
-	return st
-}
-
-// mergeSpans sorts spans and merges those that touch or overlap.
-func mergeSpans(in []span) []span {
-	s := slices.Clone(in)
-	s = slices.DeleteFunc(s, func(sp span) bool { return sp.end <= sp.off })
-	slices.SortFunc(s, func(a, b span) int { return cmp.Compare(a.off, b.off) })
-	var out []span
-	for _, sp := range s {
-		if k := len(out) - 1; k >= 0 && sp.off <= out[k].end {
-			out[k].end = max(out[k].end, sp.end)
-			continue
-		}
-		out = append(out, sp)
-	}
-	return out
-}
-
-// missing returns the spans of [0, size) not yet on disk, split into parts
-// of at most part bytes. With the size unknown, it is what follows the
-// span from byte 0, to the end (-1).
-func (st *fillState) missing(part int64) []span {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.size < 0 {
-		return []span{{st.firstMissingLocked(), -1}}
-	}
-	var out []span
-	off := int64(0)
-	for _, d := range st.done {
-		out = append(out, parts(off, d.off, part)...)
-		off = d.end
-	}
-	return append(out, parts(off, st.size, part)...)
-}
-
-// firstMissing is the first byte not on disk.
-func (st *fillState) firstMissing() int64 {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.firstMissingLocked()
-}
-
-func (st *fillState) firstMissingLocked() int64 {
-	if len(st.done) > 0 && st.done[0].off == 0 {
-		return st.done[0].end
-	}
-	return 0
-}
-
-func (st *fillState) begin(off int64) *activeSpan {
-	a := &activeSpan{off: off}
-	st.mu.Lock()
-	st.active[a] = struct{}{}
-	st.mu.Unlock()
-	return a
-}
-
-// end retires an active span, complete or not: the bytes it wrote are on
-// disk either way. Then it checkpoints.
-func (st *fillState) end(a *activeSpan) {
-	st.mu.Lock()
-	delete(st.active, a)
-	st.done = mergeSpans(append(st.done, span{a.off, a.off + a.n.Load()}))
-	st.mu.Unlock()
-	if st.checkpoint != nil {
-		st.ckMu.Lock()
-		st.checkpoint()
-		st.lastCk.Store(time.Now().UnixNano())
-		st.ckMu.Unlock()
-	}
-}
-
-// snapshot returns the spans written so far: the complete ones and the
-// written heads of the active ones, merged. Every byte it names was
-// written before it was taken.
-func (st *fillState) snapshot() []span {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	all := slices.Clone(st.done)
-	for a := range st.active {
-		all = append(all, span{a.off, a.off + a.n.Load()})
-	}
-	return mergeSpans(all)
-}
-
-func (st *fillState) wrote(n int64) {
-	have := st.have.Add(n)
-	if st.progress != nil {
-		if st.size >= 0 {
-			have = min(have, st.size) // a fallback re-writes bytes it had
-		}
-		st.progressMu.Lock()
-		st.progress(have, st.size)
-		st.progressMu.Unlock()
-	}
-	if st.checkpoint != nil && time.Since(time.Unix(0, st.lastCk.Load())) >= checkpointEvery && st.ckMu.TryLock() {
-		st.checkpoint()
-		st.lastCk.Store(time.Now().UnixNano())
-		st.ckMu.Unlock()
-	}
 }

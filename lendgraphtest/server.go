@@ -554,6 +554,17 @@ func (c *countingResponseWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom keeps the writer underneath's fast path (sendfile for a file
+// on the storage host).
+func (c *countingResponseWriter) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.ResponseWriter.(io.ReaderFrom); ok {
+		n, err := rf.ReadFrom(r)
+		c.n.Add(n)
+		return n, err
+	}
+	return io.Copy(struct{ io.Writer }{c}, r)
+}
+
 // Flush and Hijack keep the writer underneath usable by handlers and faults.
 func (c *countingResponseWriter) Flush() {
 	if f, ok := c.ResponseWriter.(http.Flusher); ok {

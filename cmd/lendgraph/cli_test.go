@@ -180,7 +180,11 @@ func TestDeliverEachFormatMatchesSDK(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := collect(t, job.Rows(ctx))
+			rows := job.Rows(ctx)
+			if f == lendgraph.FormatParquet {
+				rows = parquet.Rows(ctx, job)
+			}
+			want := collect(t, rows)
 			got := fileRows[lendgraph.Agent](t, out, f)
 			if len(want) != 120 {
 				t.Fatalf("the SDK delivered %d rows, want 120", len(want))

@@ -73,8 +73,8 @@ Read the result with DuckDB:
 or Spark: spark.read.parquet("DIR")`,
 		Example: `  lendgraph export agents --by state,city --out agents/ --format parquet
   lendgraph export loans --by state --period 2024 --filter transactionType=purchase --out loans-2024/ --yes
-  lendgraph export agents --by state --out agents/ --plan-only --json > plan.json
-  lendgraph export --plan plan.json --shard state=CA --out agents/ --yes   # one task of a workflow`,
+  lendgraph export agents --by state --out agents-by-state/ --plan-only --json > plan.json
+  lendgraph export --plan plan.json --shard state=CA --out agents-by-state/ --yes   # one task of a workflow`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.runExport(cmd, args, &fl)

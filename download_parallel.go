@@ -85,10 +85,13 @@ type rangedStream struct {
 	err   error // the first failure of a worker
 
 	// The reader's side.
-	head   int           // the part being read
-	pos    int64         // bytes handed over
-	rest   io.ReadCloser // the single-connection remainder once Range proved ignored
-	closed bool
+	head int           // the part being read
+	pos  int64         // bytes handed over
+	rest io.ReadCloser // the single-connection remainder once Range proved ignored
+	// closed and rest are also touched by Close, which a loop's break calls
+	// while the decoder's goroutine may be inside Read.
+	closed atomic.Bool
+	restMu sync.Mutex
 }
 
 // streamPart is one part of a rangedStream: the worker appends to buf, the
@@ -286,17 +289,28 @@ func (s *rangedStream) downloadError(err error) error {
 
 // Read implements io.Reader.
 func (s *rangedStream) Read(b []byte) (int, error) {
-	if s.closed {
+	if s.closed.Load() {
 		return 0, errStreamClosed
 	}
-	if s.rest != nil {
-		return s.rest.Read(b)
+	s.restMu.Lock()
+	rest := s.rest
+	s.restMu.Unlock()
+	if rest != nil {
+		return rest.Read(b)
 	}
 	avail, err := s.peek()
 	if errors.Is(err, errRangeIgnored) {
 		s.stop()
-		s.rest = s.c.openSequential(s.parent, s.src, s.obj, s.pos)
-		return s.rest.Read(b)
+		rest := s.c.openSequential(s.parent, s.src, s.obj, s.pos)
+		s.restMu.Lock()
+		if s.closed.Load() {
+			s.restMu.Unlock()
+			_ = rest.Close()
+			return 0, errStreamClosed
+		}
+		s.rest = rest
+		s.restMu.Unlock()
+		return rest.Read(b)
 	}
 	if err == io.EOF {
 		return 0, io.EOF
@@ -343,13 +357,15 @@ func (s *rangedStream) WriteTo(w io.Writer) (int64, error) {
 
 // Close stops the download and waits for its goroutines.
 func (s *rangedStream) Close() error {
-	if s.closed {
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed = true
 	s.stop()
-	if s.rest != nil {
-		return s.rest.Close()
+	s.restMu.Lock()
+	rest := s.rest
+	s.restMu.Unlock()
+	if rest != nil {
+		return rest.Close()
 	}
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
-	"github.com/lendgraph/lendgraph-go/parquet"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // agentRow is every member of the fake's agent summary, typed: the row

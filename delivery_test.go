@@ -260,7 +260,7 @@ func TestDeliverFieldsLimitFiltersAndBilling(t *testing.T) {
 	// A narrowed file leaves the missing typed fields zero, in every format.
 	for _, f := range allFormats {
 		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f, Limit: 3, Fields: []string{"id", "state"}})
-		for _, a := range collect(t, job.Rows(ctx)) {
+		for _, a := range collect(t, jobRows(ctx, job, f)) {
 			if a.ID == "" || a.State != "CA" || a.FullName != "" || a.TransactionCount != 0 || len(a.Extra) != 0 {
 				t.Fatalf("%s narrowed row: %+v", f, a)
 			}

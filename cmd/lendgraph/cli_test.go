@@ -171,7 +171,11 @@ func TestDeliverEachFormatMatchesSDK(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := collect(t, job.Rows(ctx))
+			seq := job.Rows(ctx)
+			if f == lendgraph.FormatParquet {
+				seq = parquet.Rows(ctx, job)
+			}
+			want := collect(t, seq)
 			got := fileRows[lendgraph.Agent](t, out, f)
 			if len(want) != 120 {
 				t.Fatalf("the SDK delivered %d rows, want 120", len(want))

@@ -322,7 +322,8 @@ func BenchmarkDeliveryBaseline(b *testing.B) {
 	})
 }
 
-// BenchmarkDeliveryRows is job.Rows over loopback from the fake, against
+// BenchmarkDeliveryRows is job.Rows (parquet.Rows for parquet) over
+// loopback from the fake, against
 // the download alone (to io.Discard) in the same run.
 func BenchmarkDeliveryRows(b *testing.B) {
 	rows := deliveryBenchRows()
@@ -333,7 +334,7 @@ func BenchmarkDeliveryRows(b *testing.B) {
 			peakHeap(b, func() {
 				for b.Loop() {
 					n := 0
-					for _, err := range job.Rows(context.Background()) {
+					for _, err := range jobRows(context.Background(), job, f) {
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -432,6 +433,24 @@ func TestCSVCellsKeepTheirText(t *testing.T) {
 	for i := 1; i < len(byFormat); i++ {
 		if d := cmp.Diff(byFormat[0], byFormat[i]); d != "" {
 			t.Errorf("format %d differs from csv: %s", i, d)
+		}
+	}
+}
+
+// TestRootDoesNotLinkParquet: a program importing only this package does
+// not link a parquet library (the parquet package reads parquet).
+func TestRootDoesNotLinkParquet(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.Contains(p, "parquet") {
+			t.Errorf("the root package imports %s", p)
 		}
 	}
 }

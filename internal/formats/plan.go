@@ -32,7 +32,11 @@ import (
 func RowDecoder[T any](slow func([]byte, any) error, trusted bool) func() *RowDec[T] {
 	p := newPlan(reflect.TypeFor[T](), trusted, slow)
 	return func() *RowDec[T] {
-		return &RowDec[T]{plan: p, slow: slow, s: &scratch{names: map[string]string{}}}
+		s := &scratch{names: map[string]string{}}
+		if p != nil {
+			s.pos = make([][]posEntry, p.nplans)
+		}
+		return &RowDec[T]{plan: p, slow: slow, s: s}
 	}
 }
 
@@ -106,6 +110,7 @@ func (f *planField) nested() bool {
 
 type plan struct {
 	id      int // index of this plan's member-position cache in scratch.pos
+	nplans  int // of the row type (root plan): the nested ones included
 	fields  map[string]*planField
 	extra   int // offset of the unknown-members map, or -1
 	rootMap bool
@@ -146,13 +151,17 @@ func newPlan(t reflect.Type, trusted bool, slow func([]byte, any) error) *plan {
 		if !trusted && hasUnmarshaler(t) {
 			return nil
 		}
-		return &plan{extra: 0, rootMap: true, slow: slow}
+		return &plan{extra: 0, rootMap: true, slow: slow, nplans: 1}
 	}
 	if t.Kind() != reflect.Struct || !trusted && hasUnmarshaler(t) {
 		return nil
 	}
 	b := &planBuilder{plans: map[reflect.Type]*plan{}, slow: slow}
-	return b.structPlan(t, true)
+	p := b.structPlan(t, true)
+	if p != nil {
+		p.nplans = len(b.plans)
+	}
+	return p
 }
 
 type planBuilder struct {
@@ -387,9 +396,7 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 	if depth > maxDepth {
 		return 0, false
 	}
-	for len(s.pos) <= p.id {
-		s.pos = append(s.pos, nil)
-	}
+	pos := s.pos[p.id]
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, true
@@ -415,14 +422,15 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 			return 0, false
 		}
 		vs := skipWS(b, i+1)
-		if k >= len(s.pos[p.id]) {
-			s.pos[p.id] = append(s.pos[p.id], posEntry{})
+		if k >= len(pos) {
+			pos = append(pos, posEntry{})
+			s.pos[p.id] = pos
 		}
-		pe := &s.pos[p.id][k]
+		pe := &pos[k]
 		if pe.name != string(name) {
 			*pe = posEntry{s.intern(name), p.fields[string(name)]}
 		}
-		f, mname := pe.f, pe.name // pe may move while a nested value is decoded
+		f, mname := pe.f, pe.name
 		var ve int
 		if f != nil {
 			ve, ok = p.value(f, b, vs, unsafe.Add(v, f.offset), s, depth)

@@ -89,15 +89,18 @@ func (st *Setter) End() {
 	st.v = nil
 }
 
-// Unknown keeps a column the row type does not declare, as the JSON value
-// raw (copied).
-func (st *Setter) Unknown(name string, raw []byte) {
-	if st.p.extra < 0 {
-		return
+// UnknownBuffer is the row's buffer of unknown members: append a column's
+// JSON value to it and pass the result to KeepUnknown.
+func (st *Setter) UnknownBuffer() []byte { return st.s.ebuf }
+
+// KeepUnknown keeps buf[start:], appended to UnknownBuffer, as the value
+// of the column called name, which the row type does not declare (when it
+// keeps unknown members).
+func (st *Setter) KeepUnknown(name string, buf []byte, start int) {
+	st.s.ebuf = buf
+	if st.p.extra >= 0 {
+		st.s.unknown = append(st.s.unknown, span{name, start, len(buf)})
 	}
-	a := len(st.s.ebuf)
-	st.s.ebuf = append(st.s.ebuf, raw...)
-	st.s.unknown = append(st.s.unknown, span{name, a, len(st.s.ebuf)})
 }
 
 // Deref returns the pointee of the pointer field f at ptr, allocated when

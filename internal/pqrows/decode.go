@@ -400,17 +400,19 @@ func newAssembler(cols *columns, st *formats.Setter) *assembler {
 var errCorrupt = errors.New("values do not match the schema")
 
 // column returns the column of the value at row[i] and the end of that
-// column's values.
+// column's values (the next value, for a plain column).
 func (a *assembler) column(row parquet.Row, i int) (int, int, error) {
 	c := row[i].Column()
 	if c < 0 || c >= len(a.cols.byLeaf) {
 		return 0, 0, fmt.Errorf("value of unknown column %d", c)
 	}
 	ci := a.cols.byLeaf[c]
-	hi := a.cols.cols[ci].hi
+	col := &a.cols.cols[ci]
 	j := i + 1
-	for j < len(row) && row[j].Column() >= c && row[j].Column() < hi {
-		j++
+	if col.node.shape != leafShape {
+		for j < len(row) && row[j].Column() >= c && row[j].Column() < col.hi {
+			j++
+		}
 	}
 	return ci, j, nil
 }
@@ -463,10 +465,12 @@ func (a *assembler) setRow(row parquet.Row, v unsafe.Pointer) bool {
 				if !st.KeepsUnknown() {
 					continue
 				}
-				if a.tmp, err = c.node.conv(a.tmp[:0], vals[0]); err != nil {
+				buf := st.UnknownBuffer()
+				start := len(buf)
+				if buf, err = c.node.conv(buf, vals[0]); err != nil {
 					return false
 				}
-				st.Unknown(c.name, a.tmp)
+				st.KeepUnknown(c.name, buf, start)
 				continue
 			}
 			if vals[0].IsNull() {
@@ -482,10 +486,12 @@ func (a *assembler) setRow(row parquet.Row, v unsafe.Pointer) bool {
 		}
 		if f == nil {
 			if st.KeepsUnknown() {
-				if a.tmp, err = a.json(a.tmp[:0], c.node); err != nil {
+				buf := st.UnknownBuffer()
+				start := len(buf)
+				if buf, err = a.json(buf, c.node); err != nil {
 					return false
 				}
-				st.Unknown(c.name, a.tmp)
+				st.KeepUnknown(c.name, buf, start)
 			}
 			continue
 		}

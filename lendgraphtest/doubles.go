@@ -324,3 +324,20 @@ func Pages[T any](err error, pages ...[]T) *lendgraph.Pager[T] {
 		return pages[i], next, nil
 	})
 }
+
+// HostResult returns a search-host answer holding hits, for a double of
+// lendgraph.SearchHostAPI: each hit (a struct of yours, a
+// lendgraph.OriginatorHit, a map) is encoded as the host would send it, so
+// the test needs no JSON package. EstimatedTotalHits counts the hits.
+func HostResult[T any](hits ...T) (*lendgraph.HostSearchResult, error) {
+	res := &lendgraph.HostSearchResult{Hits: make([]json.RawMessage, 0, len(hits))}
+	for i, h := range hits {
+		b, err := json.Marshal(h)
+		if err != nil {
+			return nil, fmt.Errorf("lendgraphtest.HostResult: hit %d: %w", i, err)
+		}
+		res.Hits = append(res.Hits, b)
+	}
+	res.EstimatedTotalHits = int64(len(hits))
+	return res, nil
+}

@@ -153,3 +153,19 @@ func Example_stubSearchMarketAndCRM() {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// searchHostDouble stands in for c.Search.Host().
+type searchHostDouble struct{}
+
+func (searchHostDouble) Search(ctx context.Context, index lendgraph.SearchIndex, req *lendgraph.HostSearchRequest) (*lendgraph.HostSearchResult, error) {
+	return lendgraphtest.HostResult(lendgraph.OriginatorHit{ID: "org_1", FirstName: "Ada", LastName: req.Q + "th"})
+}
+
+// A search-host query, stubbed: typed hits in, typed hits out.
+func Example_stubSearchHost() {
+	var host lendgraph.SearchHostAPI = searchHostDouble{}
+	res, _ := host.Search(context.Background(), lendgraph.IndexOriginators, &lendgraph.HostSearchRequest{Q: "smi"})
+	hits, err := res.OriginatorHits()
+	fmt.Println(len(hits), hits[0].FirstName, hits[0].LastName, err)
+	// Output: 1 Ada smith <nil>
+}

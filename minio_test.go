@@ -143,8 +143,8 @@ func TestMinIODownloads(t *testing.T) {
 				t.Fatalf("%s: %d bytes, %v", f, n, err)
 			}
 			files[f] = buf.Bytes()
-			if rows := collect(t, lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(buf.Bytes()), f)); f != lendgraph.FormatParquet && len(rows) != 3000 {
-				t.Fatalf("%s: %d rows", f, len(rows))
+			if rows, err := decodeAll[lendgraph.Agent](t, buf.Bytes(), f); err != nil || len(rows) != 3000 {
+				t.Fatalf("%s: %d rows, %v", f, len(rows), err)
 			}
 		}
 	})
@@ -162,7 +162,7 @@ func TestMinIODownloads(t *testing.T) {
 			if err := askedParts(ranges, int64(len(files[f])), partSize/2); err != nil || maxFly < 2 {
 				t.Fatalf("%s: %v; %d requests at once", f, err, maxFly)
 			}
-			if rows := collect(t, jobs[f].Rows(ctx)); len(rows) != 3000 {
+			if rows := collect(t, jobRows(ctx, jobs[f], f)); len(rows) != 3000 {
 				t.Fatalf("%s: Rows gave %d rows", f, len(rows))
 			}
 		}

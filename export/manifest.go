@@ -170,6 +170,12 @@ type store struct {
 	mu    sync.Mutex
 	m     *Manifest
 	owned map[string]func() // shards held: their unlock
+	// disk is the manifest file as this run last read or wrote it: while
+	// the file is the same (same inode, size and modification time; every
+	// writer renames a new file into place), nobody else has written and
+	// a merge has nothing to read. Without it every update re-reads and
+	// decodes the whole manifest, quadratic in the shards.
+	disk os.FileInfo
 }
 
 // openStore opens (or creates) the manifest of dir for plan. A manifest of
@@ -194,6 +200,7 @@ func openStore(dir string, plan *Plan) (*store, error) {
 			return nil, &PlanMismatchError{Dir: dir, Want: m.Plan.describe(), Got: plan.describe()}
 		}
 		s.m = m
+		s.disk = s.stat()
 		return s, nil
 	}
 	s.m = &Manifest{Version: PlanVersion, Plan: plan}
@@ -291,20 +298,39 @@ func (s *store) refresh() error {
 }
 
 func (s *store) mergeLocked() error {
+	now := s.stat()
+	if now != nil && s.disk != nil && os.SameFile(now, s.disk) && now.Size() == s.disk.Size() && now.ModTime().Equal(s.disk.ModTime()) {
+		return nil
+	}
 	disk, err := readManifest(s.dir)
 	if err != nil || disk == nil {
 		return err
+	}
+	s.disk = now
+	onDisk := make(map[string]*ShardStatus, len(disk.Shards))
+	for i := range disk.Shards {
+		onDisk[disk.Shards[i].Name] = &disk.Shards[i]
 	}
 	for i := range s.m.Shards {
 		if _, held := s.owned[s.m.Shards[i].Name]; held {
 			continue
 		}
-		if d, ok := disk.Status(s.m.Shards[i].Name); ok {
+		if d, ok := onDisk[s.m.Shards[i].Name]; ok {
 			s.m.Shards[i] = *d
 		}
 	}
 	s.m.Verification = disk.Verification
 	return nil
+}
+
+// stat is the manifest file's FileInfo, nil when it cannot be had (a
+// merge then reads the file).
+func (s *store) stat() os.FileInfo {
+	fi, err := os.Stat(filepath.Join(s.dir, ManifestFile))
+	if err != nil {
+		return nil
+	}
+	return fi
 }
 
 // flushLocked merges and writes the manifest under the directory's lock;
@@ -333,6 +359,7 @@ func (s *store) writeLocked() error {
 	if err := writeAtomic(filepath.Join(s.dir, ManifestFile), append(b, '\n')); err != nil {
 		return fmt.Errorf("export: writing the manifest: %w", err)
 	}
+	s.disk = s.stat()
 	return nil
 }
 

@@ -112,7 +112,8 @@ func rowDecoder[T any]() func() *formats.RowDec[T] { return formats.SDKRowDecode
 // The SDK's parquet package decodes rows as this package does: the same
 // JSON rules and the same trusted record types.
 func init() {
-	formats.SetSDKCodec(func(b []byte, v any) error { return unmarshal(b, v) }, func(t reflect.Type) bool { return plainRecords[t] })
+	formats.SetSDKCodec(func(b []byte, v any) error { return unmarshal(b, v) }, func(t reflect.Type) bool { return plainRecords[t] },
+		func(e *formats.RowError) error { return (*RowError)(e) })
 }
 
 // Fields must be the type the row decoders store unknown members in (see

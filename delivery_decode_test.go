@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
+	"iter"
 	"os"
 	"os/exec"
 	"strings"
@@ -156,7 +158,7 @@ func TestDecodeTruncatedAndCorruptFiles(t *testing.T) {
 	}{
 		{lendgraph.FormatNDJSON, nd[:len(nd)*2/3], 1, "line"},
 		{lendgraph.FormatNDJSON, nd[:len(nd)-4], 1000, "truncated"},
-		{lendgraph.FormatJSON, js[:len(js)/2], 400, "byte offset"},
+		{lendgraph.FormatJSON, js[:len(js)/2], 400, "byte"},
 		{lendgraph.FormatCSV, cs[:len(cs)/2-1], 400, ""}, // a cut csv is a short last row
 		{lendgraph.FormatParquet, pq[:len(pq)/2], 0, "parquet"},
 		{lendgraph.FormatParquet, pq[:len(pq)-3], 0, "parquet"},
@@ -172,17 +174,17 @@ func TestDecodeTruncatedAndCorruptFiles(t *testing.T) {
 	if n, err := cut[lendgraph.Agent](t, bad, lendgraph.FormatNDJSON); n != 1000 || err == nil || !strings.Contains(err.Error(), "checksum") {
 		t.Errorf("bad checksum: %d rows, %v", n, err)
 	}
-	if n, err := cut[lendgraph.Agent](t, gzipBytes("{\"id\":\"a\"}\n{\"id\":\"b\"\n{\"id\":\"c\"}\n"), lendgraph.FormatNDJSON); n != 1 || err == nil || !strings.Contains(err.Error(), "ndjson: row 2") {
+	if n, err := cut[lendgraph.Agent](t, gzipBytes("{\"id\":\"a\"}\n{\"id\":\"b\"\n{\"id\":\"c\"}\n"), lendgraph.FormatNDJSON); n != 1 || err == nil || !strings.Contains(err.Error(), "ndjson file: row 2") {
 		t.Errorf("bad line: %d rows, %v", n, err)
 	}
 	if n, err := cut[lendgraph.Agent](t, []byte(`[{"id":"a"},{"id":"b",}]`), lendgraph.FormatJSON); n != 1 || err == nil || !strings.Contains(err.Error(), "json") {
 		t.Errorf("bad json: %d rows, %v", n, err)
 	}
 	for _, c := range []struct{ body, where string }{
-		{"id,transactionCount\na,1\nb,2,3\n", "row 2"},                            // ragged
-		{"id,transactionCount\na,1\nb\"x,2\nc,3\n", "row 2"},                      // bare quote
-		{"id,transactionCount\na,1\n\"b,2\nc,3\n", "row 2"},                       // unterminated quote
-		{"id,transactionCount\na,1\nb,two\n", `row 2, column "transactionCount"`}, // not an integer
+		{"id,transactionCount\na,1\nb,2,3\n", "row 2"},                             // ragged
+		{"id,transactionCount\na,1\nb\"x,2\nc,3\n", "row 2"},                       // bare quote
+		{"id,transactionCount\na,1\n\"b,2\nc,3\n", "row 2"},                        // unterminated quote
+		{"id,transactionCount\na,1\nb,two\n", `row 2 (column "transactionCount")`}, // not an integer
 	} {
 		if n, err := cut[lendgraph.Agent](t, []byte(c.body), lendgraph.FormatCSV); n != 1 || err == nil || !strings.Contains(err.Error(), c.where) {
 			t.Errorf("csv %q: %d rows, %v", c.body, n, err)
@@ -451,6 +453,88 @@ func TestRootDoesNotLinkParquet(t *testing.T) {
 	for _, p := range strings.Fields(string(out)) {
 		if strings.Contains(p, "parquet") {
 			t.Errorf("the root package imports %s", p)
+		}
+	}
+}
+
+// TestRowError_Place: every decoding failure is a *lendgraph.RowError that
+// errors.As reaches, naming the format and the place (row, line, offset,
+// column) that the format can know, and the rows before it were yielded.
+func TestRowError_Place(t *testing.T) {
+	js := readTestFile(t, "agents.json")
+	pq := readTestFile(t, "agents.parquet")
+	type wrongID struct {
+		ID int `json:"id"`
+	}
+	for _, c := range []struct {
+		name string
+		seq  func() iter.Seq2[wrongID, error]
+		rows int
+		want lendgraph.RowError // Err is not compared
+	}{
+		{"ndjson bad line", func() iter.Seq2[wrongID, error] {
+			return lendgraph.DecodeRows[wrongID](bytes.NewReader(gzipBytes("{\"id\":1}\n{\"id\":2\n")), lendgraph.FormatNDJSON)
+		}, 1, lendgraph.RowError{Format: "ndjson", Row: 2}},
+		{"ndjson empty", func() iter.Seq2[wrongID, error] {
+			return lendgraph.DecodeRows[wrongID](bytes.NewReader(nil), lendgraph.FormatNDJSON)
+		}, 0, lendgraph.RowError{Format: "ndjson"}},
+		{"json cut", func() iter.Seq2[wrongID, error] {
+			return lendgraph.DecodeRows[wrongID](strings.NewReader(`[{"id":1},{"id":2},{"id"`), lendgraph.FormatJSON)
+		}, 2, lendgraph.RowError{Format: "json", Row: 3, Offset: 24}},
+		{"json not an array", func() iter.Seq2[wrongID, error] {
+			return lendgraph.DecodeRows[wrongID](strings.NewReader(`  {"id":1}`), lendgraph.FormatJSON)
+		}, 0, lendgraph.RowError{Format: "json", Offset: 2}},
+		{"csv cell", func() iter.Seq2[wrongID, error] {
+			return lendgraph.DecodeRows[wrongID](strings.NewReader("id\n1\n\n2\nx\n"), lendgraph.FormatCSV)
+		}, 2, lendgraph.RowError{Format: "csv", Row: 3, Column: "id"}},
+		{"csv bare quote", func() iter.Seq2[wrongID, error] {
+			return lendgraph.DecodeRows[wrongID](strings.NewReader("id\n1\n2\"x\n"), lendgraph.FormatCSV)
+		}, 1, lendgraph.RowError{Format: "csv", Row: 2, Line: 3}},
+		{"csv duplicate header", func() iter.Seq2[wrongID, error] {
+			return lendgraph.DecodeRows[wrongID](strings.NewReader("id,id\n1,2\n"), lendgraph.FormatCSV)
+		}, 0, lendgraph.RowError{Format: "csv", Line: 1, Column: "id"}},
+		{"json value of the wrong type", func() iter.Seq2[wrongID, error] {
+			return lendgraph.DecodeRows[wrongID](bytes.NewReader(js), lendgraph.FormatJSON)
+		}, 0, lendgraph.RowError{Format: "json", Row: 1}},
+		{"parquet corrupt", func() iter.Seq2[wrongID, error] {
+			return parquet.Decode[wrongID](bytes.NewReader(pq[:len(pq)/2]), int64(len(pq)/2))
+		}, 0, lendgraph.RowError{Format: "parquet"}},
+		{"parquet value of the wrong type", func() iter.Seq2[wrongID, error] {
+			return parquet.Decode[wrongID](bytes.NewReader(pq), int64(len(pq)))
+		}, 0, lendgraph.RowError{Format: "parquet", Row: 1}},
+	} {
+		var n int
+		var err error
+		for _, e := range c.seq() {
+			if err = e; e != nil {
+				break
+			}
+			n++
+		}
+		var re *lendgraph.RowError
+		if !errors.As(err, &re) {
+			t.Errorf("%s: %v (%T) is not a *RowError", c.name, err, err)
+			continue
+		}
+		got := *re
+		got.Err = nil
+		if got != c.want || re.Err == nil || n != c.rows {
+			t.Errorf("%s: after %d rows %+v (%v); want %+v after %d rows", c.name, n, got, err, c.want, c.rows)
+		}
+	}
+	// Enrichment results files: the entry's row and line.
+	var err error
+	for _, e := range lendgraph.DecodeEnrichmentResults(strings.NewReader("{\"propertyId\":\"a\"}\n\n[1]\n")) {
+		err = e
+	}
+	var re *lendgraph.RowError
+	if !errors.As(err, &re) || re.Format != "enrichment results" || re.Row != 2 || re.Line != 3 {
+		t.Errorf("enrichment results: %v", err)
+	}
+	// A hand-built or zero RowError prints something sensible.
+	for _, e := range []*lendgraph.RowError{nil, {}, {Row: 4, Err: io.ErrUnexpectedEOF}} {
+		if s := e.Error(); !strings.HasPrefix(s, "lendgraph: ") || strings.Contains(s, "nil") {
+			t.Errorf("%#v prints %q", e, s)
 		}
 	}
 }

@@ -149,14 +149,15 @@ func DecodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error
 // decodeEnrichmentResults is DecodeEnrichmentResults for one range over r.
 func decodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error] {
 	return func(yield func(EnrichmentResultEntry, error) bool) {
-		fail := func(format string, a ...any) {
-			yield(EnrichmentResultEntry{}, fmt.Errorf("lendgraph: enrichment results: "+format, a...))
+		fail := func(at RowError, format string, a ...any) {
+			at.Format, at.Err = "enrichment results", fmt.Errorf(format, a...)
+			yield(EnrichmentResultEntry{}, &at)
 		}
 		br := bufio.NewReaderSize(r, 64<<10)
 		if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
 			zr, err := gzip.NewReader(br)
 			if err != nil {
-				fail("reading gzip header: %w", err)
+				fail(RowError{}, "reading the gzip header: %w", err)
 				return
 			}
 			defer zr.Close()
@@ -168,14 +169,14 @@ func decodeEnrichmentResults(r io.Reader) iter.Seq2[EnrichmentResultEntry, error
 		case errors.Is(err, io.EOF):
 			return // an empty file holds no results
 		case err != nil:
-			fail("reading: %w", err)
+			fail(RowError{}, "reading: %w", err)
 		case first == '[':
 			decodeResultArray(br, yield, fail)
 		case first == '{':
 			decodeResultLines(br, yield, fail)
 		default:
 			head, _ := br.Peek(40)
-			fail("expected newline-delimited JSON objects or a JSON array (gzipped or not), but the data starts with %q", head)
+			fail(RowError{}, "expected newline-delimited JSON objects or a JSON array (gzipped or not), but the data starts with %q", head)
 		}
 	}
 }
@@ -205,8 +206,9 @@ func skipSpace(br *bufio.Reader) (byte, error) {
 	}
 }
 
-func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error) bool, fail func(string, ...any)) {
-	for line := 1; ; line++ {
+func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error) bool, fail func(RowError, string, ...any)) {
+	row := int64(1)
+	for line := int64(1); ; line++ {
 		b, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// A line longer than the buffer: collect it whole, up to the cap.
@@ -216,28 +218,29 @@ func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 				long = append(long, b...)
 			}
 			if len(long) > maxResultEntry {
-				fail("line %d: longer than %d bytes", line, maxResultEntry)
+				fail(RowError{Row: row, Line: line}, "the line is longer than %d bytes", maxResultEntry)
 				return
 			}
 			b = long
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			fail("line %d: %w", line, err)
+			fail(RowError{Row: row, Line: line}, "%w", err)
 			return
 		}
 		if t := bytes.TrimSpace(b); len(t) > 0 {
 			var e EnrichmentResultEntry
 			if t[0] != '{' {
-				fail("line %d: expected a JSON object, got %q", line, t[:min(len(t), 40)])
+				fail(RowError{Row: row, Line: line}, "expected a JSON object, got %q", t[:min(len(t), 40)])
 				return
 			}
 			if derr := unmarshal(t, &e); derr != nil {
-				fail("line %d: %w", line, derr)
+				fail(RowError{Row: row, Line: line}, "%w", derr)
 				return
 			}
 			if !yield(e, nil) {
 				return
 			}
+			row++
 		}
 		if err != nil { // io.EOF
 			return
@@ -245,11 +248,11 @@ func decodeResultLines(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 	}
 }
 
-func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error) bool, fail func(string, ...any)) {
+func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error) bool, fail func(RowError, string, ...any)) {
 	budget := &capReader{r: br, left: maxResultEntry, tooLarge: errors.New("one array element is larger than the limit")}
 	dec := jsontext.NewDecoder(budget)
 	if _, err := dec.ReadToken(); err != nil {
-		fail("reading the array: %w", err)
+		fail(RowError{}, "reading the array: %w", err)
 		return
 	}
 	for i := 0; ; i++ {
@@ -260,13 +263,13 @@ func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 		case ']':
 			_, _ = dec.ReadToken()
 			if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
-				fail("unexpected data after the array of %d elements", i)
+				fail(RowError{Offset: dec.InputOffset()}, "unexpected data after the array of %d elements", i)
 			}
 			return
 		case '{':
 			var e EnrichmentResultEntry
 			if err := decodeFrom(dec, &e); err != nil {
-				fail("array element %d: %w", i, err)
+				fail(RowError{Row: int64(i) + 1, Offset: dec.InputOffset()}, "%w", err)
 				return
 			}
 			if !yield(e, nil) {
@@ -274,10 +277,10 @@ func decodeResultArray(br *bufio.Reader, yield func(EnrichmentResultEntry, error
 			}
 		case 0:
 			_, err := dec.ReadToken()
-			fail("array element %d: %w", i, err)
+			fail(RowError{Row: int64(i) + 1, Offset: dec.InputOffset()}, "%w", err)
 			return
 		default:
-			fail("array element %d: expected a JSON object, got a JSON %v", i, k)
+			fail(RowError{Row: int64(i) + 1, Offset: dec.InputOffset()}, "expected a JSON object, got a JSON %v", k)
 			return
 		}
 	}

@@ -618,7 +618,7 @@ func TestDecodeEnrichmentResults(t *testing.T) {
 	for in, want := range map[string]string{
 		"propertyId,persons\n":              "starts with",
 		`{"propertyId":"p1"}` + "\n[1]\n":   "line 2",
-		`[{"propertyId":"p1"}, 3]`:          "array element 1",
+		`[{"propertyId":"p1"}, 3]`:          "row 2",
 		`[{"propertyId":"p1"}] {}`:          "after the array",
 		`{"propertyId":"p1","persons":"x"}`: "line 1",
 	} {

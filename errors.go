@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lendgraph/lendgraph-go/internal/formats"
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
@@ -613,6 +614,43 @@ func (e *DecodeError) Error() string {
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
 func (e *DecodeError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
+
+// RowError is a file that could not be decoded, and where: a row that is
+// not valid JSON or does not fit T, a truncated or corrupt file, a csv
+// cell that is not a number, a read that failed mid-file. DecodeRows,
+// DeliveryJob.Rows, DecodeEnrichmentResults, EnrichJob.ResultRows and the
+// parquet package's Decode and Rows end with one (errors.As reaches it);
+// the rows before it were yielded and stay read.
+type RowError struct {
+	// Format is the file's format: "ndjson", "json", "csv", "parquet" or
+	// "enrichment results".
+	Format string
+	// Row is the 1-based number of the row that failed; 0 when the file
+	// failed before its first row (an empty file, a bad header or footer).
+	Row int64
+	// Line is the 1-based line of the file (ndjson, csv), 0 when not known.
+	Line int64
+	// Offset is the byte offset where the problem was found (in the
+	// decompressed stream for ndjson.gz), 0 when not known.
+	Offset int64
+	// Column names the column (csv, parquet), "" when not known.
+	Column string
+	// Err is what went wrong: a JSON error, io.ErrUnexpectedEOF, a
+	// network error, ...
+	Err error
+}
+
+// Error words the place and the cause, e.g.
+// `lendgraph: csv file: row 12 (line 13, column "zip"): "x" is not a valid number`.
+func (e *RowError) Error() string { return (*formats.RowError)(e).Error() }
+
+// Unwrap returns the cause, for errors.Is and errors.As.
+func (e *RowError) Unwrap() error {
 	if e == nil {
 		return nil
 	}

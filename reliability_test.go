@@ -481,7 +481,7 @@ func TestEnrichmentResultsDecoderBounds(t *testing.T) {
 		t.Errorf("17 MiB line: %v, %v", ids, err)
 	}
 	// An array element past the cap fails too, naming the element.
-	if ids, err := resultIDs([]byte(`[{"propertyId":"a"},{"propertyId":"b","source":"` + strings.Repeat("x", 40<<20) + `"}]`)); err == nil || len(ids) != 1 || !strings.Contains(err.Error(), "element 1") {
+	if ids, err := resultIDs([]byte(`[{"propertyId":"a"},{"propertyId":"b","source":"` + strings.Repeat("x", 40<<20) + `"}]`)); err == nil || len(ids) != 1 || !strings.Contains(err.Error(), "row 2") {
 		t.Errorf("40 MiB element: %v, %v", ids, err)
 	}
 	// Trailing garbage after the array is an error after the entries.

@@ -36,14 +36,14 @@ func CSV(r io.Reader, schema Schema) Producer {
 		head, _, err := sp.record(nil)
 		if len(head) == 0 && err == io.EOF {
 			// Even a delivery of no rows has its header line.
-			return errors.New("csv: the file is empty: no header line")
+			return rowErr(0, errors.New("the file is empty: no header line"))
 		}
 		if err != nil && err != io.EOF {
-			return fmt.Errorf("csv: reading the header: %w", err)
+			return &RowError{Line: 1, Err: fmt.Errorf("reading the header: %w", err)}
 		}
 		header, herr := csv.NewReader(bytes.NewReader(head)).Read()
 		if herr != nil {
-			return fmt.Errorf("csv: reading the header: %w", herr)
+			return &RowError{Line: 1, Err: fmt.Errorf("reading the header: %w", herr)}
 		}
 		cols, err := newCSVColumns(header, schema)
 		if err != nil {
@@ -68,7 +68,7 @@ func CSV(r io.Reader, schema Schema) Producer {
 				return errStopped
 			}
 			if rerr != nil {
-				return fmt.Errorf("csv: row %d: %w", e.next, rerr)
+				return &RowError{Row: e.next, Line: int64(sp.line), Err: rerr}
 			}
 			if n == 0 {
 				e.pool.Put(raw)
@@ -95,7 +95,9 @@ const maxRecord = DefaultMaxLine
 func (s *csvSplitter) record(dst []byte) (_ []byte, line int, _ error) {
 	start, quoted := len(dst), false
 	for {
-		line = s.line
+		if len(dst) == start { // a record's first line (blank lines are skipped)
+			line = s.line
+		}
 		l, err := s.br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			err = nil
@@ -135,7 +137,7 @@ func newCSVColumns(header []string, schema Schema) (*csvColumns, error) {
 	seen := map[string]bool{}
 	for i, h := range header {
 		if seen[h] {
-			return nil, fmt.Errorf("csv: the header names column %q twice", h)
+			return nil, &RowError{Line: 1, Column: h, Err: errors.New("the header names the column twice")}
 		}
 		seen[h] = true
 		c.names[i], _ = jsontext.AppendQuote(nil, h)
@@ -180,9 +182,9 @@ func (c *csvColumns) chunk(raw *Batch, pool interface{ Put(any) }) Producer {
 				if rec, err = cr.Read(); err != nil {
 					var pe *csv.ParseError
 					if errors.As(err, &pe) {
-						return fmt.Errorf("csv: row %d (line %d, column %d): %w", e.next, raw.starts[k]+pe.StartLine-1, pe.Column, pe.Err)
+						return &RowError{Row: e.next, Line: int64(raw.starts[k] + pe.StartLine - 1), Err: fmt.Errorf("column %d: %w", pe.Column, pe.Err)}
 					}
-					return fmt.Errorf("csv: row %d: %w", e.next, err)
+					return rowErr(e.next, err)
 				}
 			}
 			if !e.record(c, rec) {

@@ -91,12 +91,12 @@ func (s *arraySplitter) more(keep int) (shift int, ok bool, err error) {
 // fail words an error at position i of the buffer.
 func (s *arraySplitter) fail(what string, i int) error {
 	if s.rerr != nil && !errors.Is(s.rerr, io.EOF) {
-		return fmt.Errorf("json: %s at row %d (byte offset %d): %w", what, s.e.next, s.off+int64(i), s.rerr)
+		return &RowError{Row: s.e.next, Offset: s.off + int64(i), Err: fmt.Errorf("%s: %w", what, s.rerr)}
 	}
 	if s.rerr != nil && i >= len(s.b.buf) {
 		what = "file truncated: " + what
 	}
-	return fmt.Errorf("json: %s at row %d (byte offset %d)", what, s.e.next, s.off+int64(i))
+	return &RowError{Row: s.e.next, Offset: s.off + int64(i), Err: errors.New(what)}
 }
 
 func (s *arraySplitter) run() error {
@@ -128,7 +128,7 @@ func (s *arraySplitter) run() error {
 		return errOr(err, s.fail("reading the opening '['", i))
 	}
 	if c := s.b.buf[i]; c != '[' {
-		return fmt.Errorf("json: the file is not one JSON array: it starts with %q", c)
+		return &RowError{Offset: s.off + int64(i), Err: fmt.Errorf("the file is not one JSON array: it starts with %q", c)}
 	}
 	i++
 	for n := 0; ; n++ {
@@ -157,7 +157,7 @@ func (s *arraySplitter) run() error {
 		for {
 			end, complete := elementEnd(s.b.buf, start)
 			if end-start > s.maxRow || !complete && len(s.b.buf)-start > s.maxRow {
-				return fmt.Errorf("json: row %d is longer than the limit of %d bytes", s.e.next, s.maxRow)
+				return rowErr(s.e.next, fmt.Errorf("the row is longer than the limit of %d bytes", s.maxRow))
 			}
 			if complete {
 				if end < 0 {

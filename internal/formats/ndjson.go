@@ -29,12 +29,12 @@ func NDJSON(r io.Reader, maxLine int) Producer {
 		if len(magic) == 0 && err == io.EOF {
 			// A delivery of no rows is still a gzip file (a header and an
 			// empty member): 0 bytes is a file that never arrived whole.
-			return errors.New("ndjson.gz: the file is empty (0 bytes): not even a gzip header")
+			return rowErr(0, errors.New("the file is empty (0 bytes): not even a gzip header"))
 		}
 		if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 			zr, err := gzip.NewReader(br)
 			if err != nil {
-				return fmt.Errorf("ndjson.gz: reading the gzip header: %w", err)
+				return rowErr(0, fmt.Errorf("reading the gzip header: %w", err))
 			}
 			defer zr.Close()
 			src = zr
@@ -52,7 +52,7 @@ func splitLines(src io.Reader, maxLine int, e *emitter) error {
 	var offset int64 // decompressed bytes read before this buffer
 	line := int64(1)
 	tooLong := func() error {
-		return fmt.Errorf("ndjson: line %d is longer than the limit of %d bytes", line, maxLine)
+		return &RowError{Row: e.next, Line: line, Offset: offset + 1, Err: fmt.Errorf("the line is longer than the limit of %d bytes", maxLine)}
 	}
 	for {
 		b := e.pool.Get().(*Batch)
@@ -120,7 +120,7 @@ func splitLines(src io.Reader, maxLine int, e *emitter) error {
 			} else if errors.Is(rerr, io.ErrUnexpectedEOF) {
 				what = "file truncated"
 			}
-			return fmt.Errorf("ndjson.gz: %s at line %d (byte %d of the decompressed stream): %w", what, line, offset+int64(n), rerr)
+			return &RowError{Row: e.next, Line: line, Offset: offset + int64(n), Err: fmt.Errorf("%s: %w", what, rerr)}
 		}
 		offset += int64(n)
 	}

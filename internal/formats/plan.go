@@ -67,10 +67,10 @@ func (d *RowDec[T]) csv(c *csvColumns, rec []string, row int64, v *T) error {
 	*v = zero
 	var bad int
 	if d.buf, bad = c.appendJSON(d.buf[:0], rec); bad >= 0 {
-		return fmt.Errorf("csv: row %d, column %q: %q is not a valid %s", row, c.header[bad], rec[bad], kindName[c.kinds[bad]])
+		return &RowError{Row: row, Column: c.header[bad], Err: fmt.Errorf("%q is not a valid %s", rec[bad], kindName[c.kinds[bad]])}
 	}
 	if err := d.JSON(d.buf, v); err != nil {
-		return fmt.Errorf("csv: row %d: %w", row, err)
+		return rowErr(row, err)
 	}
 	return nil
 }
@@ -965,12 +965,14 @@ func literal(b []byte, i int, lit string) (int, bool) {
 var sdkCodec struct {
 	slow    func([]byte, any) error
 	trusted func(reflect.Type) bool
+	// rowError converts a decoding error to the SDK's exported type.
+	rowError func(*RowError) error
 }
 
 // SetSDKCodec sets the SDK's JSON rules for rows; package lendgraph calls
 // it from its init function, and nothing else may.
-func SetSDKCodec(slow func([]byte, any) error, trusted func(reflect.Type) bool) {
-	sdkCodec.slow, sdkCodec.trusted = slow, trusted
+func SetSDKCodec(slow func([]byte, any) error, trusted func(reflect.Type) bool, rowError func(*RowError) error) {
+	sdkCodec.slow, sdkCodec.trusted, sdkCodec.rowError = slow, trusted, rowError
 }
 
 // SDKRowDecoder is RowDecoder with the SDK's JSON rules.

@@ -254,7 +254,7 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 				return
 			}
 			if e.flush() {
-				send(work[T]{err: err})
+				send(work[T]{err: atRow(e.next, err)})
 			}
 		}()
 		for range workers {
@@ -275,7 +275,7 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 						if b.cols != nil {
 							err = decode.csv(b.cols, b.recs[i], b.first+int64(i), &rows[i])
 						} else if derr := decode.JSON(b.Row(i), &rows[i]); derr != nil {
-							err = fmt.Errorf("%s: row %d: %w", format, b.first+int64(i), derr)
+							err = rowErr(b.first+int64(i), derr)
 						}
 						if err != nil {
 							rows = rows[:i]
@@ -308,7 +308,7 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 					if err == nil {
 						we.flush()
 					} else if !errors.Is(err, errStopped) && we.flush() {
-						put(result[T]{err: err})
+						put(result[T]{err: atRow(we.next, err)})
 					}
 					close(w.out)
 				}
@@ -324,7 +324,7 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 		for w := range order {
 			if w.err != nil {
 				var zero T
-				yield(zero, w.err)
+				yield(zero, finish(format, w.err))
 				return
 			}
 			for r := range w.out {
@@ -338,7 +338,7 @@ func Stream[T any](format string, produce Producer, newDecode func() *RowDec[T],
 				}
 				if r.err != nil {
 					var zero T
-					yield(zero, r.err)
+					yield(zero, finish(format, r.err))
 					return
 				}
 			}
@@ -353,7 +353,7 @@ var errStopped = errors.New("stopped")
 func safeProduce(format string, produce Producer, e *emitter) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%s: corrupt file near row %d: decoder panicked: %v", format, e.next, p)
+			err = rowErr(e.next, fmt.Errorf("corrupt file: the decoder panicked: %v", p))
 		}
 	}()
 	return produce(e)

@@ -54,7 +54,7 @@ func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode
 	return func(e *formats.Emitter) error {
 		f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 		if err != nil {
-			return fmt.Errorf("parquet: not a readable parquet file: %w", err)
+			return &formats.RowError{Err: fmt.Errorf("not a readable parquet file: %w", err)}
 		}
 		cols := newColumns(f.Schema(), schema)
 		groups := f.RowGroups()
@@ -281,7 +281,7 @@ func readRowGroup[T any](rg parquet.RowGroup, g int, cols *columns, parts [][]in
 			b.ok, b.err = a.setRows(rr, buf, unsafe.Pointer(unsafe.SliceData(b.rows)), len(b.rows), unsafe.Sizeof(b.rows[0]))
 		}
 		if b.err != nil {
-			return fmt.Errorf("parquet: row group %d, near row %d: %w", g, e.Next(), b.err)
+			return groupErr(g, e.Next(), b.err)
 		}
 		if !b.ok {
 			// A value that does not fit its field as plainly as this: the
@@ -323,7 +323,7 @@ func readRows[T any](rg parquet.RowGroup, g int, cols *columns, dec *formats.Row
 	defer rr.Close()
 	if from > 0 {
 		if err := rr.SeekToRow(from); err != nil {
-			return fmt.Errorf("parquet: row group %d, near row %d: %w", g, e.Next(), err)
+			return groupErr(g, e.Next(), err)
 		}
 	}
 	a := newAssembler(cols, dec.Setter())
@@ -350,7 +350,7 @@ func readRows[T any](rg parquet.RowGroup, g int, cols *columns, dec *formats.Row
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("parquet: row group %d, near row %d: %w", g, e.Next(), err)
+			return groupErr(g, e.Next(), err)
 		}
 	}
 }
@@ -365,12 +365,24 @@ func decodeRow[T any](a *assembler, dec *formats.RowDec[T], row parquet.Row, n i
 	*v = zero
 	var err error
 	if a.buf, err = a.appendRow(a.buf[:0], row); err != nil {
-		return fmt.Errorf("parquet: row %d (row group %d), %w", n, g, err)
+		return groupErr(g, n, err)
 	}
 	if err := dec.JSON(a.buf, v); err != nil {
-		return fmt.Errorf("parquet: row %d: %w", n, err)
+		return &formats.RowError{Row: n, Err: err}
 	}
 	return nil
+}
+
+// groupErr is err at (or, when reading a column failed, near) row n of
+// row group g, keeping the column an inner error names.
+func groupErr(g int, n int64, err error) error {
+	re := &formats.RowError{Row: n, Err: err}
+	var col *formats.RowError
+	if errors.As(err, &col) {
+		re.Column, re.Err = col.Column, col.Err
+	}
+	re.Err = fmt.Errorf("row group %d: %w", g, re.Err)
+	return re
 }
 
 // assembler turns a row's values into fields (or JSON) on one worker.
@@ -529,7 +541,7 @@ func (a *assembler) appendRow(dst []byte, row parquet.Row) ([]byte, error) {
 			dst, err = a.json(dst, c.node)
 		}
 		if err != nil {
-			return dst, fmt.Errorf("column %s: %w", c.name, err)
+			return dst, &formats.RowError{Column: c.name, Err: err}
 		}
 	}
 	return append(dst, '}'), nil

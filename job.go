@@ -214,7 +214,14 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 	})
 	if err != nil {
 		if cerr := ctxErr(ctx); cerr != nil {
-			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", kind, id, cerr)
+			// Say the job keeps running only when a status said it runs:
+			// a wait cancelled before its first status knows nothing.
+			if last != nil {
+				if s, _ := state(last); !s.Terminal() {
+					return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", kind, id, cerr)
+				}
+			}
+			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w", kind, id, cerr)
 		}
 		return last, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -125,5 +126,36 @@ func TestJob_DeliveryDoubleEveryFormat(t *testing.T) {
 		if len(got) != 2 || got[0].Zip != "02134" || got[0].Office.City != "Boston" || len(got[0].Tags) != 2 || got[1].Office.City != "LA" {
 			t.Errorf("%s: %+v", f, got)
 		}
+	}
+}
+
+// TestJob_WaitCancelledSaysOnlyWhatItKnows: a wait cancelled before any
+// status says nothing about the job running (it may be long completed); a
+// wait cancelled while the job runs says it keeps running.
+func TestJob_WaitCancelledSaysOnlyWhatItKnows(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
+	c := srv.Client()
+	job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 5})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, err := range job.Rows(ctx) {
+		if !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "keeps running") {
+			t.Errorf("Rows of a completed job with a cancelled context: %v", err)
+		}
+		break
+	}
+	if _, err := job.Wait(ctx); !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "keeps running") {
+		t.Errorf("Wait with a cancelled context: %v", err)
+	}
+
+	srv.SetJobRate("delivery", 1) // a row a second: the job runs for minutes
+	slow, err := c.Agents.Deliver(context.Background(), &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := slow.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "keeps running") {
+		t.Errorf("Wait cut while the job runs: %v", err)
 	}
 }

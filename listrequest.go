@@ -29,8 +29,9 @@ type Pagination struct {
 	Cursor string `json:"cursor,omitempty"`
 }
 
-// SortOrder is a sort direction. The reference shows "desc"; other values
-// are sent as given.
+// SortOrder is a sort direction: Desc (shown by the reference) or Asc. An
+// empty order leaves the direction to the API; any other value is refused
+// before the request is sent.
 type SortOrder string
 
 // Sort directions.
@@ -85,6 +86,9 @@ func (r *ListRequest) validate() error {
 	for i, s := range r.Sort {
 		if s.Field == "" {
 			return invalidArg(fmt.Sprintf("Sort[%d].Field", i), "must name a field")
+		}
+		if s.Order != "" && s.Order != Asc && s.Order != Desc {
+			return invalidArg(fmt.Sprintf("Sort[%d].Order", i), "%q is not a sort order; use lendgraph.Asc or lendgraph.Desc", s.Order)
 		}
 	}
 	if r.AdvancedFilters != nil {

@@ -5,14 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,96 +20,9 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-// meter is a client transport that counts what the storage host sends:
-// requests, the most in flight at once, and body bytes.
-type meter struct {
-	next   http.RoundTripper
-	host   string // the storage host (host:port)
-	mu     sync.Mutex
-	flying int
-	maxFly int
-	ranges []string
-	bytes  atomic.Int64
-}
-
 func newMeter(host string) *meter {
 	return &meter{next: http.DefaultTransport.(*http.Transport).Clone(), host: host}
 }
-
-func (m *meter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Host != m.host {
-		return m.next.RoundTrip(r)
-	}
-	m.mu.Lock()
-	m.flying++
-	m.maxFly = max(m.maxFly, m.flying)
-	m.ranges = append(m.ranges, r.Header.Get("Range"))
-	m.mu.Unlock()
-	resp, err := m.next.RoundTrip(r)
-	if err != nil {
-		m.done()
-		return nil, err
-	}
-	resp.Body = &meteredBody{ReadCloser: resp.Body, m: m}
-	return resp, nil
-}
-
-func (m *meter) done() {
-	m.mu.Lock()
-	m.flying--
-	m.mu.Unlock()
-}
-
-func (m *meter) stats() (maxInFlight int, ranges []string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.maxFly, append([]string(nil), m.ranges...)
-}
-
-// askedParts checks that the Range headers of a parallel download asked
-// for every part of a file of size bytes, each a bounded range, and not
-// much more (a retried or resumed part may ask again).
-func askedParts(ranges []string, size, part int64) error {
-	asked := map[string]bool{}
-	for _, r := range ranges {
-		if !strings.HasPrefix(r, "bytes=") || strings.HasSuffix(r, "-") {
-			return fmt.Errorf("a request with Range %q, want a bounded range", r)
-		}
-		asked[r] = true
-	}
-	parts := 0
-	for off := int64(0); off < size; off += part {
-		parts++
-		if r := fmt.Sprintf("bytes=%d-%d", off, min(off+part, size)-1); !asked[r] {
-			return fmt.Errorf("part %s never asked for", r)
-		}
-	}
-	if len(ranges) > parts+parts/4 {
-		return fmt.Errorf("%d ranged requests for %d parts", len(ranges), parts)
-	}
-	return nil
-}
-
-type meteredBody struct {
-	io.ReadCloser
-	m    *meter
-	once sync.Once
-}
-
-func (b *meteredBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.m.bytes.Add(int64(n))
-	return n, err
-}
-
-func (b *meteredBody) Close() error {
-	b.once.Do(b.m.done)
-	return b.ReadCloser.Close()
-}
-
-// partSize is the parallel part size of the tests' clients: small, so a
-// delivery of a few thousand rows is many parts.
-const partSize = 32 << 10
 
 // parallelClient is a client of srv whose downloads use conns connections
 // and parts of partSize, with its storage traffic metered.
@@ -189,10 +99,7 @@ func TestParallelDownloadRefreshesAnExpiredLinkOnce(t *testing.T) {
 func TestParallelDownloadStopsCleanly(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
 	c, _ := parallelClient(srv, 4)
-	opts := []leakcheck.Option{leakcheck.IgnoreCurrent(),
-		leakcheck.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-		leakcheck.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-		leakcheck.IgnoreAnyFunction("net/http.(*conn).serve")}
+	opts := append([]leakcheck.Option{leakcheck.IgnoreCurrent()}, httpIdle...)
 	for _, f := range allFormats {
 		job, _ := largeDelivery(t, srv, c, f)
 		n := 0
@@ -378,24 +285,4 @@ func TestDownloadFileRefusesAnotherFilesPart(t *testing.T) {
 	if _, err := job.DownloadFile(ctx, ""); err == nil {
 		t.Fatal("an empty path was accepted")
 	}
-}
-
-type partMeta struct {
-	Job  string     `json:"job"`
-	Size int64      `json:"size"`
-	ETag string     `json:"etag"`
-	Done [][2]int64 `json:"done"`
-}
-
-func readMeta(t *testing.T, path string) partMeta {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m partMeta
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
 }

@@ -20,39 +20,6 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-// idsWith returns the first n property ids whose lookup gives outcome o.
-func idsWith(t *testing.T, srv *lendgraphtest.Server, o lendgraphtest.EnrichOutcome, n int) []string {
-	t.Helper()
-	var ids []string
-	for i := 0; i < srv.Dataset().Len("properties") && len(ids) < n; i++ {
-		if id := srv.Dataset().ID("properties", i); srv.EnrichOutcome(id) == o {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) < n {
-		t.Fatalf("only %d properties with outcome %s", len(ids), o)
-	}
-	return ids
-}
-
-func propertyIDs(srv *lendgraphtest.Server, n int) []string {
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = srv.Dataset().ID("properties", i)
-	}
-	return ids
-}
-
-func debits(srv *lendgraphtest.Server, org, reason string) (n int, total float64) {
-	for _, d := range srv.Debits(org) {
-		if d.Reason == reason {
-			n++
-			total += d.Amount
-		}
-	}
-	return n, total
-}
-
 func TestEnrichChargesOnlyFreshMatches(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(200))
 	c, ctx := srv.Client(), context.Background()
@@ -220,8 +187,6 @@ func TestEnrichValidationSendsNothing(t *testing.T) {
 		t.Fatalf("plan: %v %d batches", err, len(plan.Batches))
 	}
 }
-
-func errOf[T any](_ T, err error) error { return err }
 
 func TestEnrichBulkCacheAndRefresh(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))

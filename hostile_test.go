@@ -16,10 +16,8 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,55 +30,6 @@ const (
 	// tenYears is a Retry-After of ten years, in seconds.
 	tenYears = "315360000"
 )
-
-// hostileServer is a loopback server of the test's own that counts the
-// requests it answers.
-type hostileServer struct {
-	*httptest.Server
-	mu    sync.Mutex
-	count map[string]int
-}
-
-func newHostile(t *testing.T, tls bool, h http.HandlerFunc) *hostileServer {
-	t.Helper()
-	s := &hostileServer{count: map[string]int{}}
-	wrapped := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.count[r.URL.Path]++
-		s.mu.Unlock()
-		h(w, r)
-	})
-	if tls {
-		s.Server = httptest.NewTLSServer(wrapped)
-	} else {
-		s.Server = httptest.NewServer(wrapped)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *hostileServer) total() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.count {
-		n += c
-	}
-	return n
-}
-
-// hostileClient is a client of api with the hostile key and the default
-// retry settings (retries and backoff as a user gets them).
-func hostileClient(t *testing.T, api *hostileServer, opts ...lendgraph.Option) *lendgraph.Client {
-	t.Helper()
-	base := []lendgraph.Option{lendgraph.WithAPIKey(hostileKey), lendgraph.WithBaseURL(api.URL),
-		lendgraph.WithHTTPClient(api.Client())}
-	c, err := lendgraph.NewClient(append(base, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // within runs fn and fails the test when it took longer than limit.
 func within(t *testing.T, limit time.Duration, what string, fn func()) time.Duration {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -456,15 +455,6 @@ func TestRowsBreakWhileTheDownloadStalls(t *testing.T) {
 	}
 }
 
-// httpIdle ignores the goroutines of idle keep-alive connections and of
-// loopback test servers.
-var httpIdle = []leakcheck.Option{
-	leakcheck.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-	leakcheck.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-	leakcheck.IgnoreAnyFunction("net/http.(*conn).serve"),
-	leakcheck.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
-}
-
 // TestCancelGivesTheCauseInEveryFormat (item 4): cancelling with a cause
 // ends every iterator at the next element with an error matching both
 // context.Canceled and the cause; no row comes after the cancel.
@@ -678,14 +668,6 @@ func TestRandomStopsUnderFaults(t *testing.T) {
 		})
 	}
 	t.Logf("faults applied: %v", proxy.counts())
-}
-
-// envInt reads an integer from the environment, def when unset.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
 }
 
 func newRand(seed int) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 17)) }

@@ -14,26 +14,6 @@ import (
 	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
-// wantFix checks that err is an *InvalidArgumentError whose text names
-// what to pass instead.
-func wantFix(t *testing.T, what string, err error, fix string) {
-	t.Helper()
-	var ia *lendgraph.InvalidArgumentError
-	if !errors.As(err, &ia) || !strings.Contains(err.Error(), fix) {
-		t.Errorf("%s: %v; want an *InvalidArgumentError saying %q", what, err, fix)
-	}
-}
-
-// firstErr ranges seq and returns the first error it yields.
-func firstErr[T any](seq func(func(T, error) bool)) (err error) {
-	for _, e := range seq {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
-}
-
 // TestMisuseSaysWhatToDo (item 9): a zero Client, nil readers, nil jobs
 // and nil contexts give an *InvalidArgumentError naming the fix, before
 // any request, never a nil-pointer panic.
@@ -135,39 +115,4 @@ func TestNilContextEverywhere(t *testing.T) {
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d requests sent with a nil context", n)
 	}
-}
-
-// plausible returns an argument of type t that passes most validation.
-func plausible(t reflect.Type) reflect.Value {
-	switch t.Kind() {
-	case reflect.String:
-		return reflect.ValueOf("1000001").Convert(t)
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		return reflect.ValueOf(1).Convert(t)
-	case reflect.Slice:
-		s := reflect.MakeSlice(t, 1, 1)
-		s.Index(0).Set(plausible(t.Elem()))
-		return s
-	case reflect.Pointer:
-		return reflect.New(t.Elem())
-	case reflect.Map:
-		return reflect.MakeMap(t)
-	}
-	return reflect.Zero(t)
-}
-
-// firstErrOf ranges an iter.Seq2 held in a reflect.Value and returns the
-// first error it yields.
-func firstErrOf(seq reflect.Value) error {
-	var err error
-	yt := seq.Type().In(0)
-	yield := reflect.MakeFunc(yt, func(args []reflect.Value) []reflect.Value {
-		if e := args[1]; !e.IsNil() {
-			err = e.Interface().(error)
-			return []reflect.Value{reflect.ValueOf(false)}
-		}
-		return []reflect.Value{reflect.ValueOf(true)}
-	})
-	seq.Call([]reflect.Value{yield})
-	return err
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,11 +39,6 @@ var calls = []call{
 	{"unrepeatable-post", http.MethodPost, "/v1/agents", false, func(ctx context.Context, c *lendgraph.Client) error {
 		return c.Do(ctx, http.MethodPost, "/v1/agents", map[string]any{}, nil)
 	}},
-}
-
-func smallServer(t *testing.T, opts ...lendgraphtest.Option) *lendgraphtest.Server {
-	t.Helper()
-	return lendgraphtest.NewServer(t, append([]lendgraphtest.Option{lendgraphtest.WithDefaultRows(50)}, opts...)...)
 }
 
 func TestRetryMatrix(t *testing.T) {
@@ -361,50 +355,6 @@ func TestNewClientRejectsBadSettings(t *testing.T) {
 		} else if strings.Contains(err.Error(), "secret") {
 			t.Errorf("%s: error holds the key: %v", name, err)
 		}
-	}
-}
-
-// recorder is an HTTP server that records the headers it receives by host.
-type recorder struct {
-	mu   sync.Mutex
-	seen []http.Header
-	srv  *httptest.Server
-	port string
-}
-
-func newRecorder(t *testing.T, tls bool, h func(w http.ResponseWriter, r *http.Request)) *recorder {
-	rec := &recorder{}
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec.mu.Lock()
-		hd := r.Header.Clone()
-		hd.Set("X-Seen-Host", r.Host)
-		rec.seen = append(rec.seen, hd)
-		rec.mu.Unlock()
-		h(w, r)
-	})
-	if tls {
-		rec.srv = httptest.NewTLSServer(handler)
-	} else {
-		rec.srv = httptest.NewServer(handler)
-	}
-	t.Cleanup(rec.srv.Close)
-	_, rec.port, _ = net.SplitHostPort(rec.srv.Listener.Addr().String())
-	return rec
-}
-
-func (r *recorder) headers() []http.Header {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]http.Header(nil), r.seen...)
-}
-
-// loopbackDialer sends every host name to 127.0.0.1, keeping the port, so
-// tests can use names that look like the API host.
-func loopbackDialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		_, port, _ := net.SplitHostPort(addr)
-		return d.DialContext(ctx, network, "127.0.0.1:"+port)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/go-cmp/cmp"
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -26,29 +25,6 @@ var (
 	_ lendgraph.ResourceAPI[lendgraph.Sale]         = (*lendgraph.ResourceService[lendgraph.Sale])(nil)
 	_ lendgraph.ResourceAPI[lendgraph.MarketRecord] = (*lendgraph.MarketService)(nil)
 )
-
-// noLeaks checks at the end of a test that it left no goroutine besides
-// those running when it was called and idle HTTP connections.
-func noLeaks(t *testing.T) {
-	ignore := leakcheck.IgnoreCurrent()
-	t.Cleanup(func() {
-		leakcheck.VerifyNone(t, ignore,
-			leakcheck.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
-			leakcheck.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-			leakcheck.IgnoreAnyFunction("net/http.(*conn).serve"),
-			leakcheck.IgnoreTopFunction("internal/poll.runtime_pollWait"))
-	})
-}
-
-func ids[T any](items []T, id func(T) string) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = id(it)
-	}
-	return out
-}
-
-func agentID(a lendgraph.Agent) string { return a.ID }
 
 func TestAllFollowsCursors(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithRows("agents", 250))

@@ -25,13 +25,6 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-// searchServer is a fake with small search indexes.
-func searchServer(t testing.TB, opts ...lendgraphtest.Option) *lendgraphtest.Server {
-	t.Helper()
-	base := []lendgraphtest.Option{lendgraphtest.WithDefaultRows(2000)}
-	return lendgraphtest.NewServer(t, append(base, opts...)...)
-}
-
 func hasPrefixFold(s, p string) bool {
 	return strings.HasPrefix(strings.ToLower(s), strings.ToLower(p))
 }

@@ -43,7 +43,7 @@ type agentRow struct {
 	Tags []string `json:"tags"`
 }
 
-func TestDeliveryFormatsYieldIdenticalRows(t *testing.T) {
+func TestDeliveryJob_RowsEveryFormat(t *testing.T) {
 	srv, c := newDeliveryServer(t)
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
 	ctx := context.Background()
@@ -83,7 +83,7 @@ func TestDeliveryFormatsYieldIdenticalRows(t *testing.T) {
 	}
 }
 
-func TestDeliverValidatesBeforeSending(t *testing.T) {
+func TestDeliveryService_DeliverValidates(t *testing.T) {
 	srv, c := newDeliveryServer(t)
 	ctx := context.Background()
 	cases := map[string]*lendgraph.DeliveryRequest{
@@ -107,7 +107,7 @@ func TestDeliverValidatesBeforeSending(t *testing.T) {
 	}
 }
 
-func TestDeliverEntitlementAndCeilings(t *testing.T) {
+func TestDeliveryService_DeliverEntitlementAndCeilings(t *testing.T) {
 	srv, c := newDeliveryServer(t)
 	ctx := context.Background()
 	org := lendgraphtest.DefaultOrg
@@ -161,7 +161,7 @@ func TestDeliverEntitlementAndCeilings(t *testing.T) {
 	}
 }
 
-func TestDeliverFieldsLimitFiltersAndBilling(t *testing.T) {
+func TestDeliveryService_DeliverFieldsLimitAndBilling(t *testing.T) {
 	srv, c := newDeliveryServer(t)
 	ctx := context.Background()
 	org := lendgraphtest.DefaultOrg
@@ -215,7 +215,7 @@ func TestDeliverFieldsLimitFiltersAndBilling(t *testing.T) {
 	}
 }
 
-func TestDeliveryCancelFailAndUnbilled(t *testing.T) {
+func TestDeliveryJob_CancelFailUnbilled(t *testing.T) {
 	srv, c := newDeliveryServer(t, lendgraphtest.WithJobRate("delivery", 2000))
 	ctx := context.Background()
 	org := lendgraphtest.DefaultOrg
@@ -265,7 +265,7 @@ func TestDeliveryCancelFailAndUnbilled(t *testing.T) {
 	}
 }
 
-func TestDeliveryDownloadResumesAndSendsNoCredential(t *testing.T) {
+func TestDeliveryJob_DownloadResumes(t *testing.T) {
 	srv, c := newDeliveryServer(t, lendgraphtest.WithLinkTTL(time.Minute))
 	ctx := context.Background()
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
@@ -309,7 +309,7 @@ func TestDeliveryDownloadResumesAndSendsNoCredential(t *testing.T) {
 	}
 }
 
-func TestDeliveryRowsStopsCleanly(t *testing.T) {
+func TestDeliveryJob_RowsStopsCleanly(t *testing.T) {
 	srv, c := newDeliveryServer(t)
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
 	for _, f := range allFormats {
@@ -380,10 +380,10 @@ func sameExtra(t *testing.T, row int, want, got lendgraph.Fields) {
 	}
 }
 
-// TestDeliveryParquetNeedsTheParquetPackage: the root package does not
+// TestDeliveryJob_ParquetNeedsParquetPackage: the root package does not
 // read parquet (it does not link a parquet library); its errors name the
 // call to use, and parquet.Rows refuses other formats.
-func TestDeliveryParquetNeedsTheParquetPackage(t *testing.T) {
+func TestDeliveryJob_ParquetNeedsParquetPackage(t *testing.T) {
 	_, c := newDeliveryServer(t)
 	ctx := context.Background()
 	pq, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Limit: 10})
@@ -405,5 +405,24 @@ func TestDeliveryParquetNeedsTheParquetPackage(t *testing.T) {
 				t.Fatalf("parquet.Rows on csv: %v", err)
 			}
 		}
+	}
+}
+
+func TestDecodeRows_EdgeCases(t *testing.T) {
+	// Concatenated gzip members (a file written in parts) are all read.
+	two := append(gzipBytes(`{"id":"a"}`+"\n"+`{"id":"b"}`+"\n"), gzipBytes(`{"id":"c"}`+"\n")...)
+	rows, err := decodeAll[lendgraph.Agent](t, two, lendgraph.FormatNDJSON)
+	if err != nil || len(rows) != 3 || rows[2].ID != "c" {
+		t.Errorf("concatenated gzip members: %d rows, %v", len(rows), err)
+	}
+	// A UTF-8 BOM before the csv header is dropped, not part of "id".
+	rows, err = decodeAll[lendgraph.Agent](t, []byte("\xef\xbb\xbfid,transactionCount\na,1\n"), lendgraph.FormatCSV)
+	if err != nil || len(rows) != 1 || rows[0].ID != "a" || rows[0].TransactionCount != 1 {
+		t.Errorf("csv with BOM: %+v, %v", rows, err)
+	}
+	// Trailing garbage after a JSON array file is an error after the rows.
+	rows, err = decodeAll[lendgraph.Agent](t, []byte(`[{"id":"a"}] {"id":"b"}`), lendgraph.FormatJSON)
+	if err == nil || len(rows) != 1 || !strings.Contains(err.Error(), "after the array") {
+		t.Errorf("json trailing garbage: %d rows, %v", len(rows), err)
 	}
 }

@@ -220,7 +220,7 @@ type faultCase struct {
 	unknown bool
 }
 
-func TestFaultMatrix(t *testing.T) {
+func TestReliability_FaultMatrix(t *testing.T) {
 	cases := append(matrixCases(), toxiCases()...)
 	if len(cases) < 40 {
 		t.Fatalf("%d cases, want at least 40", len(cases))

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"reflect"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
@@ -146,18 +145,6 @@ func debits(srv *lendgraphtest.Server, org, reason string) (n int, total float64
 	return n, total
 }
 
-func errOf[T any](_ T, err error) error { return err }
-
-// wantFix checks that err is an *InvalidArgumentError whose text names
-// what to pass instead.
-func wantFix(t *testing.T, what string, err error, fix string) {
-	t.Helper()
-	var ia *lendgraph.InvalidArgumentError
-	if !errors.As(err, &ia) || !strings.Contains(err.Error(), fix) {
-		t.Errorf("%s: %v; want an *InvalidArgumentError saying %q", what, err, fix)
-	}
-}
-
 // firstErr ranges seq and returns the first error it yields.
 func firstErr[T any](seq func(func(T, error) bool)) (err error) {
 	for _, e := range seq {
@@ -168,88 +155,9 @@ func firstErr[T any](seq func(func(T, error) bool)) (err error) {
 	return nil
 }
 
-// plausible returns an argument of type t that passes most validation.
-func plausible(t reflect.Type) reflect.Value {
-	switch t.Kind() {
-	case reflect.String:
-		return reflect.ValueOf("1000001").Convert(t)
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		return reflect.ValueOf(1).Convert(t)
-	case reflect.Slice:
-		s := reflect.MakeSlice(t, 1, 1)
-		s.Index(0).Set(plausible(t.Elem()))
-		return s
-	case reflect.Pointer:
-		return reflect.New(t.Elem())
-	case reflect.Map:
-		return reflect.MakeMap(t)
-	}
-	return reflect.Zero(t)
-}
-
-// firstErrOf ranges an iter.Seq2 held in a reflect.Value and returns the
-// first error it yields.
-func firstErrOf(seq reflect.Value) error {
-	var err error
-	yt := seq.Type().In(0)
-	yield := reflect.MakeFunc(yt, func(args []reflect.Value) []reflect.Value {
-		if e := args[1]; !e.IsNil() {
-			err = e.Interface().(error)
-			return []reflect.Value{reflect.ValueOf(false)}
-		}
-		return []reflect.Value{reflect.ValueOf(true)}
-	})
-	seq.Call([]reflect.Value{yield})
-	return err
-}
-
 func smallServer(t *testing.T, opts ...lendgraphtest.Option) *lendgraphtest.Server {
 	t.Helper()
 	return lendgraphtest.NewServer(t, append([]lendgraphtest.Option{lendgraphtest.WithDefaultRows(50)}, opts...)...)
-}
-
-// recorder is an HTTP server that records the headers it receives by host.
-type recorder struct {
-	mu   sync.Mutex
-	seen []http.Header
-	srv  *httptest.Server
-	port string
-}
-
-func newRecorder(t *testing.T, tls bool, h func(w http.ResponseWriter, r *http.Request)) *recorder {
-	rec := &recorder{}
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec.mu.Lock()
-		hd := r.Header.Clone()
-		hd.Set("X-Seen-Host", r.Host)
-		rec.seen = append(rec.seen, hd)
-		rec.mu.Unlock()
-		h(w, r)
-	})
-	if tls {
-		rec.srv = httptest.NewTLSServer(handler)
-	} else {
-		rec.srv = httptest.NewServer(handler)
-	}
-	t.Cleanup(rec.srv.Close)
-	_, rec.port, _ = net.SplitHostPort(rec.srv.Listener.Addr().String())
-	return rec
-}
-
-func (r *recorder) headers() []http.Header {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]http.Header(nil), r.seen...)
-}
-
-// loopbackDialer sends every host name to 127.0.0.1, keeping the port, so
-// tests can use names that look like the API host.
-func loopbackDialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
-	var d net.Dialer
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		_, port, _ := net.SplitHostPort(addr)
-		return d.DialContext(ctx, network, "127.0.0.1:"+port)
-	}
 }
 
 // noLeaks checks at the end of a test that it left no goroutine besides
@@ -568,4 +476,114 @@ func toxiServer(t testing.TB) *toxitest.Server {
 		t.Fatal(toxi.err)
 	}
 	return toxi.srv
+}
+
+// hostileKey is the API key of the hostile-server tests.
+const hostileKey = "lg_live_hostile_0123456789abcdef"
+
+func crmServer(t *testing.T) *lendgraphtest.Server {
+	return lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(200))
+}
+
+func hasPrefixFold(s, p string) bool {
+	return strings.HasPrefix(strings.ToLower(s), strings.ToLower(p))
+}
+
+// hostPost sends a raw search to the fake host.
+func hostPost(t *testing.T, srv *lendgraphtest.Server, index, auth, contentType, body string) (int, map[string]string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, srv.SearchHostURL()+"/indexes/"+index+"/search", strings.NewReader(body))
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	out := map[string]string{}
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return resp.StatusCode, out
+}
+
+// keyed reduces a sequence's elements to keys; break and panics pass
+// straight through it.
+func keyed[T any](seq iter.Seq2[T, error], key func(T) string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for v, err := range seq {
+			k := ""
+			if err == nil {
+				k = key(v)
+			}
+			if !yield(k, err) {
+				return
+			}
+		}
+	}
+}
+
+// rangeUntil ranges seq, breaking after n elements (n < 0: to the end),
+// and returns the keys and the error yielded.
+func rangeUntil(seq iter.Seq2[string, error], n int) (got []string, err error) {
+	for k, e := range seq {
+		if e != nil {
+			return got, e
+		}
+		got = append(got, k)
+		if len(got) == n {
+			break
+		}
+	}
+	return got, nil
+}
+
+// parallelClient is a client of srv whose downloads use conns connections
+// and parts of partSize, with its storage traffic metered.
+func parallelClient(srv *lendgraphtest.Server, conns int) (*lendgraph.Client, *meter) {
+	m := newMeter(strings.TrimPrefix(srv.StorageURL(), "http://"))
+	c := srv.Client(lendgraph.WithDownloadConnections(conns), lendgraph.WithHTTPClient(&http.Client{Transport: m}))
+	lendgraph.SetDownloadPartSize(c, partSize)
+	return c, m
+}
+
+func largeDelivery(t *testing.T, srv *lendgraphtest.Server, c *lendgraph.Client, f lendgraph.Format) (*lendgraph.DeliveryJob[lendgraph.Agent], *lendgraph.DeliveryStatus) {
+	t.Helper()
+	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 100_000})
+	job, st := deliver(t, c, &lendgraph.DeliveryRequest{Format: f})
+	if st.Bytes < 4*partSize {
+		t.Fatalf("delivery of %d bytes: too small for the test", st.Bytes)
+	}
+	return job, st
+}
+
+// pathRecorder is an API that answers 404 to everything and records the
+// path of each request as the server's mux sees it.
+type pathRecorder struct {
+	mu       sync.Mutex
+	paths    []string // r.URL.Path: unescaped
+	escaped  []string // r.URL.EscapedPath(): the wire form
+	received int
+}
+
+func (p *pathRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	p.paths = append(p.paths, r.URL.Path)
+	p.escaped = append(p.escaped, r.URL.EscapedPath())
+	p.received++
+	p.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte(`{"error":"not found"}`))
+}
+
+var sink int64
+
+func newMeter(host string) *meter {
+	return &meter{next: http.DefaultTransport.(*http.Transport).Clone(), host: host}
 }

@@ -25,11 +25,8 @@ import (
 	lendgraph "github.com/lendgraph/lendgraph-go"
 )
 
-const (
-	hostileKey = "lg_live_hostile_0123456789abcdef"
-	// tenYears is a Retry-After of ten years, in seconds.
-	tenYears = "315360000"
-)
+// tenYears is a Retry-After of ten years, in seconds.
+const tenYears = "315360000"
 
 // within runs fn and fails the test when it took longer than limit.
 func within(t *testing.T, limit time.Duration, what string, fn func()) time.Duration {
@@ -47,7 +44,7 @@ func within(t *testing.T, limit time.Duration, what string, fn func()) time.Dura
 
 // A plain call whose 429 or 503 asks for ten years fails at once with a
 // *RateLimitError carrying the server's value; nothing is retried.
-func TestHostileTenYearRetryAfterFailsPlainCallAtOnce(t *testing.T) {
+func TestHostile_TenYearRetryAfterFailsAtOnce(t *testing.T) {
 	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		t.Run(strconv.Itoa(status), func(t *testing.T) {
 			api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +75,7 @@ func TestHostileTenYearRetryAfterFailsPlainCallAtOnce(t *testing.T) {
 
 // WithMaxServerWait moves the cap: a wait at the cap is slept through, one
 // above it returns at once.
-func TestHostileMaxServerWaitOption(t *testing.T) {
+func TestHostile_MaxServerWaitOption(t *testing.T) {
 	for _, tc := range []struct {
 		retryAfter string
 		waits      bool
@@ -114,7 +111,7 @@ func TestHostileMaxServerWaitOption(t *testing.T) {
 // Both job kinds' Wait: a status poll answered 429 with a ten-year
 // Retry-After returns the *RateLimitError at once instead of sleeping until
 // the context ends.
-func TestHostileWaitDoesNotSleepTenYears(t *testing.T) {
+func TestHostile_WaitDoesNotSleepTenYears(t *testing.T) {
 	api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", tenYears)
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -146,7 +143,7 @@ func TestHostileWaitDoesNotSleepTenYears(t *testing.T) {
 // A storage host answering a signed-link download 429 with a ten-year
 // Retry-After: the download ends at once with the *RateLimitError inside its
 // *DownloadError, instead of five rounds of retries.
-func TestHostileDownloadTenYearRetryAfter(t *testing.T) {
+func TestHostile_DownloadTenYearRetryAfter(t *testing.T) {
 	storage := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", tenYears)
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -173,7 +170,7 @@ func TestHostileDownloadTenYearRetryAfter(t *testing.T) {
 
 // --- 2. market movement's retryAfterMs ---
 
-func TestHostileMostGainedRetryAfterMsBounds(t *testing.T) {
+func TestHostile_MostGainedRetryAfterMsBounds(t *testing.T) {
 	const limit = 300 * time.Millisecond
 	maxDuration := time.Duration(math.MaxInt64)
 	for _, tc := range []struct {
@@ -285,7 +282,7 @@ func downloads(c *lendgraph.Client) map[string]func(context.Context) (int64, err
 
 // A results link that is not http(s) is a permanent error at once, naming
 // the scheme (it was retried for about ten seconds).
-func TestHostileLinkSchemeRefusedAtOnce(t *testing.T) {
+func TestHostile_LinkSchemeRefusedAtOnce(t *testing.T) {
 	for _, link := range []string{"file:///etc/passwd", "ftp://127.0.0.1/results.ndjson.gz", "javascript:alert(1)", "/relative/results"} {
 		api := linkAPI(t, false, func() string { return link })
 		c := hostileClient(t, api) // default retries and backoff
@@ -311,7 +308,7 @@ func TestHostileLinkSchemeRefusedAtOnce(t *testing.T) {
 
 // With an https API an http:// link is refused before anything is sent;
 // an http API (a loopback fake) or WithInsecureHTTPLinks allows it.
-func TestHostileHTTPLinkUnderHTTPSAPI(t *testing.T) {
+func TestHostile_HTTPLinkUnderHTTPSAPI(t *testing.T) {
 	file := []byte("{\"id\":\"agt_1\"}\n")
 	storage := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(len(file)))
@@ -377,7 +374,7 @@ func TestHostileHTTPLinkUnderHTTPSAPI(t *testing.T) {
 
 // --- 5. no key, token or signature in an error from headers or URLs ---
 
-func TestHostileEchoedSecretsNeverInErrors(t *testing.T) {
+func TestHostile_EchoedSecretsNeverInErrors(t *testing.T) {
 	// echo returns the credential the request carried, whatever the auth style.
 	echo := func(r *http.Request) string {
 		return r.Header.Get("x-api-key") + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -437,7 +434,7 @@ func TestHostileEchoedSecretsNeverInErrors(t *testing.T) {
 
 // A storage host echoing the link's signature in the headers the SDK
 // quotes (Content-Type, Content-Range) does not put it in the error.
-func TestHostileStorageEchoesSignature(t *testing.T) {
+func TestHostile_StorageEchoesSignature(t *testing.T) {
 	const sig = "5f2b9e0c8d7a6b4e3f1a0c9d8e7b6a5f"
 	for name, h := range map[string]http.HandlerFunc{
 		"Content-Type": func(w http.ResponseWriter, r *http.Request) {
@@ -466,7 +463,7 @@ func TestHostileStorageEchoesSignature(t *testing.T) {
 
 // A search host echoing the token (in a redirect's address, an HTML page
 // with 200, an error body, a header): the error names no token.
-func TestHostileSearchHostEchoesToken(t *testing.T) {
+func TestHostile_SearchHostEchoesToken(t *testing.T) {
 	const token = "tok_hostile_0123456789abcdef"
 	for name, h := range map[string]http.HandlerFunc{
 		"redirect Location": func(w http.ResponseWriter, r *http.Request) {
@@ -504,7 +501,7 @@ func TestHostileSearchHostEchoesToken(t *testing.T) {
 
 // A captive portal's HTML page, a 204 and a status 999 give typed errors;
 // 999 is not a 5xx and is not retried.
-func TestHostileOddAnswersAreTyped(t *testing.T) {
+func TestHostile_OddAnswersAreTyped(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		h        http.HandlerFunc
@@ -545,7 +542,7 @@ func TestHostileOddAnswersAreTyped(t *testing.T) {
 
 // 100,000 levels of nesting and 1e400 in an integer field are refused with
 // a *DecodeError, never clamped or decoded.
-func TestHostileNestingAndHugeNumbers(t *testing.T) {
+func TestHostile_NestingAndHugeNumbers(t *testing.T) {
 	deep := strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000)
 	for name, body := range map[string]string{
 		"nesting in a known field":    `{"data":` + deep + `,"total":1}`,
@@ -577,7 +574,7 @@ func TestHostileNestingAndHugeNumbers(t *testing.T) {
 
 // A cursor that comes back ends the iteration with an error instead of
 // looping.
-func TestHostileCursorCycleStops(t *testing.T) {
+func TestHostile_CursorCycleStops(t *testing.T) {
 	next := map[string]string{"": "c1", "c1": "c2", "c2": "c1"}
 	api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
@@ -603,7 +600,7 @@ func TestHostileCursorCycleStops(t *testing.T) {
 
 // A job that was completed and then reports running again is an error, not
 // a download of whatever the link now holds.
-func TestHostileJobGoesBackToRunning(t *testing.T) {
+func TestHostile_JobGoesBackToRunning(t *testing.T) {
 	storage := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusForbidden) // the link expired: the SDK fetches the status again
 	})

@@ -14,10 +14,10 @@ import (
 	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
-// TestMisuseSaysWhatToDo (item 9): a zero Client, nil readers, nil jobs
+// TestMisuse_SaysWhatToDo (item 9): a zero Client, nil readers, nil jobs
 // and nil contexts give an *InvalidArgumentError naming the fix, before
 // any request, never a nil-pointer panic.
-func TestMisuseSaysWhatToDo(t *testing.T) {
+func TestMisuse_SaysWhatToDo(t *testing.T) {
 	ctx := context.Background()
 	var zero lendgraph.Client
 	var nilClient *lendgraph.Client
@@ -45,10 +45,10 @@ func TestMisuseSaysWhatToDo(t *testing.T) {
 	wantFix(t, "EnrichBatch with a nil job", err, "Jobs[0]")
 }
 
-// TestNilContextEverywhere calls every method of every service that takes
+// TestMisuse_NilContext calls every method of every service that takes
 // a context with a nil one (and plausible other arguments): each returns
 // (or yields) an *InvalidArgumentError, sends nothing, never panics.
-func TestNilContextEverywhere(t *testing.T) {
+func TestMisuse_NilContext(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
 	c := srv.Client()
 	job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 5})
@@ -115,4 +115,49 @@ func TestNilContextEverywhere(t *testing.T) {
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d requests sent with a nil context", n)
 	}
+}
+
+// wantFix checks that err is an *InvalidArgumentError whose text names
+// what to pass instead.
+func wantFix(t *testing.T, what string, err error, fix string) {
+	t.Helper()
+	var ia *lendgraph.InvalidArgumentError
+	if !errors.As(err, &ia) || !strings.Contains(err.Error(), fix) {
+		t.Errorf("%s: %v; want an *InvalidArgumentError saying %q", what, err, fix)
+	}
+}
+
+// plausible returns an argument of type t that passes most validation.
+func plausible(t reflect.Type) reflect.Value {
+	switch t.Kind() {
+	case reflect.String:
+		return reflect.ValueOf("1000001").Convert(t)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return reflect.ValueOf(1).Convert(t)
+	case reflect.Slice:
+		s := reflect.MakeSlice(t, 1, 1)
+		s.Index(0).Set(plausible(t.Elem()))
+		return s
+	case reflect.Pointer:
+		return reflect.New(t.Elem())
+	case reflect.Map:
+		return reflect.MakeMap(t)
+	}
+	return reflect.Zero(t)
+}
+
+// firstErrOf ranges an iter.Seq2 held in a reflect.Value and returns the
+// first error it yields.
+func firstErrOf(seq reflect.Value) error {
+	var err error
+	yt := seq.Type().In(0)
+	yield := reflect.MakeFunc(yt, func(args []reflect.Value) []reflect.Value {
+		if e := args[1]; !e.IsNil() {
+			err = e.Interface().(error)
+			return []reflect.Value{reflect.ValueOf(false)}
+		}
+		return []reflect.Value{reflect.ValueOf(true)}
+	})
+	seq.Call([]reflect.Value{yield})
+	return err
 }

@@ -296,45 +296,9 @@ func heapPeak(fn func()) uint64 {
 	return peak.Load()
 }
 
-// hostileServer is a loopback server of the test's own that counts the
-// requests it answers.
-type hostileServer struct {
-	*httptest.Server
-	mu    sync.Mutex
-	count map[string]int
-}
-
-func newHostile(t *testing.T, tls bool, h http.HandlerFunc) *hostileServer {
-	t.Helper()
-	s := &hostileServer{count: map[string]int{}}
-	wrapped := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.count[r.URL.Path]++
-		s.mu.Unlock()
-		h(w, r)
-	})
-	if tls {
-		s.Server = httptest.NewTLSServer(wrapped)
-	} else {
-		s.Server = httptest.NewServer(wrapped)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *hostileServer) total() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, c := range s.count {
-		n += c
-	}
-	return n
-}
-
 // hostileClient is a client of api with the hostile key and the default
 // retry settings (retries and backoff as a user gets them).
-func hostileClient(t *testing.T, api *hostileServer, opts ...lendgraph.Option) *lendgraph.Client {
+func hostileClient(t *testing.T, api *recorder, opts ...lendgraph.Option) *lendgraph.Client {
 	t.Helper()
 	base := []lendgraph.Option{lendgraph.WithAPIKey(hostileKey), lendgraph.WithBaseURL(api.URL),
 		lendgraph.WithHTTPClient(api.Client())}
@@ -586,4 +550,54 @@ var sink int64
 
 func newMeter(host string) *meter {
 	return &meter{next: http.DefaultTransport.(*http.Transport).Clone(), host: host}
+}
+
+// seen is one request a recorder received.
+type seen struct {
+	host, path string
+	header     http.Header
+	body       []byte
+}
+
+// recorder is a loopback server of the test's own, plain or TLS, that
+// records the requests it answers.
+type recorder struct {
+	*httptest.Server
+	port string
+	mu   sync.Mutex
+	seen []seen
+}
+
+func newRecorder(t *testing.T, tls bool, h http.HandlerFunc) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rec.mu.Lock()
+		rec.seen = append(rec.seen, seen{host: r.Host, path: r.URL.Path, header: r.Header.Clone(), body: body})
+		rec.mu.Unlock()
+		h(w, r)
+	})
+	if tls {
+		rec.Server = httptest.NewTLSServer(handler)
+	} else {
+		rec.Server = httptest.NewServer(handler)
+	}
+	t.Cleanup(rec.Close)
+	_, rec.port, _ = net.SplitHostPort(rec.Listener.Addr().String())
+	return rec
+}
+
+// requests returns the requests received so far.
+func (r *recorder) requests() []seen {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]seen(nil), r.seen...)
+}
+
+// total is the number of requests received so far.
+func (r *recorder) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen)
 }

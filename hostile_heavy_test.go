@@ -37,7 +37,7 @@ const mib = 1 << 20
 // the server is not read to the end.
 func TestHostile_TwoGiBBodyCutAtCap(t *testing.T) {
 	var served atomic.Int64
-	api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
+	api := newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) {
 		const size = 2 << 30
 		w.Header().Set("Content-Length", strconv.Itoa(size))
 		w.Header().Set("Content-Type", "application/json")
@@ -95,7 +95,7 @@ func gzipBomb(t *testing.T, head, body, tail []byte, times int) (file []byte, in
 // inflating.
 func TestHostile_GzipBombOnAPICallCutAtCap(t *testing.T) {
 	body, inflated := gzipBomb(t, []byte(`{"id":"`), bytes.Repeat([]byte("a"), mib), []byte(`"}`), 128)
-	api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
+	api := newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
@@ -126,8 +126,8 @@ func TestHostile_GzipBombDeliveryStreams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const members = 40
 			file, inflated := gzipBomb(t, nil, bytes.Repeat([]byte(tc.line), tc.rows/members), nil, members)
-			var api *hostileServer
-			api = newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
+			var api *recorder
+			api = newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/file" {
 					w.Header().Set("Content-Length", strconv.Itoa(len(file)))
 					w.Write(file)

@@ -70,11 +70,11 @@ func (t *bodyTracker) open() []string {
 	return out
 }
 
-// TestCancelRightAfterHeadersClosesTheResponse (item 5): a context
+// TestAttempt_CancelAfterHeadersClosesBody (item 5): a context
 // cancelled the moment a response's headers arrive leaves no body open, on
 // the API, on downloads and on the search host, and nothing is printed to
 // the standard logger.
-func TestCancelRightAfterHeadersClosesTheResponse(t *testing.T) {
+func TestAttempt_CancelAfterHeadersClosesBody(t *testing.T) {
 	var logged bytes.Buffer
 	log.SetOutput(&logged)
 	defer log.SetOutput(defaultLogOutput)
@@ -135,12 +135,12 @@ func TestCancelRightAfterHeadersClosesTheResponse(t *testing.T) {
 
 var defaultLogOutput = log.Writer()
 
-// TestStalledAttemptIsRetried (item 10): an attempt cut by a per-attempt
+// TestAttempt_StalledIsRetried (item 10): an attempt cut by a per-attempt
 // timeout (WithAttemptTimeout, http.Client.Timeout or the transport's
 // ResponseHeaderTimeout) is retried like a reset connection; only the
 // caller's own context ends the retries. The fake counts the attempts
 // that reached it, behind a proxy that holds the first answer.
-func TestStalledAttemptIsRetried(t *testing.T) {
+func TestAttempt_StalledIsRetried(t *testing.T) {
 	noLeaks(t)
 	srv := smallServer(t)
 	proxy := newFaultProxy(t)
@@ -224,10 +224,10 @@ func TestStalledAttemptIsRetried(t *testing.T) {
 	}
 }
 
-// TestAttemptTimeoutOnDownloads: a download is cut only when no byte comes
+// TestAttempt_TimeoutOnDownloads: a download is cut only when no byte comes
 // for the attempt timeout (then resumed where it stopped), never because
 // the whole file takes longer.
-func TestAttemptTimeoutOnDownloads(t *testing.T) {
+func TestAttempt_TimeoutOnDownloads(t *testing.T) {
 	noLeaks(t)
 	srv, _ := newDeliveryServer(t)
 	proxy := newFaultProxy(t)
@@ -264,10 +264,10 @@ func TestAttemptTimeoutOnDownloads(t *testing.T) {
 	}
 }
 
-// TestAttemptTimeoutOnACallThatActs: a stalled enrichment with refresh is
+// TestAttempt_TimeoutOnACallThatActs: a stalled enrichment with refresh is
 // not repeated (the server acted and charged), and its error says the
 // outcome is unknown.
-func TestAttemptTimeoutOnACallThatActs(t *testing.T) {
+func TestAttempt_TimeoutOnACallThatActs(t *testing.T) {
 	noLeaks(t)
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	proxy := newFaultProxy(t)

@@ -15,10 +15,10 @@ import (
 	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
-// TestDesignContract walks the public surface exactly as DESIGN.md writes
+// TestContract_Design walks the public surface exactly as DESIGN.md writes
 // it, against the fake: renaming or reshaping a contract name breaks this
 // file at compile time, and a contract call that stops working fails it.
-func TestDesignContract(t *testing.T) {
+func TestContract_Design(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 10_000})
 	ctx := context.Background()

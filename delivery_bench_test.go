@@ -9,11 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,54 +115,6 @@ func setupBench(b *testing.B) *benchFiles {
 		b.Fatal(benchErr)
 	}
 	return bench
-}
-
-// peakHeap samples the live heap while fn runs and reports the peak.
-func peakHeap(b *testing.B, fn func()) {
-	var cpu time.Duration
-	peak := heapPeak(func() {
-		cpu0 := cpuTime()
-		fn()
-		cpu = cpuTime() - cpu0
-	})
-	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-	// CPU time of the process per op: on a shared machine, where wall time
-	// depends on the cores other processes leave, this shows the work.
-	b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/op")
-}
-
-// heapPeak runs fn while sampling the live heap (heap objects, after a GC
-// first) every 2 ms, and returns the highest sample in bytes.
-func heapPeak(fn func()) uint64 {
-	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak atomic.Uint64
-	read := func() {
-		metrics.Read(sample)
-		if v := sample[0].Value.Uint64(); v > peak.Load() {
-			peak.Store(v)
-		}
-	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(2 * time.Millisecond)
-		defer t.Stop()
-		for {
-			read()
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	fn()
-	close(stop)
-	<-done
-	read()
-	return peak.Load()
 }
 
 func reportRows(b *testing.B, rows int) {

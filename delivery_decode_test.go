@@ -2,12 +2,10 @@ package lendgraph_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -52,39 +50,12 @@ func wantFileRows() []fileRow {
 	return rows
 }
 
-func readTestFile(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile("testdata/delivery/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func decodeAll[T any](t *testing.T, b []byte, f lendgraph.Format) ([]T, error) {
-	t.Helper()
-	var out []T
-	var err error
-	seq := lendgraph.DecodeRows[T](bytes.NewReader(b), f)
-	if f == lendgraph.FormatParquet {
-		seq = parquet.Decode[T](bytes.NewReader(b), int64(len(b)))
-	}
-	for r, e := range seq {
-		if e != nil {
-			err = e
-			break
-		}
-		out = append(out, r)
-	}
-	return out, err
-}
-
 var testFiles = map[lendgraph.Format]string{
 	lendgraph.FormatNDJSON: "agents.ndjson.gz", lendgraph.FormatJSON: "agents.json",
 	lendgraph.FormatCSV: "agents.csv", lendgraph.FormatParquet: "agents.parquet",
 }
 
-func TestDecodeFilesFromOtherImplementations(t *testing.T) {
+func TestDecodeRows_FilesFromOtherWriters(t *testing.T) {
 	want := wantFileRows()
 	for f, name := range testFiles {
 		rows, err := decodeAll[fileRow](t, readTestFile(t, name), f)
@@ -114,7 +85,7 @@ func TestDecodeFilesFromOtherImplementations(t *testing.T) {
 	}
 }
 
-func TestDecodeUntypedRowsKeepLargeIntegers(t *testing.T) {
+func TestDecodeRows_UntypedKeepLargeIntegers(t *testing.T) {
 	for f, name := range testFiles {
 		rows, err := decodeAll[lendgraph.Row](t, readTestFile(t, name), f)
 		if err != nil || len(rows) != 3 {
@@ -137,13 +108,7 @@ func TestDecodeUntypedRowsKeepLargeIntegers(t *testing.T) {
 	}
 }
 
-// cut returns the rows decoded before the error and the error.
-func cut[T any](t *testing.T, b []byte, f lendgraph.Format) (int, error) {
-	rows, err := decodeAll[T](t, b, f)
-	return len(rows), err
-}
-
-func TestDecodeTruncatedAndCorruptFiles(t *testing.T) {
+func TestDecodeRows_TruncatedAndCorrupt(t *testing.T) {
 	// Truncated: every whole row before the cut, then an error naming the
 	// format and where.
 	nd := gzipBytes(strings.Repeat(`{"id":"a","transactionCount":1}`+"\n", 1000))
@@ -207,15 +172,7 @@ func TestDecodeTruncatedAndCorruptFiles(t *testing.T) {
 	}
 }
 
-func gzipBytes(s string) []byte {
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	_, _ = zw.Write([]byte(s))
-	_ = zw.Close()
-	return b.Bytes()
-}
-
-func TestDecodeNDJSONLongLinesAndLimit(t *testing.T) {
+func TestDecodeRows_NDJSONLongLines(t *testing.T) {
 	long := strings.Repeat("x", 10<<20)
 	body := `{"id":"a"}` + "\r\n" + `{"id":"b","fullName":"` + long + `"}` + "\n\n" + `{"id":"c"}`
 	rows, err := decodeAll[lendgraph.Agent](t, gzipBytes(body), lendgraph.FormatNDJSON)
@@ -240,7 +197,7 @@ func TestDecodeNDJSONLongLinesAndLimit(t *testing.T) {
 	}
 }
 
-func TestDecodeCSVConversions(t *testing.T) {
+func TestDecodeRows_CSVConversions(t *testing.T) {
 	body := "\uFEFFid,transactionCount,isTeamLead,volume,office,extraNum,extraZip,extraObj\r\n" +
 		"a,,,,,12,00123,\"{\"\"k\"\":1}\"\r\n"
 	type row struct {
@@ -279,7 +236,7 @@ func TestDecodeCSVConversions(t *testing.T) {
 	}
 }
 
-func TestDecodeRowsUnknownFormat(t *testing.T) {
+func TestDecodeRows_UnknownFormat(t *testing.T) {
 	for _, err := range lendgraph.DecodeRows[lendgraph.Agent](strings.NewReader(""), "xlsx") {
 		var ia *lendgraph.InvalidArgumentError
 		if !errors.As(err, &ia) {
@@ -335,7 +292,7 @@ type nestedFileRow struct {
 	Note   string          `json:"note"`
 }
 
-func TestDecodeNativeNestedParquet(t *testing.T) {
+func TestParquetDecode_NativeNested(t *testing.T) {
 	pq := readTestFile(t, "nested.parquet")
 	nd := readTestFile(t, "nested.ndjson")
 	want, err := decodeAll[nestedFileRow](t, nd, lendgraph.FormatNDJSON)
@@ -371,11 +328,11 @@ func TestDecodeNativeNestedParquet(t *testing.T) {
 	}
 }
 
-// TestCSVCellsKeepTheirText: zips.csv, zips.ndjson and zips.parquet hold
+// TestDecodeRows_CSVCellsKeepTheirText: zips.csv, zips.ndjson and zips.parquet hold
 // the same rows (DuckDB, make_nested.mjs). A csv cell never changes, a
 // column has one JSON type in every row, and Extra.Decode gives every
 // format's value.
-func TestCSVCellsKeepTheirText(t *testing.T) {
+func TestDecodeRows_CSVCellsKeepTheirText(t *testing.T) {
 	rows, err := decodeAll[lendgraph.Row](t, readTestFile(t, "zips.csv"), lendgraph.FormatCSV)
 	if err != nil || len(rows) != 3 {
 		t.Fatalf("%d rows, %v", len(rows), err)
@@ -439,9 +396,9 @@ func TestCSVCellsKeepTheirText(t *testing.T) {
 	}
 }
 
-// TestRootDoesNotLinkParquet: a program importing only this package does
+// TestDecodeRows_ParquetNotLinked: a program importing only this package does
 // not link a parquet library (the parquet package reads parquet).
-func TestRootDoesNotLinkParquet(t *testing.T) {
+func TestDecodeRows_ParquetNotLinked(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command")
@@ -536,5 +493,24 @@ func TestRowError_Place(t *testing.T) {
 		if s := e.Error(); !strings.HasPrefix(s, "lendgraph: ") || strings.Contains(s, "nil") {
 			t.Errorf("%#v prints %q", e, s)
 		}
+	}
+}
+
+func TestDecodeRows_EdgeCases(t *testing.T) {
+	// Concatenated gzip members (a file written in parts) are all read.
+	two := append(gzipBytes(`{"id":"a"}`+"\n"+`{"id":"b"}`+"\n"), gzipBytes(`{"id":"c"}`+"\n")...)
+	rows, err := decodeAll[lendgraph.Agent](t, two, lendgraph.FormatNDJSON)
+	if err != nil || len(rows) != 3 || rows[2].ID != "c" {
+		t.Errorf("concatenated gzip members: %d rows, %v", len(rows), err)
+	}
+	// A UTF-8 BOM before the csv header is dropped, not part of "id".
+	rows, err = decodeAll[lendgraph.Agent](t, []byte("\xef\xbb\xbfid,transactionCount\na,1\n"), lendgraph.FormatCSV)
+	if err != nil || len(rows) != 1 || rows[0].ID != "a" || rows[0].TransactionCount != 1 {
+		t.Errorf("csv with BOM: %+v, %v", rows, err)
+	}
+	// Trailing garbage after a JSON array file is an error after the rows.
+	rows, err = decodeAll[lendgraph.Agent](t, []byte(`[{"id":"a"}] {"id":"b"}`), lendgraph.FormatJSON)
+	if err == nil || len(rows) != 1 || !strings.Contains(err.Error(), "after the array") {
+		t.Errorf("json trailing garbage: %d rows, %v", len(rows), err)
 	}
 }

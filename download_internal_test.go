@@ -65,7 +65,7 @@ func randomBytes(n int) []byte {
 // A host that ignores Range answers every part with the whole file: the
 // download notices at the first answer and fetches the file over one
 // connection instead of once per part.
-func TestRangeIgnoredFallsBackToOneConnection(t *testing.T) {
+func TestParallel_RangeIgnoredFallsBack(t *testing.T) {
 	data := randomBytes(300 << 10)
 	size := int64(len(data))
 	ctx := context.Background()
@@ -106,7 +106,7 @@ func TestRangeIgnoredFallsBackToOneConnection(t *testing.T) {
 
 // Every answer must describe the object the first one did: a file
 // replaced during the download is an error, not a mix of two versions.
-func TestDownloadRefusesAnObjectThatChanged(t *testing.T) {
+func TestDownload_RefusesChangedObject(t *testing.T) {
 	h := &objectHost{data: randomBytes(300 << 10), etag: func(n int32) string {
 		if n <= 2 {
 			return `"v1"`
@@ -158,7 +158,7 @@ func (c *cutOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // A host that caps the length of a range: the rest of each part is asked
 // for again.
-func TestShortRangesAreCompleted(t *testing.T) {
+func TestParallel_ShortRangesCompleted(t *testing.T) {
 	h := &objectHost{data: randomBytes(300 << 10)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var a, b int
@@ -179,7 +179,7 @@ func TestShortRangesAreCompleted(t *testing.T) {
 
 // Many ranges meeting a refused link at once fetch one fresh link between
 // them.
-func TestLinkSourceRefreshesOnceForAllRanges(t *testing.T) {
+func TestLinkSource_RefreshesOnceForAllRanges(t *testing.T) {
 	var fetches atomic.Int32
 	release := make(chan struct{})
 	src := newLinkSource("l1", func(ctx context.Context) (SignedURL, error) {

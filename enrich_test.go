@@ -2,15 +2,10 @@ package lendgraph_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,40 +15,7 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-// idsWith returns the first n property ids whose lookup gives outcome o.
-func idsWith(t *testing.T, srv *lendgraphtest.Server, o lendgraphtest.EnrichOutcome, n int) []string {
-	t.Helper()
-	var ids []string
-	for i := 0; i < srv.Dataset().Len("properties") && len(ids) < n; i++ {
-		if id := srv.Dataset().ID("properties", i); srv.EnrichOutcome(id) == o {
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) < n {
-		t.Fatalf("only %d properties with outcome %s", len(ids), o)
-	}
-	return ids
-}
-
-func propertyIDs(srv *lendgraphtest.Server, n int) []string {
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = srv.Dataset().ID("properties", i)
-	}
-	return ids
-}
-
-func debits(srv *lendgraphtest.Server, org, reason string) (n int, total float64) {
-	for _, d := range srv.Debits(org) {
-		if d.Reason == reason {
-			n++
-			total += d.Amount
-		}
-	}
-	return n, total
-}
-
-func TestEnrichChargesOnlyFreshMatches(t *testing.T) {
+func TestPropertiesService_Enrich(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(200))
 	c, ctx := srv.Client(), context.Background()
 	match := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
@@ -103,7 +65,7 @@ func TestEnrichChargesOnlyFreshMatches(t *testing.T) {
 	}
 }
 
-func TestEnrichCachePerCallerAndRefresh(t *testing.T) {
+func TestPropertiesService_EnrichCacheAndRefresh(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(200))
 	ctx := context.Background()
 	id := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
@@ -136,7 +98,7 @@ func TestEnrichCachePerCallerAndRefresh(t *testing.T) {
 	}
 }
 
-func TestEnrichErrors(t *testing.T) {
+func TestPropertiesService_EnrichErrors(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300), lendgraphtest.WithRows("loans", 0))
 	c, ctx := srv.Client(), context.Background()
 	match := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
@@ -188,7 +150,7 @@ func TestEnrichErrors(t *testing.T) {
 	}
 }
 
-func TestEnrichValidationSendsNothing(t *testing.T) {
+func TestPropertiesService_EnrichValidation(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10))
 	c, ctx := srv.Client(), context.Background()
 	tooMany := make([]string, lendgraph.MaxEnrichBulk+1)
@@ -221,9 +183,7 @@ func TestEnrichValidationSendsNothing(t *testing.T) {
 	}
 }
 
-func errOf[T any](_ T, err error) error { return err }
-
-func TestEnrichBulkCacheAndRefresh(t *testing.T) {
+func TestPropertiesService_EnrichBulk(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
 	c, ctx := srv.Client(), context.Background()
 	id := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
@@ -248,7 +208,7 @@ func TestEnrichBulkCacheAndRefresh(t *testing.T) {
 	}
 }
 
-func TestEnrichBulkNeedsWorstCaseBalance(t *testing.T) {
+func TestPropertiesService_EnrichBulkNeedsWorstCaseBalance(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
 	srv.SetCredits(lendgraphtest.DefaultOrg, 9)
 	_, err := srv.Client().Properties.EnrichBulk(context.Background(), propertyIDs(srv, 10), nil)
@@ -258,7 +218,7 @@ func TestEnrichBulkNeedsWorstCaseBalance(t *testing.T) {
 	}
 }
 
-func TestEnrichBulkBillsOnceAtCompletion(t *testing.T) {
+func TestPropertiesService_EnrichBulkBillsOnce(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(400), lendgraphtest.WithJobRate("enrichment", 4000))
 	c, ctx := srv.Client(), context.Background()
 	ids := propertyIDs(srv, 300)
@@ -388,7 +348,7 @@ func startSlowJob(t *testing.T, srv *lendgraphtest.Server, c *lendgraph.Client) 
 	}
 }
 
-func TestEnrichBulkCancel(t *testing.T) {
+func TestEnrichJob_Cancel(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(1000), lendgraphtest.WithJobRate("enrichment", 5))
 	c, ctx := srv.Client(), context.Background()
 	job := startSlowJob(t, srv, c)
@@ -418,7 +378,7 @@ func TestEnrichBulkCancel(t *testing.T) {
 	}
 }
 
-func TestEnrichJobOwnershipAndRetention(t *testing.T) {
+func TestPropertiesService_EnrichJob(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
 	c, ctx := srv.Client(), context.Background()
 	job, err := c.Properties.EnrichBulk(ctx, propertyIDs(srv, 50), nil)
@@ -448,7 +408,7 @@ func TestEnrichJobOwnershipAndRetention(t *testing.T) {
 	}
 }
 
-func TestEnrichJobFailed(t *testing.T) {
+func TestEnrichJob_Failed(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
 	c, ctx := srv.Client(), context.Background()
 	srv.FailNextEnrichJob()
@@ -470,7 +430,7 @@ func TestEnrichJobFailed(t *testing.T) {
 	}
 }
 
-func TestEnrichWaitStopsOnContextCancel(t *testing.T) {
+func TestEnrichJob_WaitStopsOnCancel(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(1000), lendgraphtest.WithJobRate("enrichment", 5))
 	c := srv.Client()
 	job := startSlowJob(t, srv, c)
@@ -495,7 +455,7 @@ func TestEnrichWaitStopsOnContextCancel(t *testing.T) {
 	}
 }
 
-func TestEnrichWaitHonoursRetryAfter(t *testing.T) {
+func TestEnrichJob_WaitHonoursRetryAfter(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
 	// No pipeline retries: the poller itself must wait out the 429.
 	c, ctx := srv.Client(lendgraph.WithMaxRetries(0)), context.Background()
@@ -520,194 +480,7 @@ func TestEnrichWaitHonoursRetryAfter(t *testing.T) {
 	}
 }
 
-// hookTransport runs before each request to another host than the API.
-type hookTransport struct {
-	api    string
-	before func(*http.Request)
-}
-
-func (h hookTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !strings.HasPrefix(r.URL.String(), h.api) {
-		h.before(r)
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func TestEnrichResultsUseNewestLinkWithoutCredentials(t *testing.T) {
-	for _, bearer := range []bool{false, true} {
-		srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100), lendgraphtest.WithLinkTTL(time.Minute))
-		var storageCalls atomic.Int32
-		hc := &http.Client{Transport: hookTransport{api: srv.URL, before: func(*http.Request) {
-			if storageCalls.Add(1) == 1 {
-				srv.Advance(2 * time.Minute) // the first link expires on its way
-			}
-		}}}
-		opts := []lendgraph.Option{lendgraph.WithHTTPClient(hc)}
-		if bearer {
-			opts = append(opts, lendgraph.WithBearerAuth())
-		}
-		c, ctx := srv.Client(opts...), context.Background()
-		job, err := c.Properties.EnrichBulk(ctx, propertyIDs(srv, 100), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 10*time.Millisecond)); err != nil {
-			t.Fatal(err)
-		}
-		srv.ResetRequests()
-		var buf bytes.Buffer
-		if _, err := job.Download(ctx, &buf); err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, err := range lendgraph.DecodeEnrichmentResults(&buf) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			n++
-		}
-		if n != 100 {
-			t.Fatalf("%d rows", n)
-		}
-		var links []string
-		var storage []lendgraphtest.Request
-		for _, r := range srv.Requests() {
-			if r.Listener == "storage" {
-				storage = append(storage, r)
-				if r.Header.Get("x-api-key") != "" || r.Header.Get("Authorization") != "" {
-					t.Fatal("a credential reached the storage host")
-				}
-			} else if r.Method == "GET" {
-				links = append(links, r.Path)
-			}
-		}
-		// status → link 1 (expires) → 403 → status again → link 2 → 200
-		if len(storage) != 2 || len(links) != 2 {
-			t.Fatalf("%d storage requests, %d status fetches", len(storage), len(links))
-		}
-		q1, _ := url.ParseQuery(storage[0].Query)
-		q2, _ := url.ParseQuery(storage[1].Query)
-		if q1.Get("X-Expires") >= q2.Get("X-Expires") {
-			t.Fatalf("the retry did not use the newer link: %s then %s", q1.Get("X-Expires"), q2.Get("X-Expires"))
-		}
-	}
-}
-
-func TestDecodeEnrichmentResults(t *testing.T) {
-	ndjson := `{"propertyId":"p1","persons":[{"name":{"full":"A B"},"dnc":"Y"}],"extra":1}` + "\n\n" + `{"propertyId":"p2","persons":[]}` + "\n"
-	array := `[ {"propertyId":"p1","persons":[]}, {"propertyId":"p2"} ]`
-	gz := func(s string) string {
-		var b bytes.Buffer
-		w := gzip.NewWriter(&b)
-		w.Write([]byte(s))
-		w.Close()
-		return b.String()
-	}
-	for name, in := range map[string]string{"ndjson": ndjson, "ndjson.gz": gz(ndjson), "array": array, "array.gz": gz(array)} {
-		var got []string
-		for e, err := range lendgraph.DecodeEnrichmentResults(strings.NewReader(in)) {
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			got = append(got, e.PropertyID)
-		}
-		if strings.Join(got, ",") != "p1,p2" {
-			t.Fatalf("%s: %v", name, got)
-		}
-	}
-	for in, want := range map[string]string{
-		"propertyId,persons\n":              "starts with",
-		`{"propertyId":"p1"}` + "\n[1]\n":   "line 2",
-		`[{"propertyId":"p1"}, 3]`:          "row 2",
-		`[{"propertyId":"p1"}] {}`:          "after the array",
-		`{"propertyId":"p1","persons":"x"}`: "line 1",
-	} {
-		var err error
-		for _, e := range lendgraph.DecodeEnrichmentResults(strings.NewReader(in)) {
-			if e != nil {
-				err = e
-			}
-		}
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: error %v, want one mentioning %q", in, err, want)
-		}
-	}
-}
-
-func TestPersonFlagsAndUnknownFields(t *testing.T) {
-	in := `{"name":{"first":"A","nick":"Al"},"dnc":"Y","litigator":{"value":"true","since":"2020"},"death":0,
-		"phoneNumbers":[{"number":"+1","type":"pager","score":7.5,"carrier":"x"}],"future":[1,2]}`
-	var p lendgraph.Person
-	if err := json.Unmarshal([]byte(in), &p); err != nil {
-		t.Fatal(err)
-	}
-	if f := p.Flags(); !f.DNC || !f.Litigator || f.Death {
-		t.Fatalf("flags %+v", f)
-	}
-	if p.PhoneNumbers[0].Type != "pager" || !p.Extra.Has("future") || !p.Name.Extra.Has("nick") {
-		t.Fatalf("%+v", p)
-	}
-	out, _ := json.Marshal(p)
-	for _, want := range []string{`"future":[1,2]`, `"litigator":{"value":"true","since":"2020"}`, `"carrier":"x"`, `"dnc":"Y"`} {
-		if !strings.Contains(string(out), want) {
-			t.Fatalf("re-marshalled %s lacks %s", out, want)
-		}
-	}
-	var nested lendgraph.Person
-	if err := json.Unmarshal([]byte(`{"flags":{"Litigator":"y","deceased":true},"dnc":false}`), &nested); err != nil {
-		t.Fatal(err)
-	}
-	if f := nested.Flags(); f.DNC || !f.Litigator || !f.Death {
-		t.Fatalf("nested flags %+v", f)
-	}
-	for _, bad := range []string{`{"dnc":null}`, `{"dnc":[true]}`, `{"dnc":"maybe"}`} {
-		var q lendgraph.Person
-		if err := json.Unmarshal([]byte(bad), &q); err != nil || q.Flags().DNC {
-			t.Fatalf("%s: %v %+v", bad, err, q.Flags())
-		}
-	}
-}
-
-func TestParseEnrichmentEventRejectsOtherNames(t *testing.T) {
-	for _, body := range []string{`{"name":"delivery.completed"}`, `{"payload":{}}`, `[1]`} {
-		if _, err := lendgraph.ParseEnrichmentEvent([]byte(body)); err == nil {
-			t.Errorf("%s: accepted", body)
-		}
-	}
-	ev, err := lendgraph.ParseEnrichmentEvent([]byte(`{"type":"enrichment.bulk.whatever","data":{"jobId":"j"},"id":"e1"}`))
-	if err != nil || ev.Name != "enrichment.bulk.whatever" || string(ev.Payload) != `{"jobId":"j"}` || !ev.Extra.Has("id") {
-		t.Fatalf("%v %+v", err, ev)
-	}
-}
-
-func TestEnrichBulkAllSplitsAndWaitsForAll(t *testing.T) {
-	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10), lendgraphtest.WithJobRate("enrichment", 1e9))
-	c, ctx := srv.Client(), context.Background()
-	// Mostly unknown ids (failed rows) keep the fake's work small.
-	ids := make([]string, 50_001)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("prop_x%d", i)
-	}
-	copy(ids[49_991:], propertyIDs(srv, 10))
-	plan, err := c.Properties.PlanEnrichBulk(ids, nil)
-	if err != nil || len(plan.Batches) != 2 || plan.WorstCaseCost != 50_001 {
-		t.Fatalf("plan %v %+v", err, plan)
-	}
-	b, err := plan.Submit(ctx)
-	if err != nil || len(b.Jobs) != 2 || b.EstimatedCost != 50_001 {
-		t.Fatalf("submit %v %+v", err, b)
-	}
-	var last lendgraph.EnrichJobStatus
-	sts, err := b.Wait(ctx, lendgraph.WithPollInterval(10*time.Millisecond, 100*time.Millisecond),
-		lendgraph.WithProgress(func(s *lendgraph.EnrichJobStatus) { last = *s }))
-	if err != nil || len(sts) != 2 || last.Total != 50_001 || last.Status != lendgraph.JobCompleted ||
-		last.ChargedCount == 0 || last.ChargedCount != sts[0].ChargedCount+sts[1].ChargedCount ||
-		last.Failed != 50_001-10 {
-		t.Fatalf("wait %v, combined %+v", err, last)
-	}
-}
-
-func TestEnrichLeavesNoGoroutines(t *testing.T) {
+func TestEnrich_LeavesNoGoroutines(t *testing.T) {
 	defer leakcheck.VerifyNone(t, leakcheck.IgnoreCurrent())
 	srv, err := lendgraphtest.Start(lendgraphtest.WithDefaultRows(200))
 	if err != nil {
@@ -740,3 +513,5 @@ func TestEnrichLeavesNoGoroutines(t *testing.T) {
 	}
 	rc.Close()
 }
+
+func errOf[T any](_ T, err error) error { return err }

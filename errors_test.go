@@ -38,7 +38,7 @@ func errorFor(t *testing.T, status int, body string, header map[string]string) e
 	return err
 }
 
-func TestErrorShapes(t *testing.T) {
+func TestErrors_Shapes(t *testing.T) {
 	t.Run("plain error body and sentinels", func(t *testing.T) {
 		for status, sentinel := range map[int]error{
 			401: lendgraph.ErrUnauthorized, 403: lendgraph.ErrForbidden, 404: lendgraph.ErrNotFound,
@@ -146,7 +146,7 @@ func TestErrorShapes(t *testing.T) {
 	})
 }
 
-func TestInvalidArgumentBeforeRequest(t *testing.T) {
+func TestErrors_InvalidArgumentBeforeRequest(t *testing.T) {
 	srv := smallServer(t)
 	c := srv.Client()
 	ctx := context.Background()
@@ -197,7 +197,7 @@ func TestInvalidArgumentBeforeRequest(t *testing.T) {
 	}
 }
 
-func TestJobError(t *testing.T) {
+func TestJobError_Error(t *testing.T) {
 	failed := &lendgraph.JobError{Kind: "delivery", JobID: "j1", Status: "failed", Message: "storage down"}
 	if !errors.Is(failed, lendgraph.ErrJobFailed) || errors.Is(failed, lendgraph.ErrJobCancelled) ||
 		failed.Error() != "lendgraph: delivery job j1 failed: storage down" {
@@ -276,19 +276,5 @@ func TestErrors_NilPointers(t *testing.T) {
 		for _, target := range []error{lendgraph.ErrJobCancelled, lendgraph.ErrJobFailed, lendgraph.ErrRateLimited, lendgraph.ErrInsufficientCredits} {
 			_ = errors.Is(err, target)
 		}
-	}
-}
-
-// Options that can only fail every call are refused by NewClient; an
-// option left nil by a condition is skipped.
-func TestNewClient_Options(t *testing.T) {
-	for _, o := range []lendgraph.Option{lendgraph.WithRateLimit(10, 0), lendgraph.WithRateLimit(0, 5), lendgraph.WithMaxRetries(-1)} {
-		var ia *lendgraph.InvalidArgumentError
-		if _, err := lendgraph.NewClient(o); !errors.As(err, &ia) {
-			t.Errorf("%v, want *InvalidArgumentError", err)
-		}
-	}
-	if _, err := lendgraph.NewClient(nil, lendgraph.WithAPIKey("k"), nil); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,16 +137,6 @@ func hostOf(e *env, r route) string {
 	return e.srv.URL
 }
 
-func matchingProperty(t *testing.T, srv *lendgraphtest.Server) string {
-	for i := range srv.Dataset().Len("properties") {
-		if id := srv.Dataset().ID("properties", i); srv.EnrichOutcome(id) == lendgraphtest.OutcomeMatch {
-			return id
-		}
-	}
-	t.Fatal("no matching property")
-	return ""
-}
-
 func completedDelivery(t *testing.T, e *env) {
 	ctx := context.Background()
 	j, err := e.c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 200})
@@ -232,7 +220,7 @@ type faultCase struct {
 	unknown bool
 }
 
-func TestFaultMatrix(t *testing.T) {
+func TestReliability_FaultMatrix(t *testing.T) {
 	cases := append(matrixCases(), toxiCases()...)
 	if len(cases) < 40 {
 		t.Fatalf("%d cases, want at least 40", len(cases))
@@ -336,7 +324,7 @@ func runOn(t *testing.T, e *env, fc faultCase) string {
 	t.Helper()
 	r := fc.route
 	org := lendgraphtest.DefaultOrg
-	debitsBefore := countDebits(e.srv.Debits(org), r.reason)
+	debitsBefore, _ := debits(e.srv, org, r.reason)
 	if fc.arm != nil {
 		fc.arm(t, e, r)
 	}
@@ -356,11 +344,15 @@ func runOn(t *testing.T, e *env, fc faultCase) string {
 	if r.reason != "" {
 		settleJobs(e.srv)
 	}
-	debits := countDebits(e.srv.Debits(org), r.reason) - debitsBefore
+	debitsAfter, _ := debits(e.srv, org, r.reason)
+	charged := debitsAfter - debitsBefore
+	if r.reason == "" {
+		charged = 0 // the route charges nothing
+	}
 
 	observed := fmt.Sprintf("%d attempt(s), %s, %s", attempts, describeErr(err), elapsed.Round(time.Millisecond))
 	if r.reason != "" {
-		observed += fmt.Sprintf(", %d debit(s)", debits)
+		observed += fmt.Sprintf(", %d debit(s)", charged)
 	}
 	t.Log(observed)
 
@@ -370,27 +362,17 @@ func runOn(t *testing.T, e *env, fc faultCase) string {
 	if elapsed < fc.minElapsed || elapsed > fc.maxWait() {
 		t.Errorf("took %s, want between %s and %s", elapsed, fc.minElapsed, fc.maxWait())
 	}
-	if fc.debits >= 0 && debits != fc.debits && r.reason != "" {
-		t.Errorf("%d debits, want %d", debits, fc.debits)
+	if fc.debits >= 0 && charged != fc.debits && r.reason != "" {
+		t.Errorf("%d debits, want %d", charged, fc.debits)
 	}
-	if debits > 1 {
-		t.Errorf("%d debits for one intended action", debits)
+	if charged > 1 {
+		t.Errorf("%d debits for one intended action", charged)
 	}
 	checkOutcome(t, fc, err)
 	if unknown := errors.Is(err, lendgraph.ErrOutcomeUnknown); err != nil && unknown != (fc.unknown && r.acts) {
 		t.Errorf("errors.Is(err, ErrOutcomeUnknown) = %v, want %v: %v", unknown, fc.unknown && r.acts, err)
 	}
 	return observed
-}
-
-func countDebits(ds []lendgraphtest.Debit, reason string) int {
-	n := 0
-	for _, d := range ds {
-		if reason != "" && d.Reason == reason {
-			n++
-		}
-	}
-	return n
 }
 
 // settleJobs waits (briefly) for every job the fake started to end, so
@@ -510,44 +492,6 @@ func checkOutcome(t *testing.T, fc faultCase, err error) {
 			t.Errorf("no request id in %+v", se.APIError)
 		}
 	}
-}
-
-// closedAddr returns a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
-// dialer dials loopback addresses, sending some of them elsewhere: to a
-// closed port (connection refused) or through a fault proxy.
-type dialer struct {
-	mu    sync.Mutex
-	route map[string]string
-	d     net.Dialer
-}
-
-func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	d.mu.Lock()
-	if to, ok := d.route[addr]; ok {
-		addr = to
-	}
-	d.mu.Unlock()
-	return d.d.DialContext(ctx, network, addr)
-}
-
-// divert sends connections for the host of rawURL to addr.
-func (d *dialer) divert(rawURL, addr string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.route == nil {
-		d.route = map[string]string{}
-	}
-	d.route[strings.TrimPrefix(rawURL, "http://")] = addr
 }
 
 // --- faults ---
@@ -741,9 +685,6 @@ func toxic(kind, stream string, attrs map[string]any) func(*testing.T, *env, rou
 		e.tr.CloseIdleConnections()
 	}
 }
-
-// toxiProxies numbers the proxies: Toxiproxy names go into URL paths.
-var toxiProxies atomic.Int64
 
 func toxiCases() []faultCase {
 	var cs []faultCase

@@ -35,9 +35,9 @@ const mib = 1 << 20
 
 // A 2 GiB body on an API call is cut at the 64 MiB cap with a *DecodeError;
 // the server is not read to the end.
-func TestHostileTwoGiBBodyCutAtCap(t *testing.T) {
+func TestHostile_TwoGiBBodyCutAtCap(t *testing.T) {
 	var served atomic.Int64
-	api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
+	api := newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) {
 		const size = 2 << 30
 		w.Header().Set("Content-Length", strconv.Itoa(size))
 		w.Header().Set("Content-Type", "application/json")
@@ -93,9 +93,9 @@ func gzipBomb(t *testing.T, head, body, tail []byte, times int) (file []byte, in
 // A 1000x gzip bomb answering an API call (Content-Encoding: gzip, which
 // Go's transport inflates) is cut at the 64 MiB cap, counted after
 // inflating.
-func TestHostileGzipBombOnAPICallCutAtCap(t *testing.T) {
+func TestHostile_GzipBombOnAPICallCutAtCap(t *testing.T) {
 	body, inflated := gzipBomb(t, []byte(`{"id":"`), bytes.Repeat([]byte("a"), mib), []byte(`"}`), 128)
-	api := newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
+	api := newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
@@ -114,7 +114,7 @@ func TestHostileGzipBombOnAPICallCutAtCap(t *testing.T) {
 // small heap: rows are decoded while the file downloads, never held. Two
 // shapes: 1000x (rows with a long run of one letter, as close to deflate's
 // limit as a row gets), and 12.6 million tiny rows (11 bytes each, 515x).
-func TestHostileGzipBombDeliveryStreams(t *testing.T) {
+func TestHostile_GzipBombDeliveryStreams(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		line string
@@ -126,8 +126,8 @@ func TestHostileGzipBombDeliveryStreams(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const members = 40
 			file, inflated := gzipBomb(t, nil, bytes.Repeat([]byte(tc.line), tc.rows/members), nil, members)
-			var api *hostileServer
-			api = newHostile(t, false, func(w http.ResponseWriter, r *http.Request) {
+			var api *recorder
+			api = newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/file" {
 					w.Header().Set("Content-Length", strconv.Itoa(len(file)))
 					w.Write(file)

@@ -21,7 +21,7 @@ func agentIDs(n int) []string {
 	return ids
 }
 
-func TestPushCRMCreatesThenUpdates(t *testing.T) {
+func TestIntegrationsService_PushCRM(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	c := srv.Client()
 	ctx := context.Background()
@@ -64,7 +64,7 @@ func TestPushCRMCreatesThenUpdates(t *testing.T) {
 	}
 }
 
-func TestPushCRMValidation(t *testing.T) {
+func TestIntegrationsService_PushCRMValidation(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10))
 	c := srv.Client()
 	ctx := context.Background()
@@ -94,7 +94,7 @@ func TestPushCRMValidation(t *testing.T) {
 	}
 }
 
-func TestPushCRMInsufficientCredits(t *testing.T) {
+func TestIntegrationsService_PushCRMInsufficientCredits(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	srv.SetCredits(lendgraphtest.DefaultOrg, 1)
 	c := srv.Client()
@@ -108,7 +108,7 @@ func TestPushCRMInsufficientCredits(t *testing.T) {
 	}
 }
 
-func TestPushCRMAllBatchesAndMerges(t *testing.T) {
+func TestIntegrationsService_PushCRMAll(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	c := srv.Client()
 	res, err := c.Integrations.PushCRMAll(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(250)})
@@ -123,7 +123,7 @@ func TestPushCRMAllBatchesAndMerges(t *testing.T) {
 	}
 }
 
-func TestPushCRMAllStopsAt402(t *testing.T) {
+func TestIntegrationsService_PushCRMAllStopsAt402(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	srv.SetCredits(lendgraphtest.DefaultOrg, 150)
 	c := srv.Client()
@@ -142,7 +142,7 @@ func TestPushCRMAllStopsAt402(t *testing.T) {
 	}
 }
 
-func TestPushCRMAllNeverResendsUnknownBatch(t *testing.T) {
+func TestIntegrationsService_PushCRMAllNeverResendsUnknown(t *testing.T) {
 	for _, f := range []lendgraphtest.Fault{
 		{Kind: lendgraphtest.DropMidBody},                            // the server wrote; the answer was cut
 		{Kind: lendgraphtest.Respond, Status: http.StatusBadGateway}, // a gateway failed; outcome unknown
@@ -166,7 +166,7 @@ func TestPushCRMAllNeverResendsUnknownBatch(t *testing.T) {
 }
 
 // A 429 means the server did not act: the push is retried, and charged once.
-func TestPushCRMRetriesOnlyWhenNothingHappened(t *testing.T) {
+func TestIntegrationsService_PushCRMRetriesOnlyWhenNothingHappened(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
 	c := srv.Client()
 	srv.InjectFault(http.MethodPost, "/v1/integrations/crm/push", lendgraphtest.Fault{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}})
@@ -180,7 +180,7 @@ func TestPushCRMRetriesOnlyWhenNothingHappened(t *testing.T) {
 	}
 }
 
-func TestPushResponseKeepsUnknown(t *testing.T) {
+func TestCRMPushResponse_KeepsUnknown(t *testing.T) {
 	var r lendgraph.CRMPushResponse
 	in := `{"results":[{"id":"a","status":"merged","reason":"duplicate_email","crmRecordId":"9","attempts":2}],"summary":{"requested":1,"merged":1},"billing":{"charged":1,"note":"n","rate":1},"portalRecorded":true,"region":"eu"}`
 	if err := json.Unmarshal([]byte(in), &r); err != nil {
@@ -199,7 +199,7 @@ func TestPushResponseKeepsUnknown(t *testing.T) {
 
 // A push that names an id twice would write and charge the record twice:
 // refused before any request.
-func TestIntegrations_PushCRMDuplicateIDs(t *testing.T) {
+func TestIntegrationsService_PushCRMDuplicateIDs(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10))
 	_, err := srv.Client().Integrations.PushCRM(context.Background(), &lendgraph.CRMPushRequest{
 		Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: []string{"agt_1", "agt_2", "agt_1"}})

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,22 +42,6 @@ type iterCase struct {
 	shared bool
 	// page is the page size of a list (0: not a list).
 	page int
-}
-
-// keyed reduces a sequence's elements to keys; break and panics pass
-// straight through it.
-func keyed[T any](seq iter.Seq2[T, error], key func(T) string) iter.Seq2[string, error] {
-	return func(yield func(string, error) bool) {
-		for v, err := range seq {
-			k := ""
-			if err == nil {
-				k = key(v)
-			}
-			if !yield(k, err) {
-				return
-			}
-		}
-	}
 }
 
 // iterFixture is a fake with data behind every iterator of the SDK, and
@@ -183,25 +166,10 @@ func (f *iterFixture) cases(t *testing.T) []iterCase {
 	return cs
 }
 
-// rangeUntil ranges seq, breaking after n elements (n < 0: to the end),
-// and returns the keys and the error yielded.
-func rangeUntil(seq iter.Seq2[string, error], n int) (got []string, err error) {
-	for k, e := range seq {
-		if e != nil {
-			return got, e
-		}
-		got = append(got, k)
-		if len(got) == n {
-			break
-		}
-	}
-	return got, nil
-}
-
-// TestIteratorsStartOver: ranging the same value again after a break or
+// TestIterators_StartOver: ranging the same value again after a break or
 // after a full read yields every row from the first (issue 17 item 2),
 // for every iterator; a pager left mid-page reads that page again.
-func TestIteratorsStartOver(t *testing.T) {
+func TestIterators_StartOver(t *testing.T) {
 	noLeaks(t)
 	f := newIterFixture(t, nil)
 	ctx := context.Background()
@@ -227,70 +195,10 @@ func TestIteratorsStartOver(t *testing.T) {
 	}
 }
 
-// TestPagerResumesAtThePageItLeft is the issue's case: breaking at row 10
-// of a 100-row page and ranging Pager.All again must not skip rows 10-99.
-func TestPagerResumesAtThePageItLeft(t *testing.T) {
-	noLeaks(t)
-	srv := lendgraphtest.NewServer(t, lendgraphtest.WithRows("agents", 250))
-	c := srv.Client()
-	ctx := context.Background()
-	req := &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 100}}
-	want := ids(collect(t, c.Agents.All(ctx, req)), agentID)
-	p, err := c.Agents.Pager(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := rangeUntil(keyed(p.All(ctx), agentID), 10)
-	if err != nil || len(got) != 10 {
-		t.Fatal(got, err)
-	}
-	if p.Cursor() != "" || p.NextCursor() != "" || !p.More() {
-		t.Fatalf("after a break on page 1: Cursor %q NextCursor %q More %v", p.Cursor(), p.NextCursor(), p.More())
-	}
-	// A new loop over the same pager reads page 1 again from its first row.
-	rest, err := rangeUntil(keyed(p.All(ctx), agentID), 110)
-	if err != nil || !slices.Equal(rest, want[:110]) {
-		t.Fatalf("resumed: %d rows, %v; want rows 0..109", len(rest), err)
-	}
-	page2 := p.Cursor()
-	if page2 == "" || p.NextCursor() != page2 {
-		t.Fatalf("after a break on page 2: Cursor %q NextCursor %q", page2, p.NextCursor())
-	}
-	// NextPage returns the unfinished page whole, then moves on.
-	items, err := p.NextPage(ctx)
-	if err != nil || len(items) != 100 || items[0].ID != want[100] || p.Cursor() != page2 {
-		t.Fatalf("NextPage after a break: %d items, %v", len(items), err)
-	}
-	tail := ids(collect(t, p.All(ctx)), agentID)
-	if !slices.Equal(tail, want[200:]) || p.More() {
-		t.Fatalf("tail: %d rows, More %v", len(tail), p.More())
-	}
-	// The pager is exhausted; a new loop yields nothing (More says so).
-	if n := len(collect(t, p.All(ctx))); n != 0 {
-		t.Fatalf("%d rows from an exhausted pager", n)
-	}
-	// A panic in the loop body leaves the pager on its page too.
-	p, _ = c.Agents.Pager(req)
-	func() {
-		defer func() { _ = recover() }()
-		for a, err := range p.All(ctx) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if a.ID == want[150] {
-				panic("boom")
-			}
-		}
-	}()
-	if got := ids(collect(t, p.All(ctx)), agentID); !slices.Equal(got, want[100:]) {
-		t.Fatalf("after a panic at row 150: %d rows from %q", len(got), got[0])
-	}
-}
-
-// TestConcurrentRangesOfOneValue (item 3): independent ranges are safe;
+// TestIterators_ConcurrentRanges (item 3): independent ranges are safe;
 // ranges that would share a cursor or a reader are refused with an error,
 // never a silent short read or a data race.
-func TestConcurrentRangesOfOneValue(t *testing.T) {
+func TestIterators_ConcurrentRanges(t *testing.T) {
 	noLeaks(t)
 	f := newIterFixture(t, nil)
 	ctx := context.Background()
@@ -354,10 +262,10 @@ func TestConcurrentRangesOfOneValue(t *testing.T) {
 	}
 }
 
-// TestDecodersOverAReaderThatCannotSeek: a second range over a reader
+// TestIterators_ReaderThatCannotSeek: a second range over a reader
 // that cannot be rewound is an error, never rows taken from the middle of
 // the stream (item 6: a csv data row taken as the header).
-func TestDecodersOverAReaderThatCannotSeek(t *testing.T) {
+func TestIterators_ReaderThatCannotSeek(t *testing.T) {
 	f := newIterFixture(t, nil)
 	// parquet is read at offsets (parquet.Decode takes an io.ReaderAt): no
 	// reader to consume.
@@ -392,9 +300,9 @@ func TestDecodersOverAReaderThatCannotSeek(t *testing.T) {
 	}
 }
 
-// TestDecodeEmptyFiles (item 6): a 0-byte file is an error in every
+// TestIterators_EmptyFiles (item 6): a 0-byte file is an error in every
 // format; a file of no rows is not.
-func TestDecodeEmptyFiles(t *testing.T) {
+func TestIterators_EmptyFiles(t *testing.T) {
 	for _, format := range allFormats {
 		rows, err := decodeAll[lendgraph.Agent](t, nil, format)
 		if err == nil || len(rows) != 0 || !strings.Contains(err.Error(), string(format)) {
@@ -412,10 +320,10 @@ func TestDecodeEmptyFiles(t *testing.T) {
 	}
 }
 
-// TestRowsBreakWhileTheDownloadStalls (item 1): breaking out of Rows, or
+// TestIterators_BreakWhileTheDownloadStalls (item 1): breaking out of Rows, or
 // panicking in its loop, while the storage download is stalled mid-body
 // returns at once and leaves no goroutine behind.
-func TestRowsBreakWhileTheDownloadStalls(t *testing.T) {
+func TestIterators_BreakWhileTheDownloadStalls(t *testing.T) {
 	proxy := newFaultProxy(t)
 	srv, _ := newDeliveryServer(t)
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
@@ -456,19 +364,10 @@ func TestRowsBreakWhileTheDownloadStalls(t *testing.T) {
 	}
 }
 
-// httpIdle ignores the goroutines of idle keep-alive connections and of
-// loopback test servers.
-var httpIdle = []leakcheck.Option{
-	leakcheck.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-	leakcheck.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-	leakcheck.IgnoreAnyFunction("net/http.(*conn).serve"),
-	leakcheck.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
-}
-
-// TestCancelGivesTheCauseInEveryFormat (item 4): cancelling with a cause
+// TestIterators_CancelGivesTheCause (item 4): cancelling with a cause
 // ends every iterator at the next element with an error matching both
 // context.Canceled and the cause; no row comes after the cancel.
-func TestCancelGivesTheCauseInEveryFormat(t *testing.T) {
+func TestIterators_CancelGivesTheCause(t *testing.T) {
 	noLeaks(t)
 	f := newIterFixture(t, nil)
 	cause := errors.New("the operator pressed stop")
@@ -511,9 +410,9 @@ func TestCancelGivesTheCauseInEveryFormat(t *testing.T) {
 	}
 }
 
-// TestNoTempFileOrGoroutineLeftByParquetRows: the temporary file of a
+// TestIterators_ParquetRowsLeaveNothing: the temporary file of a
 // parquet delivery is removed on break, panic and cancel.
-func TestNoTempFileOrGoroutineLeftByParquetRows(t *testing.T) {
+func TestIterators_ParquetRowsLeaveNothing(t *testing.T) {
 	noLeaks(t)
 	_, c := newDeliveryServer(t)
 	job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Limit: 500})
@@ -548,7 +447,7 @@ func TestNoTempFileOrGoroutineLeftByParquetRows(t *testing.T) {
 	}
 }
 
-// TestRandomStopsUnderFaults breaks, panics and cancels at random rows and
+// TestIterators_RandomStopsUnderFaults breaks, panics and cancels at random rows and
 // moments in every iterator while a fault proxy stalls, trickles, cuts or
 // resets the connections it reads from, and checks the contract each
 // time: the loop returns within a bound, nothing is left behind, the rows
@@ -556,7 +455,7 @@ func TestNoTempFileOrGoroutineLeftByParquetRows(t *testing.T) {
 // same value afterwards yields every row from the first, and a cancel
 // ends with the context's cause. LENDGRAPH_CHAOS_ROUNDS sets the rounds
 // per iterator (default 4); LENDGRAPH_CHAOS_SEED replays a run.
-func TestRandomStopsUnderFaults(t *testing.T) {
+func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: random faults on every iterator")
 	}
@@ -678,14 +577,6 @@ func TestRandomStopsUnderFaults(t *testing.T) {
 		})
 	}
 	t.Logf("faults applied: %v", proxy.counts())
-}
-
-// envInt reads an integer from the environment, def when unset.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
 }
 
 func newRand(seed int) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 17)) }

@@ -11,7 +11,7 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-func TestLocationSuggestAndRetrieve(t *testing.T) {
+func TestLocationsService_SuggestAndRetrieve(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(500))
 	c := srv.Client()
 	ctx := context.Background()
@@ -54,7 +54,7 @@ func TestLocationSuggestAndRetrieve(t *testing.T) {
 	wantStatus(t, err, http.StatusNotFound)
 }
 
-func TestLocationValidation(t *testing.T) {
+func TestLocationsService_Validation(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
 	c := srv.Client()
 	ctx := context.Background()
@@ -71,7 +71,7 @@ func TestLocationValidation(t *testing.T) {
 	}
 }
 
-func TestLocationSuggestionKeepsUnknown(t *testing.T) {
+func TestLocationSuggestion_KeepsUnknown(t *testing.T) {
 	var s lendgraph.LocationSuggestion
 	if err := json.Unmarshal([]byte(`{"id":"x","source":"mapbox","type":"poi","bbox":[1,2]}`), &s); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ func marketServer(t *testing.T) *lendgraphtest.Server {
 	return lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(2000))
 }
 
-func TestMostGainedWaitsThroughComputing(t *testing.T) {
+func TestMarketService_MostGained(t *testing.T) {
 	srv := marketServer(t)
 	c := srv.Client()
 	var waits []time.Duration
@@ -61,7 +61,7 @@ func TestMostGainedWaitsThroughComputing(t *testing.T) {
 	}
 }
 
-func TestMostGainedRankByNetAndEncoding(t *testing.T) {
+func TestMarketService_MostGainedRankByNet(t *testing.T) {
 	srv := marketServer(t)
 	srv.SetComputeDelay(0)
 	c := srv.Client()
@@ -83,7 +83,7 @@ func TestMostGainedRankByNetAndEncoding(t *testing.T) {
 	}
 }
 
-func TestMostGainedCancelStopsWaiting(t *testing.T) {
+func TestMarketService_MostGainedCancel(t *testing.T) {
 	srv := marketServer(t)
 	srv.SetComputeDelay(time.Hour)
 	// The fake asks for the whole hour: a cap above it, so the client waits.
@@ -101,7 +101,7 @@ func TestMostGainedCancelStopsWaiting(t *testing.T) {
 	}
 }
 
-func TestMostGainedValidation(t *testing.T) {
+func TestMostGainedParams_Validate(t *testing.T) {
 	srv := marketServer(t)
 	c := srv.Client()
 	for _, tc := range []struct {
@@ -135,7 +135,7 @@ func TestMostGainedValidation(t *testing.T) {
 }
 
 // The fake refuses what the SDK refuses, for callers that bypass it.
-func TestFakeMostGainedValidates(t *testing.T) {
+func TestMarketService_FakeMostGainedValidates(t *testing.T) {
 	srv := marketServer(t)
 	c := srv.Client()
 	for _, q := range []string{"dateRange=last_0_months", "state=TXX", "city=", "companyCategory=BANK,X", "rankBy=x", "limit=0", "limit=101"} {
@@ -144,7 +144,7 @@ func TestFakeMostGainedValidates(t *testing.T) {
 	}
 }
 
-func TestMostGainedKeepsUnknownFields(t *testing.T) {
+func TestMostGainedResponse_KeepsUnknown(t *testing.T) {
 	var r lendgraph.MostGainedResponse
 	in := `{"data":[{"companyName":"A","companyNmlsId":"1","gained":3,"lost":1,"net":2,"units":4,"volume":1.5,"avgLoanSize":0.4,"volumeTruncated":true,"rank":1}],"truncated":true,"window":{"startDate":"2025-01-01","endDate":"2025-12-31","months":12,"tz":"UTC"},"asOf":"x"}`
 	if err := r.UnmarshalJSON([]byte(in)); err != nil {

@@ -115,7 +115,7 @@ func newStoreClient(t *testing.T, srv *lendgraphtest.Server, store lendgraphtest
 	return sc
 }
 
-func TestMinIODownloads(t *testing.T) {
+func TestMinIO_Downloads(t *testing.T) {
 	store := startMinIO(t)
 	const ttl = 2 * time.Second
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000), lendgraphtest.WithS3Store(store), lendgraphtest.WithLinkTTL(ttl))

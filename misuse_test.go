@@ -14,30 +14,10 @@ import (
 	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
-// wantFix checks that err is an *InvalidArgumentError whose text names
-// what to pass instead.
-func wantFix(t *testing.T, what string, err error, fix string) {
-	t.Helper()
-	var ia *lendgraph.InvalidArgumentError
-	if !errors.As(err, &ia) || !strings.Contains(err.Error(), fix) {
-		t.Errorf("%s: %v; want an *InvalidArgumentError saying %q", what, err, fix)
-	}
-}
-
-// firstErr ranges seq and returns the first error it yields.
-func firstErr[T any](seq func(func(T, error) bool)) (err error) {
-	for _, e := range seq {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
-}
-
-// TestMisuseSaysWhatToDo (item 9): a zero Client, nil readers, nil jobs
+// TestMisuse_SaysWhatToDo (item 9): a zero Client, nil readers, nil jobs
 // and nil contexts give an *InvalidArgumentError naming the fix, before
 // any request, never a nil-pointer panic.
-func TestMisuseSaysWhatToDo(t *testing.T) {
+func TestMisuse_SaysWhatToDo(t *testing.T) {
 	ctx := context.Background()
 	var zero lendgraph.Client
 	var nilClient *lendgraph.Client
@@ -65,10 +45,10 @@ func TestMisuseSaysWhatToDo(t *testing.T) {
 	wantFix(t, "EnrichBatch with a nil job", err, "Jobs[0]")
 }
 
-// TestNilContextEverywhere calls every method of every service that takes
+// TestMisuse_NilContext calls every method of every service that takes
 // a context with a nil one (and plausible other arguments): each returns
 // (or yields) an *InvalidArgumentError, sends nothing, never panics.
-func TestNilContextEverywhere(t *testing.T) {
+func TestMisuse_NilContext(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
 	c := srv.Client()
 	job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 5})
@@ -134,6 +114,16 @@ func TestNilContextEverywhere(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("%d requests sent with a nil context", n)
+	}
+}
+
+// wantFix checks that err is an *InvalidArgumentError whose text names
+// what to pass instead.
+func wantFix(t *testing.T, what string, err error, fix string) {
+	t.Helper()
+	var ia *lendgraph.InvalidArgumentError
+	if !errors.As(err, &ia) || !strings.Contains(err.Error(), fix) {
+		t.Errorf("%s: %v; want an *InvalidArgumentError saying %q", what, err, fix)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-func TestSavedFiltersLifecycle(t *testing.T) {
+func TestSavedFiltersService_Lifecycle(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
 	c := srv.Client()
 	ctx := context.Background()
@@ -60,7 +61,7 @@ func TestSavedFiltersLifecycle(t *testing.T) {
 	wantStatus(t, err, http.StatusNotFound)
 }
 
-func TestSavedFilterValidationErrors(t *testing.T) {
+func TestSavedFiltersService_ValidationErrors(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
 	c := srv.Client()
 	ctx := context.Background()
@@ -102,7 +103,7 @@ func TestSavedFilterValidationErrors(t *testing.T) {
 	}
 }
 
-func TestSavedFilterClientChecks(t *testing.T) {
+func TestSavedFiltersService_ClientChecks(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10))
 	c := srv.Client()
 	ctx := context.Background()
@@ -126,7 +127,7 @@ func TestSavedFilterClientChecks(t *testing.T) {
 	}
 }
 
-func TestSavedFilterKeepsUnknown(t *testing.T) {
+func TestSavedFilter_KeepsUnknown(t *testing.T) {
 	var f lendgraph.SavedFilter
 	in := `{"id":"a","kind":"crm_view","target":"crm","visibility":"org","fidelity":"lossy","icon":{"type":"emoji","color":"red","glyph":"x"},"query":{"a":1},"pinned":true,"createdAt":"2026-01-02T03:04:05Z"}`
 	if err := json.Unmarshal([]byte(in), &f); err != nil {
@@ -137,5 +138,25 @@ func TestSavedFilterKeepsUnknown(t *testing.T) {
 		if !strings.Contains(string(out), m) {
 			t.Fatalf("%s lost: %s", m, out)
 		}
+	}
+}
+
+// Saved-filter ids are refused before any request unless they match
+// [\w-]{1,32}, so no escaping can reach the server.
+func TestSavedFiltersService_IDRefused(t *testing.T) {
+	rec := &pathRecorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(srv.URL), lendgraph.WithAPIKey("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a/b", "prop 1", "100%"} {
+		if _, err := c.SavedFilters.Delete(context.Background(), id); err == nil {
+			t.Errorf("Delete(%q) sent", id)
+		}
+	}
+	if rec.received != 0 {
+		t.Fatalf("%d requests reached the server", rec.received)
 	}
 }

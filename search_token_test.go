@@ -2,18 +2,24 @@ package lendgraph_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-// TestSearchTokenUnderClockSkew (item 8): the token's lifetime is the
+// TestSearchTokenSource_ClockSkew (item 8): the token's lifetime is the
 // server's (expiresAt against the response's Date), so a machine whose
 // clock is ten minutes ahead does not mint on every call, and one ten
 // minutes behind replaces the token before the server ends it.
-func TestSearchTokenUnderClockSkew(t *testing.T) {
+func TestSearchTokenSource_ClockSkew(t *testing.T) {
 	noLeaks(t)
 	t.Run("ahead", func(t *testing.T) {
 		srv := searchServer(t)
@@ -74,4 +80,142 @@ func TestSearchTokenUnderClockSkew(t *testing.T) {
 			t.Fatalf("%d requests: the host refused the token", n)
 		}
 	})
+}
+
+func TestSearchTokenSource_OneMintForManyCallers(t *testing.T) {
+	srv := searchServer(t)
+	c := srv.Client()
+	ts := c.Search.TokenSource()
+	var wg sync.WaitGroup
+	toks := make([]*lendgraph.SearchToken, 100)
+	errs := make([]error, 100)
+	for i := range 100 {
+		wg.Go(func() { toks[i], errs[i] = ts.Token(context.Background()) })
+	}
+	wg.Wait()
+	for i := range toks {
+		if errs[i] != nil || toks[i] != toks[0] {
+			t.Fatalf("caller %d: %v, %p vs %p", i, errs[i], toks[i], toks[0])
+		}
+	}
+	if n := srv.SearchTokenMints(); n != 1 {
+		t.Fatalf("%d mints, want 1", n)
+	}
+	tok := toks[0]
+	if tok.Host != srv.SearchHostURL() || len(tok.Indexes) != 4 || tok.ExpiresAt.Before(srv.Now()) {
+		t.Fatalf("token %v", tok)
+	}
+	if c.Search.TokenSource() != ts {
+		t.Fatal("TokenSource is not shared")
+	}
+}
+
+func TestSearchTokenSource_RefreshedWithinMargin(t *testing.T) {
+	srv := searchServer(t)
+	srv.SetSearchTokenTTL(time.Minute) // margin: 6s
+	c := srv.Client()
+	lendgraph.SetSearchClock(c, srv.Now)
+	ts := c.Search.TokenSource()
+	ctx := context.Background()
+	t1, err := ts.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Advance(53 * time.Second)
+	if t2, _ := ts.Token(ctx); t2 != t1 || srv.SearchTokenMints() != 1 {
+		t.Fatal("token replaced before its margin")
+	}
+	srv.Advance(2 * time.Second) // 5s left: inside the margin, not expired
+	t3, err := ts.Token(ctx)
+	if err != nil || t3 == t1 || t3.Token == t1.Token || srv.SearchTokenMints() != 2 {
+		t.Fatalf("token not replaced inside its margin: %v, mints %d", err, srv.SearchTokenMints())
+	}
+	// The replacement is used by the host: no refusal, one request.
+	srv.ResetRequests()
+	if _, err := c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("%d requests, want 1", n)
+	}
+}
+
+func TestSearchTokenSource_ErrorsNotCached(t *testing.T) {
+	srv := searchServer(t)
+	c := srv.Client(lendgraph.WithMaxRetries(0))
+	ts := c.Search.TokenSource()
+	srv.InjectFault(http.MethodGet, "/v1/search-token", lendgraphtest.Fault{Status: 500, Body: `{"error":"boom"}`})
+	if _, err := ts.Token(context.Background()); err == nil {
+		t.Fatal("want the mint's error")
+	}
+	if _, err := ts.Token(context.Background()); err != nil {
+		t.Fatalf("error was cached: %v", err)
+	}
+
+	// A mint that hangs: a waiter with a cancelled context returns at once;
+	// when the minting caller gives up, a waiter that still wants a token mints.
+	c = srv.Client()
+	ts = c.Search.TokenSource()
+	srv.InjectFault(http.MethodGet, "/v1/search-token", lendgraphtest.Fault{Kind: lendgraphtest.Stall, Delay: time.Minute})
+	ctxA, cancelA := context.WithCancel(context.Background())
+	aDone := make(chan error, 1)
+	go func() { _, err := ts.Token(ctxA); aDone <- err }()
+	for srv.CountRequests(http.MethodGet, "/v1/search-token") < 3 {
+		time.Sleep(time.Millisecond) // wait for the stalled request to arrive
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ts.Token(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiter: %v", err)
+	}
+	bDone := make(chan error, 1)
+	go func() { _, err := ts.Token(context.Background()); bDone <- err }()
+	cancelA()
+	if err := <-aDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("minting caller: %v", err)
+	}
+	if err := <-bDone; err != nil {
+		t.Fatalf("waiter after the minting caller gave up: %v", err)
+	}
+}
+
+func TestSearchService_TokenHandler(t *testing.T) {
+	srv := searchServer(t)
+	c := srv.Client()
+	h := c.Search.TokenHandler()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/search-token", nil))
+	if rec.Code != 200 || rec.Header().Get("Cache-Control") != "no-store" || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("%d %v", rec.Code, rec.Header())
+	}
+	var got struct {
+		Token     string    `json:"token"`
+		Host      string    `json:"host"`
+		Indexes   []string  `json:"indexes"`
+		ExpiresAt time.Time `json:"expiresAt"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Token == "" || got.Host != srv.SearchHostURL() ||
+		len(got.Indexes) != 4 || got.ExpiresAt.IsZero() {
+		t.Fatalf("%v %s", err, rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), srv.DefaultCaller().Key) {
+		t.Fatal("the API key was served")
+	}
+	// What a browser does with it: query the host with the token alone.
+	status, res := hostPost(t, srv, "originators", got.Token, "application/json", `{"q":"smi","limit":2}`)
+	if status != 200 || !strings.HasPrefix(res["hits"], "[map[") || res["limit"] != "2" {
+		t.Fatalf("browser query: %d %v", status, res)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/search-token", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Fatalf("POST: %d", rec.Code)
+	}
+	srv.SetSearchConfigured(false)
+	c2 := srv.Client(lendgraph.WithMaxRetries(0))
+	rec = httptest.NewRecorder()
+	c2.Search.TokenHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/search-token", nil))
+	if rec.Code != http.StatusBadGateway || strings.Contains(rec.Body.String(), "lendgraph:") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
 }

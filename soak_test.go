@@ -18,13 +18,13 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-// TestSoak runs idempotent reads (a list read to its end, Get, a search
+// TestReliability_Soak runs idempotent reads (a list read to its end, Get, a search
 // host query, market movement) from many goroutines for a while, through a
 // fault proxy that faults about a tenth of all attempts (stalls included),
 // and counts the calls that fail. It is skipped unless LENDGRAPH_SOAK
 // names a duration:
 //
-//	LENDGRAPH_SOAK=60s go test -run TestSoak -v .
+//	LENDGRAPH_SOAK=60s go test -run TestReliability_Soak -v .
 //
 // LENDGRAPH_SOAK_FAULTS sets the share of faulted attempts (default 0.10),
 // LENDGRAPH_SOAK_WORKERS the goroutines (default 16), and
@@ -32,7 +32,7 @@ import (
 // WithAttemptTimeout(1s)), "client" (http.Client.Timeout of 1s) or "none"
 // (only each call's 60 s context). With "sdk" and "client" at most 1% of
 // the calls may fail.
-func TestSoak(t *testing.T) {
+func TestReliability_Soak(t *testing.T) {
 	d, err := time.ParseDuration(os.Getenv("LENDGRAPH_SOAK"))
 	if err != nil || testing.Short() {
 		t.Skip("set LENDGRAPH_SOAK=60s to run the soak")

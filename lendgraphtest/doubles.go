@@ -42,23 +42,37 @@ type JobDouble[S lendgraph.EnrichJobStatus | lendgraph.DeliveryStatus] struct {
 	opens     int
 }
 
-// Status returns the next scripted status record.
-func (d *JobDouble[S]) Status(ctx context.Context, id string) (*S, error) {
+// begin takes the double's lock for a call, or says why the call fails
+// at once: ctx has ended, or Err is set.
+func (d *JobDouble[S]) begin(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.Err != nil {
-		return nil, d.Err
+		d.mu.Unlock()
+		return d.Err
 	}
+	return nil
+}
+
+func errNoStatus(id string) error {
+	return fmt.Errorf("lendgraphtest: job %s: the double has no scripted status", id)
+}
+
+// Status returns the next scripted status record.
+func (d *JobDouble[S]) Status(ctx context.Context, id string) (*S, error) {
+	if err := d.begin(ctx); err != nil {
+		return nil, err
+	}
+	defer d.mu.Unlock()
 	d.polls++
 	if d.cancelled != nil {
 		st := *d.cancelled
 		return &st, nil
 	}
 	if len(d.Statuses) == 0 {
-		return nil, fmt.Errorf("lendgraphtest: job %s: the double has no scripted status", id)
+		return nil, errNoStatus(id)
 	}
 	st := d.Statuses[min(d.polls, len(d.Statuses))-1]
 	return &st, nil
@@ -68,16 +82,12 @@ func (d *JobDouble[S]) Status(ctx context.Context, id string) (*S, error) {
 // cancelled (every later Status says so); a finished one answers 409, which
 // matches lendgraph.ErrJobFinished.
 func (d *JobDouble[S]) Cancel(ctx context.Context, id string) (*S, error) {
-	if err := ctx.Err(); err != nil {
+	if err := d.begin(ctx); err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.Err != nil {
-		return nil, d.Err
-	}
 	if len(d.Statuses) == 0 {
-		return nil, fmt.Errorf("lendgraphtest: job %s: the double has no scripted status", id)
+		return nil, errNoStatus(id)
 	}
 	cur := d.Statuses[min(max(d.polls, 1), len(d.Statuses))-1]
 	if d.cancelled != nil || stateOf(&cur).Terminal() {
@@ -91,14 +101,10 @@ func (d *JobDouble[S]) Cancel(ctx context.Context, id string) (*S, error) {
 
 // Open returns the scripted result file.
 func (d *JobDouble[S]) Open(ctx context.Context, id string) (io.ReadCloser, error) {
-	if err := ctx.Err(); err != nil {
+	if err := d.begin(ctx); err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.Err != nil {
-		return nil, d.Err
-	}
 	d.opens++
 	return io.NopCloser(bytes.NewReader(d.File)), nil
 }

@@ -1,14 +1,12 @@
 package lendgraph_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
-	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
 // movementBody is a most-gained answer of 100 rows.
@@ -45,19 +43,6 @@ func BenchmarkMovementDecode(b *testing.B) {
 	for b.Loop() {
 		var r lendgraph.MostGainedResponse
 		if err := r.UnmarshalJSON(body); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkTitleCompaniesRoundTrip is one breakdown page against the fake
-// (request, breakdown of 400 loans, decode).
-func BenchmarkTitleCompaniesRoundTrip(b *testing.B) {
-	srv := lendgraphtest.NewServer(b, lendgraphtest.WithDefaultRows(100), lendgraphtest.WithRows("originators", 2), lendgraphtest.WithRows("loans", 800))
-	c := srv.Client()
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := c.Originators.TitleCompanies(ctx, "1000000", nil); err != nil {
 			b.Fatal(err)
 		}
 	}

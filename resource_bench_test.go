@@ -55,8 +55,6 @@ func BenchmarkIterateAgents(b *testing.B) {
 	})
 }
 
-var sink int64
-
 // mallocs counts allocations over a benchmark loop to report them per
 // record. They include the in-process fake server's, which are the same for
 // both loops: the difference between the two figures is the client's.

@@ -14,7 +14,9 @@
 // download or an iterator at once. Errors are typed: every non-2xx response
 // is an *APIError, with more specific types (InsufficientCreditsError,
 // EntitlementError, ...) reachable through errors.As and sentinels
-// (ErrNotFound, ErrJobFailed, ...) through errors.Is.
+// (ErrNotFound, ErrJobFailed, ...) through errors.Is. A delivery or results
+// file that cannot be decoded ends with a *RowError naming the format and
+// the row, line, byte offset or column where it failed.
 //
 // Waits the server asks for follow one rule: a Retry-After on any response
 // (the retries of every call, both job kinds' Wait polls, signed-link
@@ -31,9 +33,9 @@
 // # Iterators
 //
 // Every iter.Seq2 the SDK returns (ResourceService.All and the other All*
-// methods, Pager.All, Enrichments, DeliveryJob.Rows, EnrichJob.ResultRows,
-// DecodeRows, parquet.Decode and parquet.Rows, DecodeEnrichmentResults)
-// keeps one contract:
+// methods, AllEnrichments among them, Pager.All, DeliveryJob.Rows,
+// EnrichJob.ResultRows, DecodeRows, parquet.Decode and parquet.Rows,
+// DecodeEnrichmentResults) keeps one contract:
 //
 //   - Ranging a sequence again starts it over: a list from the request's
 //     first page (Pager.All: from where the pager stood when All was
@@ -43,8 +45,8 @@
 //     io.Seeker such as an *os.File); over any other reader a second range
 //     yields an error instead of rows.
 //   - Ranging one sequence from several goroutines at once is safe where
-//     the ranges are independent (the All* methods, Enrichments, Rows,
-//     ResultRows, parquet.Decode), and refused where they would share one
+//     the ranges are independent (the All* methods, Rows, ResultRows,
+//     parquet.Decode), and refused where they would share one
 //     cursor or one reader (Pager.All and NextPage on one Pager, DecodeRows
 //     and DecodeEnrichmentResults over one reader): the second range
 //     yields an error as its only element. It is never a silent short read.

@@ -25,6 +25,8 @@
 // shards with bounded concurrency, lands each file as delivered (no
 // re-encoding), checks each (it decodes; its rows match the job's charged
 // rows), and checks the whole (no id twice, landed against planned rows).
+// Files come down through DeliveryJob.DownloadFile, so a download a run was
+// stopped in continues from its part file next time.
 // Running it again resumes where it stopped; RunOptions.Shards runs chosen
 // shards alone, so a workflow (Airflow, Argo, Kubernetes jobs) can run one
 // shard a task from the plan file.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -316,4 +317,54 @@ func TestRunTheOneInexactWindow(t *testing.T) {
 	if len(seen) != 900 {
 		t.Errorf("%d ids, want 900", len(seen))
 	}
+}
+
+// TestResumeContinuesAPartialDownload: a run stopped in the middle of a
+// download leaves the part file, and the next run asks the storage host
+// for the rest only (a Range from where the part file ends), with no new
+// job and no new charge.
+func TestResumeContinuesAPartialDownload(t *testing.T) {
+	srv, c := fakeFor(t, 1500, 0)
+	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
+	dir := t.TempDir()
+	srv.InjectFault("GET", "/objects/{key...}", lendgraphtest.Fault{Kind: lendgraphtest.Throttle, Rate: 8 << 10, Times: -1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := runOpts(dir)
+	opts.Concurrency = 1
+	var cut atomic.Int64 // bytes of the download the first run was stopped in
+	opts.OnEvent = func(e export.Event) {
+		if e.Kind == export.EventDownloading && e.Downloaded >= 4<<10 && cut.CompareAndSwap(0, e.Downloaded) {
+			cancel()
+		}
+	}
+	if _, err := export.Run(ctx, c.Agents, p, opts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first run: %v", err)
+	}
+	parts, _ := filepath.Glob(filepath.Join(dir, "*", ".*.part"))
+	if cut.Load() == 0 || len(parts) != 1 {
+		t.Fatalf("stopped after %d bytes; part files %v", cut.Load(), parts)
+	}
+	srv.ClearFaults()
+	srv.ResetRequests()
+	res, err := export.Run(context.Background(), c.Agents, p, runOpts(dir))
+	if err != nil || !res.Complete {
+		t.Fatalf("second run: %+v, %v", res, err)
+	}
+	continued := false
+	for _, r := range srv.Requests() {
+		if r.Listener == "storage" && strings.HasPrefix(r.Header.Get("Range"), "bytes=") && !strings.HasPrefix(r.Header.Get("Range"), "bytes=0-") {
+			continued = true
+		}
+	}
+	if !continued {
+		t.Error("the second run downloaded the interrupted file from its first byte")
+	}
+	if n := submits(srv); n != len(p.Shards)-res.Reattached-res.Skipped {
+		t.Errorf("%d submits in the second run (%d shards, %d re-attached, %d skipped)", n, len(p.Shards), res.Reattached, res.Skipped)
+	}
+	if parts, _ := filepath.Glob(filepath.Join(dir, "*", ".*.part*")); len(parts) != 0 {
+		t.Errorf("part files left after a complete run: %v", parts)
+	}
+	checkDataset(t, srv, p, dir)
 }

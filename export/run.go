@@ -463,7 +463,7 @@ func (r *runner[T]) land(ctx context.Context, sh *Shard, job *lendgraph.Delivery
 		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Size: sizeOf(st)})
 		n, sum, err = r.download(ctx, sh, job, st, tmp)
 		if err != nil {
-			_ = os.Remove(tmp)
+			// The part file stays: the next run continues it.
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -476,10 +476,11 @@ func (r *runner[T]) land(ctx context.Context, sh *Shard, job *lendgraph.Delivery
 		if err == nil || ctx.Err() != nil || attempt == 1 {
 			break
 		}
+		removeDownload(tmp)
 		r.event(Event{Kind: EventRedownload, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading again: " + err.Error()})
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		removeDownload(tmp)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -518,26 +519,34 @@ func (r *runner[T]) landFailed(sh *Shard, job *lendgraph.DeliveryJob[T], err err
 }
 
 // download writes the job's file to tmp as delivered, fsynced, and returns
-// its size and sha256. The SDK fetches a freshly signed link first.
+// its size and sha256. It goes through the SDK's DownloadFile: a fresh link
+// for every attempt, several ranged connections for a large file, and a
+// part file (tmp+".part", with its record) that a later run continues
+// after a crash or an interruption instead of starting again. A part file
+// of another job (the shard was submitted again) is removed and the
+// download starts over.
 func (r *runner[T]) download(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T], st *lendgraph.DeliveryStatus, tmp string) (int64, string, error) {
-	f, err := os.Create(tmp)
+	progress := lendgraph.WithDownloadProgress(func(done, total int64) {
+		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Downloaded: done, Size: cmp.Or(total, sizeOf(st))})
+	})
+	n, err := job.DownloadFile(ctx, tmp, progress)
+	if errors.Is(err, lendgraph.ErrPartialMismatch) {
+		removeDownload(tmp)
+		n, err = job.DownloadFile(ctx, tmp, progress)
+	}
 	if err != nil {
-		return 0, "", err
+		return n, "", err
 	}
-	h := sha256.New()
-	pw := &progressWriter{every: 1 << 20, report: func(n int64) {
-		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Downloaded: n, Size: sizeOf(st)})
-	}}
-	// TODO: the SDK's resumable DownloadFile (in the works) continues a
-	// partial file; until then a download starts from the first byte.
-	n, err := job.Download(ctx, io.MultiWriter(f, h, pw))
-	if err == nil {
-		err = f.Sync()
+	sum, err := hashFile(ctx, tmp)
+	return n, sum, err
+}
+
+// removeDownload removes a download's file and its part file and record,
+// so that the next download starts from the first byte.
+func removeDownload(tmp string) {
+	for _, name := range []string{tmp, tmp + ".part", tmp + ".part.meta"} {
+		_ = os.Remove(name)
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return n, hex.EncodeToString(h.Sum(nil)), err
 }
 
 func sizeOf(st *lendgraph.DeliveryStatus) int64 {
@@ -545,21 +554,6 @@ func sizeOf(st *lendgraph.DeliveryStatus) int64 {
 		return st.Bytes
 	}
 	return -1
-}
-
-// progressWriter reports the bytes written every so often.
-type progressWriter struct {
-	n, last, every int64
-	report         func(int64)
-}
-
-func (p *progressWriter) Write(b []byte) (int, error) {
-	p.n += int64(len(b))
-	if p.n-p.last >= p.every {
-		p.last = p.n
-		p.report(p.n)
-	}
-	return len(b), nil
 }
 
 // intact checks a landed shard's file against its record: "" when it

@@ -61,8 +61,9 @@ delivered and checking it, and writes DIR/_SUCCESS once every shard landed and
 no id appears twice.
 
 Running the same command again resumes: landed shards are skipped, jobs already
-submitted are picked up, damaged files are downloaded again from their job (no
-new charge), and only failed or never-submitted shards are submitted.
+submitted are picked up, a download that was cut continues from its part file,
+damaged files are downloaded again from their job (no new charge), and only
+failed or never-submitted shards are submitted.
 
 --plan-only writes the plan to DIR/_plan.json (and prints it; --json: the plan
 as JSON) without submitting anything. --shard NAME runs only that shard, so a

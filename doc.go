@@ -66,9 +66,13 @@
 //
 // # Misuse
 //
-// A call given a nil context, a nil reader, a nil job or a Client not made
-// by NewClient returns an *InvalidArgumentError saying what to pass instead
-// (an iterator yields it as its only element), before any request is sent.
+// A call given a nil context, a nil reader or a nil job, and a method of a
+// Client not made by NewClient (a zero Client, a nil *Client), returns an
+// *InvalidArgumentError saying what to pass instead (an iterator yields it
+// as its only element), before any request is sent. The service fields
+// (c.Agents, c.Search, ...) are set by NewClient: on a zero Client they are
+// nil, as a zero service value holds no client, and calling through them
+// panics like any nil pointer.
 //
 // Bulk delivery files in the parquet format are read by package
 // github.com/lendgraph/lendgraph-go/parquet, a package of its own so that

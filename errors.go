@@ -633,7 +633,10 @@ type RowError struct {
 	// Row is the 1-based number of the row that failed; 0 when the file
 	// failed before its first row (an empty file, a bad header or footer).
 	Row int64
-	// Line is the 1-based line of the file (ndjson, csv), 0 when not known.
+	// Line is the 1-based line of the file (ndjson, csv) where reading
+	// failed: a malformed csv record, an overlong line, a cut file. A row
+	// that reads but does not fit T is named by Row (and Column for csv),
+	// with Line 0.
 	Line int64
 	// Offset is the byte offset where the problem was found (in the
 	// decompressed stream for ndjson.gz), 0 when not known.

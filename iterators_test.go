@@ -305,8 +305,9 @@ func TestIterators_ReaderThatCannotSeek(t *testing.T) {
 func TestIterators_EmptyFiles(t *testing.T) {
 	for _, format := range allFormats {
 		rows, err := decodeAll[lendgraph.Agent](t, nil, format)
-		if err == nil || len(rows) != 0 || !strings.Contains(err.Error(), string(format)) {
-			t.Errorf("%s, 0 bytes: %d rows, %v; want an error naming the format", format, len(rows), err)
+		var re *lendgraph.RowError
+		if !errors.As(err, &re) || len(rows) != 0 || re.Format != string(format) || re.Row != 0 || !strings.Contains(err.Error(), "empty") {
+			t.Errorf("%s, 0 bytes: %d rows, %v; want a *RowError naming the format, at row 0, saying the file is empty", format, len(rows), err)
 		}
 	}
 	for format, b := range map[lendgraph.Format][]byte{

@@ -42,6 +42,12 @@ func Decode[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
 			yield(zero, &lendgraph.InvalidArgumentError{Arg: "r", Problem: "is nil; pass the file's reader (an *os.File, a *bytes.Reader)"})
 		}
 	}
+	if size < 0 {
+		return func(yield func(T, error) bool) {
+			var zero T
+			yield(zero, &lendgraph.InvalidArgumentError{Arg: "size", Problem: fmt.Sprintf("is %d; pass the file's size in bytes (os.File.Stat().Size())", size)})
+		}
+	}
 	return pqrows.Decode(r, size, formats.SDKRowDecoder[T]())
 }
 

@@ -13,7 +13,7 @@ import (
 type RowError struct {
 	Format string // the file's format: "ndjson", "json", "csv", "parquet", ...
 	Row    int64  // 1-based number of the row; 0: before the first row (header, empty file)
-	Line   int64  // 1-based line of the file (ndjson, csv), 0 when not known
+	Line   int64  // 1-based line of the file (ndjson, csv) where reading failed, 0 when not known
 	Offset int64  // byte offset (of the decompressed stream for ndjson.gz), 0 when not known
 	Column string // the column (csv, parquet), "" when not known
 	Err    error  // what went wrong

@@ -125,7 +125,14 @@ func (s *arraySplitter) run() error {
 		i, keep = 3, 3
 	}
 	if ok, err := next(&keep); err != nil || !ok {
-		return errOr(err, s.fail("reading the opening '['", i))
+		if err == nil {
+			// A delivery of no rows is still "[]": nothing (or only white
+			// space) is a file that never arrived whole.
+			return rowErr(0, errors.New("the file is empty: not even the '[]' of a delivery of no rows"))
+		}
+		re := s.fail("reading the opening '['", i).(*RowError)
+		re.Row = 0
+		return re
 	}
 	if c := s.b.buf[i]; c != '[' {
 		return &RowError{Offset: s.off + int64(i), Err: fmt.Errorf("the file is not one JSON array: it starts with %q", c)}

@@ -52,6 +52,9 @@ const maxAhead = 16
 
 func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode func() *formats.RowDec[T]) formats.Producer {
 	return func(e *formats.Emitter) error {
+		if size == 0 {
+			return &formats.RowError{Err: errors.New("the file is empty (0 bytes): a parquet file has at least its header and footer")}
+		}
 		f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 		if err != nil {
 			return &formats.RowError{Err: fmt.Errorf("not a readable parquet file: %w", err)}

@@ -171,12 +171,35 @@ func (st *S3Store) do(ctx context.Context, method, key string, body io.Reader, s
 	}
 	code, _, _ := strings.Cut(string(b), "</Code>")
 	_, code, _ = strings.Cut(code, "<Code>")
-	return fmt.Errorf("S3 store %s /%s/%s: %d %s", method, st.Bucket, key, resp.StatusCode, code)
+	return &storeError{what: fmt.Sprintf("S3 store %s /%s/%s", method, st.Bucket, key), status: resp.StatusCode, code: code}
 }
 
-// createBucket makes the bucket, or finds it there.
+// storeError is a store's answer other than 2xx.
+type storeError struct {
+	what   string
+	status int
+	code   string // the XML body's <Code>
+}
+
+func (e *storeError) Error() string { return fmt.Sprintf("%s: %d %s", e.what, e.status, e.code) }
+
+// createBucket makes the bucket, or finds it there. A store still starting
+// answers 503 (MinIO: XMinioServerNotInitialized, even after its readiness
+// probe said ready): asked again for up to 30 s, as S3 clients retry 503.
 func (st *S3Store) createBucket(ctx context.Context) error {
-	return st.do(ctx, http.MethodPut, "", nil, 0, "", http.StatusConflict)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := st.do(ctx, http.MethodPut, "", nil, 0, "", http.StatusConflict)
+		var se *storeError
+		if !errors.As(err, &se) || se.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // upload puts the file at path under key.

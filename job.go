@@ -216,12 +216,13 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 		if cerr := ctxErr(ctx); cerr != nil {
 			// Say the job keeps running only when a status said it runs:
 			// a wait cancelled before its first status knows nothing.
+			running := ""
 			if last != nil {
 				if s, _ := state(last); !s.Terminal() {
-					return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w (the job keeps running on the server; Cancel stops it)", kind, id, cerr)
+					running = " (the job keeps running on the server; Cancel stops it)"
 				}
 			}
-			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w", kind, id, cerr)
+			return last, fmt.Errorf("lendgraph: waiting for %s job %s: %w%s", kind, id, cerr, running)
 		}
 		return last, err
 	}

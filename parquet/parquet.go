@@ -36,16 +36,17 @@ import (
 // row group, never a panic, after every whole row before it. Breaking out
 // of the loop stops the goroutines before the iterator returns.
 func Decode[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
-	if r == nil {
-		return func(yield func(T, error) bool) {
-			var zero T
-			yield(zero, &lendgraph.InvalidArgumentError{Arg: "r", Problem: "is nil; pass the file's reader (an *os.File, a *bytes.Reader)"})
-		}
+	var bad *lendgraph.InvalidArgumentError
+	switch {
+	case r == nil:
+		bad = &lendgraph.InvalidArgumentError{Arg: "r", Problem: "is nil; pass the file's reader (an *os.File, a *bytes.Reader)"}
+	case size < 0:
+		bad = &lendgraph.InvalidArgumentError{Arg: "size", Problem: fmt.Sprintf("is %d; pass the file's size in bytes (os.File.Stat().Size())", size)}
 	}
-	if size < 0 {
+	if bad != nil {
 		return func(yield func(T, error) bool) {
 			var zero T
-			yield(zero, &lendgraph.InvalidArgumentError{Arg: "size", Problem: fmt.Sprintf("is %d; pass the file's size in bytes (os.File.Stat().Size())", size)})
+			yield(zero, bad)
 		}
 	}
 	return pqrows.Decode(r, size, formats.SDKRowDecoder[T]())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -46,13 +45,7 @@ func TestFilter_ValidateBounds(t *testing.T) {
 // A filter value that cannot be encoded is an *InvalidArgumentError, and
 // nothing is sent.
 func TestFilter_Unencodable(t *testing.T) {
-	rec := &pathRecorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(srv.URL), lendgraph.WithAPIKey("k"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, rec := recordingClient(t)
 	for name, req := range map[string]*lendgraph.ListRequest{
 		"flat":     {FlatFilters: map[string]any{"state": make(chan int)}},
 		"advanced": {AdvancedFilters: lendgraph.Eq("state", func() {})},

@@ -536,6 +536,20 @@ type pathRecorder struct {
 	received int
 }
 
+// recordingClient is a client of a pathRecorder server (closed when the
+// test ends), with the key "k" and opts.
+func recordingClient(t *testing.T, opts ...lendgraph.Option) (*lendgraph.Client, *pathRecorder) {
+	t.Helper()
+	rec := &pathRecorder{}
+	srv := httptest.NewServer(rec)
+	t.Cleanup(srv.Close)
+	c, err := lendgraph.NewClient(append([]lendgraph.Option{lendgraph.WithBaseURL(srv.URL), lendgraph.WithAPIKey("k")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, rec
+}
+
 func (p *pathRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.paths = append(p.paths, r.URL.Path)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -374,13 +373,7 @@ func TestClient_PathIDsEscapedOnce(t *testing.T) {
 	}
 	for name, tc := range calls {
 		t.Run(name, func(t *testing.T) {
-			rec := &pathRecorder{}
-			srv := httptest.NewServer(rec)
-			defer srv.Close()
-			c, err := lendgraph.NewClient(lendgraph.WithBaseURL(srv.URL), lendgraph.WithAPIKey("k"), lendgraph.WithMaxRetries(0))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, rec := recordingClient(t, lendgraph.WithMaxRetries(0))
 			for i, id := range ids {
 				_ = tc.call(c, context.Background(), id)
 				rec.mu.Lock()
@@ -404,13 +397,7 @@ func TestClient_PathIDsEscapedOnce(t *testing.T) {
 // The ids "." and ".." would name another path once a server resolves
 // them: they are refused before any request.
 func TestClient_DotIDsRefused(t *testing.T) {
-	rec := &pathRecorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(srv.URL), lendgraph.WithAPIKey("k"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, rec := recordingClient(t)
 	ctx := context.Background()
 	for _, id := range []string{".", ".."} {
 		_, err1 := c.Agents.Get(ctx, id)

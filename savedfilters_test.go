@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -144,13 +143,7 @@ func TestSavedFilter_KeepsUnknown(t *testing.T) {
 // Saved-filter ids are refused before any request unless they match
 // [\w-]{1,32}, so no escaping can reach the server.
 func TestSavedFiltersService_IDRefused(t *testing.T) {
-	rec := &pathRecorder{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(srv.URL), lendgraph.WithAPIKey("k"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, rec := recordingClient(t)
 	for _, id := range []string{"a/b", "prop 1", "100%"} {
 		if _, err := c.SavedFilters.Delete(context.Background(), id); err == nil {
 			t.Errorf("Delete(%q) sent", id)

@@ -311,35 +311,7 @@ func TestDeliveryJob_RowsStopsCleanly(t *testing.T) {
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
 	for _, f := range allFormats {
 		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f})
-		opts := append([]leakcheck.Option{leakcheck.IgnoreCurrent()}, httpIdle...)
-		n := 0
-		for _, err := range jobRows(context.Background(), job, f) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n++; n == 10 {
-				break
-			}
-		}
-		if err := leakcheck.Find(opts...); err != nil {
-			t.Fatalf("%s: break left goroutines: %v", f, err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		n = 0
-		var last error
-		for _, err := range jobRows(ctx, job, f) {
-			if n++; n == 5 {
-				cancel()
-			}
-			last = err
-		}
-		if !errors.Is(last, context.Canceled) || n != 6 {
-			t.Fatalf("%s: after cancel: %v (%d rows)", f, last, n)
-		}
-		if err := leakcheck.Find(opts...); err != nil {
-			t.Fatalf("%s: cancel left goroutines: %v", f, err)
-		}
+		stopsCleanly(t, job, f, append([]leakcheck.Option{leakcheck.IgnoreCurrent()}, httpIdle...))
 	}
 }
 

@@ -74,34 +74,7 @@ func TestParallel_StopsCleanly(t *testing.T) {
 	opts := append([]leakcheck.Option{leakcheck.IgnoreCurrent()}, httpIdle...)
 	for _, f := range allFormats {
 		job, _ := largeDelivery(t, srv, c, f)
-		n := 0
-		for _, err := range jobRows(context.Background(), job, f) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n++; n == 10 {
-				break
-			}
-		}
-		if err := leakcheck.Find(opts...); err != nil {
-			t.Fatalf("%s: break left goroutines: %v", f, err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		n = 0
-		var last error
-		for _, err := range jobRows(ctx, job, f) {
-			if n++; n == 5 {
-				cancel()
-			}
-			last = err
-		}
-		cancel()
-		if !errors.Is(last, context.Canceled) || n != 6 {
-			t.Fatalf("%s: after cancel: %v (%d rows)", f, last, n)
-		}
-		if err := leakcheck.Find(opts...); err != nil {
-			t.Fatalf("%s: cancel left goroutines: %v", f, err)
-		}
+		stopsCleanly(t, job, f, opts)
 		// A writer that fails stops the download with its error.
 		_, err := job.Download(context.Background(), failingWriter{})
 		var de *lendgraph.DownloadError

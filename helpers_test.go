@@ -657,3 +657,39 @@ func gzipBytes(s string) []byte {
 	_ = zw.Close()
 	return b.Bytes()
 }
+
+// stopsCleanly breaks out of the job's rows after 10, then cancels a
+// second range after 5 (which must end with context.Canceled on the 6th
+// element), and checks after each that no goroutine is left (opts).
+func stopsCleanly[T any](t *testing.T, job *lendgraph.DeliveryJob[T], f lendgraph.Format, opts []leakcheck.Option) {
+	t.Helper()
+	n := 0
+	for _, err := range jobRows(context.Background(), job, f) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n++; n == 10 {
+			break
+		}
+	}
+	if err := leakcheck.Find(opts...); err != nil {
+		t.Fatalf("%s: break left goroutines: %v", f, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n = 0
+	var last error
+	for _, err := range jobRows(ctx, job, f) {
+		if n++; n == 5 {
+			cancel()
+		}
+		last = err
+	}
+	cancel()
+	if !errors.Is(last, context.Canceled) || n != 6 {
+		t.Fatalf("%s: after cancel: %v (%d rows)", f, last, n)
+	}
+	if err := leakcheck.Find(opts...); err != nil {
+		t.Fatalf("%s: cancel left goroutines: %v", f, err)
+	}
+}

@@ -55,9 +55,15 @@ func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode
 		if size == 0 {
 			return &formats.RowError{Err: errors.New("the file is empty (0 bytes): a parquet file has at least its header and footer")}
 		}
-		f, err := parquet.OpenFile(r, size, parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
+		opts := []parquet.FileOption{parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true)}
+		f, err := parquet.OpenFile(r, size, opts...)
 		if err != nil {
 			return &formats.RowError{Err: fmt.Errorf("not a readable parquet file: %w", err)}
+		}
+		if v, vsize, ok := inflate(r, size, f.Metadata()); ok {
+			if vf, err := parquet.OpenFile(v, vsize, opts...); err == nil {
+				f = vf // big pages decompressed by the view (inflate.go)
+			}
 		}
 		cols := newColumns(f.Schema(), schema)
 		groups := f.RowGroups()
@@ -124,6 +130,11 @@ func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode
 		return nil
 	}
 }
+
+// aheadBytes bounds the rows (their structs) that wait between two stages
+// reading one row group (more kept the many-group file's heap above
+// 64 MiB for no gain; see BENCHMARKS.md).
+const aheadBytes = 2 << 20
 
 // maxWays bounds the goroutines that read one row group.
 const maxWays = 4
@@ -228,10 +239,14 @@ func readRowGroup[T any](rg parquet.RowGroup, g int, cols *columns, parts [][]in
 		wg.Wait()
 	}()
 	// Stage p reads part p: the last one cuts the row group into batches,
-	// each passes them on to the stage before it.
+	// each passes them on to the stage before it, which it may run ahead
+	// of by aheadBytes of rows: a stage stalls while its big pages are
+	// decompressed, and the others go on meanwhile.
+	var zero T
+	ahead := min(max(aheadBytes/(formats.BatchRows*max(int(unsafe.Sizeof(zero)), 1)), 1), 1024)
 	var in chan *batch
 	for p := len(parts) - 1; p >= 1; p-- {
-		out := make(chan *batch, 1)
+		out := make(chan *batch, ahead)
 		wg.Add(1)
 		go func(p int, in <-chan *batch, out chan<- *batch) {
 			defer wg.Done()

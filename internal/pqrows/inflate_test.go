@@ -1,0 +1,228 @@
+package pqrows
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/snappy"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+
+	"github.com/lendgraph/lendgraph-go/internal/formats"
+)
+
+// withBigPage sets the page size from which the view decompresses pages,
+// for the test.
+func withBigPage(t testing.TB, n int64) {
+	old := bigPage
+	bigPage = n
+	t.Cleanup(func() { bigPage = old })
+}
+
+// decodeAll decodes every row of file, stopping at the first error.
+func decodeAll[T any](file []byte) ([]T, error) {
+	var rows []T
+	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[T](slow, false)) {
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+type inflateRow struct {
+	ID     int64   `parquet:"id" json:"id"`
+	City   string  `parquet:"city,dict" json:"city"`
+	Office string  `parquet:"office,optional" json:"office"`
+	Tags   string  `parquet:"tags,optional" json:"tags"`
+	Volume float64 `parquet:"volume,optional" json:"volume"`
+}
+
+type inflateOut struct {
+	ID     int64   `json:"id"`
+	City   string  `json:"city"`
+	Office *office `json:"office"`
+	Tags   []string
+	Volume float64 `json:"volume"`
+}
+
+// writeInflateFile writes rows of JSON-encoded nested fields with
+// parquet-go (which writes a CRC on every page).
+func writeInflateFile(t testing.TB, opts ...parquet.WriterOption) []byte {
+	var b bytes.Buffer
+	w := parquet.NewGenericWriter[inflateRow](&b, opts...)
+	r := rand.New(rand.NewPCG(3, 4))
+	var rows []inflateRow
+	for i := range 1200 {
+		row := inflateRow{ID: int64(i), City: fmt.Sprint("city ", i%17), Volume: float64(i) / 8}
+		if i%9 != 0 {
+			row.Office = fmt.Sprintf(`{"name":"Office %d %x","zip":"%05d","agents":%d}`, i, r.Uint64(), i*7%100000, i%13)
+		}
+		if i%4 != 0 {
+			row.Tags = fmt.Sprintf(`["t%d","u%d"]`, i%5, r.IntN(1000))
+		}
+		rows = append(rows, row)
+	}
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// inflateFiles are files written by DuckDB (testdata/delivery) and by
+// parquet-go with every page layout the view rewrites.
+func inflateFiles(t testing.TB) map[string][]byte {
+	files := map[string][]byte{}
+	for _, name := range []string{"nested.parquet", "zips.parquet", "agents.parquet"} {
+		files["duckdb "+name] = readFile(t, name)
+	}
+	for _, c := range []struct {
+		name    string
+		codec   compress.Codec
+		version int
+	}{{"snappy", &parquet.Snappy, 1}, {"snappy", &parquet.Snappy, 2}, {"zstd", &parquet.Zstd, 2}, {"gzip", &parquet.Gzip, 1}, {"none", &parquet.Uncompressed, 1}} {
+		files[fmt.Sprintf("parquet-go %s v%d", c.name, c.version)] = writeInflateFile(t, parquet.Compression(c.codec), parquet.DataPageVersion(c.version),
+			parquet.PageBufferSize(4<<10), parquet.MaxRowsPerRowGroup(500))
+	}
+	files["parquet-go snappy one page a chunk"] = writeInflateFile(t, parquet.Compression(&parquet.Snappy))
+	return files
+}
+
+// TestInflate_SameRows: every file decodes to the same rows, and the same
+// errors, through the view (every compressed page inflated) as without it.
+func TestInflate_SameRows(t *testing.T) {
+	for name, file := range inflateFiles(t) {
+		t.Run(name, func(t *testing.T) {
+			withBigPage(t, math.MaxInt64)
+			wantMap, werr1 := decodeAll[map[string]jsontext.Value](file)
+			wantOut, werr2 := decodeAll[inflateOut](file)
+			withBigPage(t, 1)
+			f, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, viewed := inflate(bytes.NewReader(file), int64(len(file)), f.Metadata())
+			if compressed := !strings.Contains(name, "none"); viewed != compressed {
+				t.Fatalf("viewed %v, want %v", viewed, compressed)
+			}
+			gotMap, gerr1 := decodeAll[map[string]jsontext.Value](file)
+			gotOut, gerr2 := decodeAll[inflateOut](file)
+			if fmt.Sprint(werr1, werr2) != fmt.Sprint(gerr1, gerr2) {
+				t.Fatalf("errors: without the view %v, %v; with it %v, %v", werr1, werr2, gerr1, gerr2)
+			}
+			if len(wantMap) == 0 {
+				t.Fatal("no rows")
+			}
+			if d := cmp.Diff(wantMap, gotMap); d != "" {
+				t.Fatal(d)
+			}
+			if d := cmp.Diff(wantOut, gotOut); d != "" {
+				t.Fatal(d)
+			}
+		})
+	}
+}
+
+// TestInflate_CorruptPage: a byte changed in a compressed page is the
+// CRC's error, at the column, with the rows before it kept.
+func TestInflate_CorruptPage(t *testing.T) {
+	withBigPage(t, 1)
+	file := writeInflateFile(t, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(4<<10))
+	f, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := f.Metadata().RowGroups[0].Columns[2].MetaData // office
+	bad := bytes.Clone(file)
+	bad[md.DataPageOffset+md.TotalCompressedSize/2] ^= 0x55
+	rows, err := decodeAll[inflateOut](bad)
+	var re *formats.RowError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "crc32 checksum mismatch") || !strings.Contains(err.Error(), "office") {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+}
+
+// TestInflate_FarBackReference: a page whose snappy block refers back
+// further than the stream keeps is decompressed whole, bytes unchanged.
+func TestInflate_FarBackReference(t *testing.T) {
+	lit := make([]byte, histMax+5000)
+	for i := range lit {
+		lit[i] = byte(i * 7)
+	}
+	// A literal, then a copy of 64 bytes from its start (tag copy-4).
+	size := len(lit) + 64
+	block := appendUvarint(nil, uint64(size))
+	block = append(block, 63<<2, byte(len(lit)-1), byte((len(lit)-1)>>8), byte((len(lit)-1)>>16), 0)
+	block = append(block, lit...)
+	block = append(block, 63<<2|3, byte(len(lit)), byte(len(lit)>>8), byte(len(lit)>>16), 0)
+	want, err := snappy.Decode(nil, block)
+	if err != nil || len(want) != size {
+		t.Fatalf("the block: %v", err)
+	}
+	c := &vchunk{file: bytes.NewReader(block), codec: &parquet.Snappy, snappy: true, cur: -1,
+		pages: []vpage{{size: int64(size), stored: int64(len(block)), packed: true}}}
+	got := make([]byte, size)
+	for _, cut := range [][2]int{{0, 4096}, {4096, histMax + 4096}, {histMax + 4096, size}} {
+		if n, err := c.data(0, got[cut[0]:cut[1]], int64(cut[0])); err != nil || n != cut[1]-cut[0] {
+			t.Fatalf("read %v: %d, %v", cut, n, err)
+		}
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("decoded differs")
+	}
+	if c.cur != -1 || c.z != nil || c.out != nil {
+		t.Fatal("the page is kept after its last byte was read")
+	}
+}
+
+func appendUvarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// FuzzInflate holds the view to parquet-go reading the file itself: the
+// same rows, and an error exactly when parquet-go has one; never a panic.
+func FuzzInflate(f *testing.F) {
+	for _, name := range []string{"nested.parquet", "zips.parquet", "agents.parquet"} {
+		f.Add(readFile(f, name))
+	}
+	for _, v := range []int{1, 2} {
+		var b bytes.Buffer
+		w := parquet.NewGenericWriter[inflateRow](&b, parquet.Compression(&parquet.Snappy), parquet.DataPageVersion(v), parquet.PageBufferSize(256))
+		if _, err := w.Write([]inflateRow{{ID: 1, City: "a", Office: `{"zip":"00013"}`, Tags: `["x"]`}, {ID: 2, City: "b"}, {ID: 3, City: "a", Volume: 2}}); err != nil {
+			f.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, file []byte) {
+		withBigPage(t, math.MaxInt64)
+		want, werr := decodeAll[map[string]jsontext.Value](file)
+		withBigPage(t, 1)
+		got, gerr := decodeAll[map[string]jsontext.Value](file)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("without the view: %v; with it: %v", werr, gerr)
+		}
+		if werr == nil {
+			if d := cmp.Diff(want, got); d != "" {
+				t.Fatal(d)
+			}
+		}
+	})
+}

@@ -6,6 +6,7 @@ package pqrows
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,23 @@ func Decode[T any](r io.ReaderAt, size int64, newDecode func() *formats.RowDec[T
 // at once.
 const InFlight = 1
 
+// checkFooter refuses a file whose footer length (its last 8 bytes: the
+// length, then "PAR1") is more than the file holds: parquet-go allocates
+// the length it reads before reading, so 1 KB of bad bytes could cost 4 GB.
+func checkFooter(r io.ReaderAt, size int64) error {
+	if size < 12 {
+		return fmt.Errorf("%d bytes is too short: a parquet file has a 4-byte header and an 8-byte footer trailer", size)
+	}
+	var tail [8]byte
+	if _, err := r.ReadAt(tail[:], size-8); err != nil {
+		return fmt.Errorf("reading the footer trailer: %w", err)
+	}
+	if n := int64(binary.LittleEndian.Uint32(tail[:4])); n > size-12 {
+		return fmt.Errorf("the footer is said to be %d bytes long, in a file of %d bytes", n, size)
+	}
+	return nil
+}
+
 // maxAhead bounds the batches a worker decodes ahead of the reader.
 const maxAhead = 16
 
@@ -54,6 +72,9 @@ func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode
 	return func(e *formats.Emitter) error {
 		if size == 0 {
 			return &formats.RowError{Err: errors.New("the file is empty (0 bytes): a parquet file has at least its header and footer")}
+		}
+		if err := checkFooter(r, size); err != nil {
+			return &formats.RowError{Err: fmt.Errorf("not a readable parquet file: %w", err)}
 		}
 		opts := []parquet.FileOption{parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true)}
 		f, err := parquet.OpenFile(r, size, opts...)

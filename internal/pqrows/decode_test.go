@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -331,5 +332,27 @@ func TestManyRowGroupsSlowReader(t *testing.T) {
 		case <-time.After(time.Minute):
 			t.Fatalf("round %d: stuck", round)
 		}
+	}
+}
+
+// TestDecode_FooterLengthBeyondFile: a footer length larger than the file
+// is refused before anything is allocated for it (parquet-go would
+// allocate the 4 GB it says).
+func TestDecode_FooterLengthBeyondFile(t *testing.T) {
+	file := bytes.Clone(readFile(t, "zips.parquet"))
+	copy(file[len(file)-8:], []byte{0xf0, 0xff, 0xff, 0xff})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var err error
+	for _, e := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[map[string]any](slow, false)) {
+		err = e
+	}
+	runtime.ReadMemStats(&after)
+	var re *formats.RowError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "the footer is said to be 4294967280 bytes long") {
+		t.Fatalf("%v", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Fatalf("allocated %d bytes", n)
 	}
 }

@@ -1,6 +1,8 @@
 package pqrows
 
 import (
+	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -63,13 +65,16 @@ const maxHeader = 1 << 20
 // A column is inflated in every row group or in none: parquet-go takes a
 // column's codec from its first row group.
 func inflate(r io.ReaderAt, size int64, md *format.FileMetaData) (v io.ReaderAt, vsize int64, ok bool) {
+	if !inBounds(md, size) {
+		return nil, 0, false // parquet-go has its own ways with such files
+	}
 	meta := *md
 	meta.RowGroups = slices.Clone(md.RowGroups)
 	for g := range meta.RowGroups {
 		meta.RowGroups[g].Columns = slices.Clone(meta.RowGroups[g].Columns)
 	}
 	view := &inflated{r: r, size: size, end: size}
-	for c := range columnsOf(&meta) {
+	for c := range bigColumns(r, &meta) {
 		at, big := view.end, false
 		var chunks []*vchunk
 		for g := range meta.RowGroups {
@@ -110,9 +115,28 @@ func inflate(r io.ReaderAt, size int64, md *format.FileMetaData) (v io.ReaderAt,
 	return view, view.end + int64(len(view.footer)), true
 }
 
-// columnsOf yields the columns that may have a big compressed page: a
-// compressed chunk at least bigPage long in some row group.
-func columnsOf(md *format.FileMetaData) iter.Seq[int] {
+// inBounds reports whether every column chunk of the file lies within it.
+func inBounds(md *format.FileMetaData, size int64) bool {
+	for _, rg := range md.RowGroups {
+		for _, cc := range rg.Columns {
+			m := &cc.MetaData
+			base := m.DataPageOffset
+			if m.DictionaryPageOffset != 0 {
+				base = min(base, m.DictionaryPageOffset)
+			}
+			if base < 4 || m.TotalCompressedSize < 0 || m.TotalCompressedSize > size-base {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// bigColumns yields the columns with a big compressed page: in some row
+// group, a compressed chunk at least bigPage long whose first data page is
+// (writers keep a column's pages about the same size; this reads one
+// header a chunk, where laying a chunk out reads all of them).
+func bigColumns(r io.ReaderAt, md *format.FileMetaData) iter.Seq[int] {
 	return func(yield func(int) bool) {
 		if len(md.RowGroups) == 0 {
 			return
@@ -122,7 +146,16 @@ func columnsOf(md *format.FileMetaData) iter.Seq[int] {
 				if c >= len(rg.Columns) {
 					return // parquet-go refuses such a file
 				}
-				if m := &rg.Columns[c].MetaData; m.Codec != format.Uncompressed && m.TotalUncompressedSize >= bigPage {
+				m := &rg.Columns[c].MetaData
+				if m.Codec == format.Uncompressed || m.TotalUncompressedSize < bigPage {
+					continue
+				}
+				base := m.DataPageOffset
+				if m.DictionaryPageOffset != 0 {
+					base = m.DictionaryPageOffset
+				}
+				h, _, err := readHeader(r, m.DataPageOffset, base+m.TotalCompressedSize)
+				if err == nil && int64(h.UncompressedPageSize) >= bigPage {
 					if !yield(c) {
 						return
 					}
@@ -204,33 +237,24 @@ func (v *inflated) chunk(cc *format.ColumnChunk, at int64) (ch *vchunk, ok bool)
 		if h.CRC != 0 {
 			p.crc, p.hasCRC = uint32(h.CRC), true
 		}
-		switch h.Type {
-		case format.DataPageV2:
-			if !h.DataPageHeaderV2.Valid {
-				return nil, false
-			}
+		if h.Type == format.DataPageV2 && h.DataPageHeaderV2.Valid {
 			d := h.DataPageHeaderV2.V
 			p.levels = int64(d.RepetitionLevelsByteLength) + int64(d.DefinitionLevelsByteLength)
 			p.packed = p.packed && (!d.IsCompressed.Valid || d.IsCompressed.V) // compressed unless it says not
 			if p.levels < 0 || p.levels > p.stored || p.levels > p.size {
 				return nil, false
 			}
-			h.DataPageHeaderV2.V.IsCompressed = thrift.New(false)
-		case format.DataPage, format.DictionaryPage:
-		default:
-			return nil, false // index pages and what the view does not know
 		}
-		if !p.packed && p.stored != p.size {
+		if p.header, ok = storedHeader(h); !ok {
+			return nil, false // an index page, or what the view does not know
+		}
+		if !p.packed && p.stored != p.size || p.packed && ch.snappy && !v.snappyFits(&p) {
 			return nil, false
 		}
 		if off == md.DataPageOffset {
 			ch.dataAt = at
 		}
 		ch.big = ch.big || p.packed && p.size >= bigPage
-		h.CompressedPageSize, h.CRC = h.UncompressedPageSize, 0
-		if p.header, err = thrift.Marshal(new(thrift.CompactProtocol), h); err != nil {
-			return nil, false
-		}
 		at += int64(len(p.header)) + p.size
 		ch.pages = append(ch.pages, p)
 		off = p.src + p.stored
@@ -242,13 +266,50 @@ func (v *inflated) chunk(cc *format.ColumnChunk, at int64) (ch *vchunk, ok bool)
 	return ch, true
 }
 
+// storedHeader is the header of page h stored uncompressed: the fields
+// parquet-go reads, no CRC (the view checks it) and no statistics.
+func storedHeader(h *format.PageHeader) ([]byte, bool) {
+	out := &format.PageHeader{Type: h.Type, UncompressedPageSize: h.UncompressedPageSize, CompressedPageSize: h.UncompressedPageSize}
+	switch {
+	case h.Type == format.DataPage && h.DataPageHeader.Valid:
+		d := &h.DataPageHeader.V
+		out.DataPageHeader = thrift.New(format.DataPageHeader{NumValues: d.NumValues, Encoding: d.Encoding,
+			DefinitionLevelEncoding: d.DefinitionLevelEncoding, RepetitionLevelEncoding: d.RepetitionLevelEncoding})
+	case h.Type == format.DictionaryPage && h.DictionaryPageHeader.Valid:
+		d := &h.DictionaryPageHeader.V
+		out.DictionaryPageHeader = thrift.New(format.DictionaryPageHeader{NumValues: d.NumValues, Encoding: d.Encoding, IsSorted: d.IsSorted})
+	case h.Type == format.DataPageV2 && h.DataPageHeaderV2.Valid:
+		d := &h.DataPageHeaderV2.V
+		out.DataPageHeaderV2 = thrift.New(format.DataPageHeaderV2{NumValues: d.NumValues, NumNulls: d.NumNulls, NumRows: d.NumRows,
+			Encoding: d.Encoding, DefinitionLevelsByteLength: d.DefinitionLevelsByteLength,
+			RepetitionLevelsByteLength: d.RepetitionLevelsByteLength, IsCompressed: thrift.New(false)})
+	default:
+		return nil, false
+	}
+	b, err := thrift.Marshal(new(thrift.CompactProtocol), out)
+	return b, err == nil
+}
+
+// snappyFits reports whether the snappy block of page p says it decodes
+// to the size the page header says, within the 22-fold that snappy can
+// expand to: the view allocates no more for a page than its bytes allow.
+func (v *inflated) snappyFits(p *vpage) bool {
+	var head [binary.MaxVarintLen64]byte
+	stored := p.stored - p.levels
+	k, _ := v.r.ReadAt(head[:min(int64(len(head)), stored)], p.src+p.levels)
+	n, w := binary.Uvarint(head[:k])
+	return w > 0 && n == uint64(p.size-p.levels) && p.size-p.levels <= 22*stored+16
+}
+
 // readHeader decodes the page header at off (before stop).
 func readHeader(r io.ReaderAt, off, stop int64) (*format.PageHeader, int64, error) {
+	if off < 0 || stop <= off {
+		return nil, 0, errCorrupt
+	}
 	for window := int64(16 << 10); ; window *= 4 {
 		buf := make([]byte, min(window, stop-off))
-		n, err := r.ReadAt(buf, off)
-		if n < len(buf) {
-			return nil, 0, err
+		if n, err := r.ReadAt(buf, off); n < len(buf) {
+			return nil, 0, cmp.Or(err, io.ErrUnexpectedEOF)
 		}
 		in := new(thrift.CompactProtocol).NewReaderFromBytes(buf)
 		h := new(format.PageHeader)

@@ -342,8 +342,8 @@ func (v *inflated) ReadAt(p []byte, off int64) (int, error) {
 			return n, io.EOF
 		}
 		n, off, p = n+k, off+int64(k), p[k:]
-		if err != nil && !(errors.Is(err, io.EOF) && k > 0) {
-			return n, err
+		if err != nil && !(errors.Is(err, io.EOF) && k > 0) || k == 0 {
+			return n, cmp.Or(err, io.ErrUnexpectedEOF)
 		}
 	}
 	return n, nil
@@ -363,6 +363,9 @@ func (c *vchunk) readAt(p []byte, off int64) (int, error) {
 			if k, err = c.data(i, p, h-int64(len(pg.header))); err != nil {
 				return n, err
 			}
+		}
+		if k == 0 {
+			return n, io.ErrUnexpectedEOF // never: every page's bytes are its header's and its data's
 		}
 		n, off, p = n+k, off+int64(k), p[k:]
 	}

@@ -40,13 +40,15 @@ import (
 // view serves each page, its header rewritten to match), so parquet-go
 // only reads. A snappy page is decoded as parquet-go reads it, straight
 // into its buffer, in Go (snappy.go): the faults happen where the GC can
-// preempt, and no second copy of the page exists. Other codecs, and a
-// page read out of order, are decompressed whole into memory touched from
-// Go first, in one short call, and copied out copyChunk bytes at a time.
-// Columns with no big page are read as they are.
+// preempt, and no second copy of the page exists. An LZ4_RAW page (see
+// bigColumns), a page of another codec in a column the view reads, and a
+// page read out of order are decompressed whole into memory touched from
+// Go first, and copied out copyChunk bytes at a time. gzip, zstd and
+// brotli decode in Go, so their pages are left to parquet-go (the view
+// measured slower for them), as are columns with no big snappy page.
 
-// bigPage is the uncompressed size from which a page is decompressed by
-// the view; a variable for tests.
+// bigPage is the uncompressed size from which a snappy page is
+// decompressed by the view; a variable for tests.
 var bigPage int64 = 4 << 20
 
 // copyChunk bounds each copy into parquet-go's fresh page buffer, so that
@@ -75,7 +77,7 @@ func inflate(r io.ReaderAt, size int64, md *format.FileMetaData) (v io.ReaderAt,
 	}
 	view := &inflated{r: r, size: size, end: size}
 	for c := range bigColumns(r, &meta) {
-		at, big := view.end, false
+		at, must := view.end, false
 		var chunks []*vchunk
 		for g := range meta.RowGroups {
 			ch, ok := view.chunk(&meta.RowGroups[g].Columns[c], at)
@@ -83,9 +85,9 @@ func inflate(r io.ReaderAt, size int64, md *format.FileMetaData) (v io.ReaderAt,
 				chunks = nil
 				break
 			}
-			chunks, at, big = append(chunks, ch), ch.end, big || ch.big
+			chunks, at, must = append(chunks, ch), ch.end, must || ch.must
 		}
-		if !big {
+		if !must {
 			continue
 		}
 		for g, ch := range chunks {
@@ -132,10 +134,15 @@ func inBounds(md *format.FileMetaData, size int64) bool {
 	return true
 }
 
-// bigColumns yields the columns with a big compressed page: in some row
-// group, a compressed chunk at least bigPage long whose first data page is
-// (writers keep a column's pages about the same size; this reads one
-// header a chunk, where laying a chunk out reads all of them).
+// bigColumns yields the columns the view must read: those with a big
+// snappy page (in some row group, a snappy chunk at least bigPage long
+// whose first data page is: writers keep a column's pages about the same
+// size; this reads one header a chunk, where laying a chunk out reads all
+// of them), and every LZ4_RAW column. parquet-go v0.32.0 decompresses an
+// LZ4_RAW page that compresses less than 3-fold into a buffer of its
+// codec's own and then reads the one it had allocated for the page: zeros,
+// or another page's bytes, with no error (TestInflate_LZ4). The view hands
+// the codec a buffer of the page's size and keeps what it returns.
 func bigColumns(r io.ReaderAt, md *format.FileMetaData) iter.Seq[int] {
 	return func(yield func(int) bool) {
 		if len(md.RowGroups) == 0 {
@@ -147,8 +154,14 @@ func bigColumns(r io.ReaderAt, md *format.FileMetaData) iter.Seq[int] {
 					return // parquet-go refuses such a file
 				}
 				m := &rg.Columns[c].MetaData
-				if m.Codec == format.Uncompressed || m.TotalUncompressedSize < bigPage {
-					continue
+				if m.Codec == format.Lz4Raw {
+					if !yield(c) {
+						return
+					}
+					break
+				}
+				if m.Codec != format.Snappy || m.TotalUncompressedSize < bigPage {
+					continue // gzip, zstd and brotli decode in Go: no stall to avoid
 				}
 				base := m.DataPageOffset
 				if m.DictionaryPageOffset != 0 {
@@ -179,7 +192,7 @@ type inflated struct {
 // vchunk is an inflated column chunk at [start, end) of the view.
 type vchunk struct {
 	start, end, dataAt int64
-	big                bool // it has a page of bigPage bytes or more
+	must               bool // it has a page the view must decompress (see bigColumns)
 	file               io.ReaderAt
 	codec              compress.Codec
 	snappy             bool // decoded as a stream (snappy.go)
@@ -254,7 +267,7 @@ func (v *inflated) chunk(cc *format.ColumnChunk, at int64) (ch *vchunk, ok bool)
 		if off == md.DataPageOffset {
 			ch.dataAt = at
 		}
-		ch.big = ch.big || p.packed && p.size >= bigPage
+		ch.must = ch.must || p.packed && (md.Codec == format.Snappy && p.size >= bigPage || md.Codec == format.Lz4Raw)
 		at += int64(len(p.header)) + p.size
 		ch.pages = append(ch.pages, p)
 		off = p.src + p.stored

@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/lendgraph/lendgraph-go/internal/formats"
 )
@@ -198,6 +199,7 @@ func appendUvarint(b []byte, v uint64) []byte {
 
 // FuzzInflate holds the view to parquet-go reading the file itself: the
 // same rows, and an error exactly when parquet-go has one; never a panic.
+// Files with an LZ4_RAW column are skipped: parquet-go reads them wrong.
 func FuzzInflate(f *testing.F) {
 	for _, name := range []string{"nested.parquet", "zips.parquet", "agents.parquet"} {
 		f.Add(readFile(f, name))
@@ -214,6 +216,15 @@ func FuzzInflate(f *testing.F) {
 		f.Add(b.Bytes())
 	}
 	f.Fuzz(func(t *testing.T, file []byte) {
+		if pf, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file))); err == nil {
+			for _, rg := range pf.Metadata().RowGroups {
+				for _, cc := range rg.Columns {
+					if cc.MetaData.Codec == format.Lz4Raw {
+						return // parquet-go is no reference for LZ4_RAW (TestInflate_LZ4)
+					}
+				}
+			}
+		}
 		withBigPage(t, math.MaxInt64)
 		want, werr := decodeAll[map[string]jsontext.Value](file)
 		withBigPage(t, 1)

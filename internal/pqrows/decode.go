@@ -81,10 +81,8 @@ func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode
 		if err != nil {
 			return &formats.RowError{Err: fmt.Errorf("not a readable parquet file: %w", err)}
 		}
-		if v, vsize, ok := inflate(r, size, f.Metadata()); ok {
-			if vf, err := parquet.OpenFile(v, vsize, opts...); err == nil {
-				f = vf // big pages decompressed by the view (inflate.go)
-			}
+		if vf := openInflated(r, size, f, opts); vf != nil {
+			f = vf // pages decompressed by the view (inflate.go)
 		}
 		cols := newColumns(f.Schema(), schema)
 		groups := f.RowGroups()

@@ -134,6 +134,25 @@ func inBounds(md *format.FileMetaData, size int64) bool {
 	return true
 }
 
+// openInflated opens the view of the file r (opened as f), or returns nil
+// when there is none or it does not open: the file is then read as it is.
+func openInflated(r io.ReaderAt, size int64, f *parquet.File, opts []parquet.FileOption) (vf *parquet.File) {
+	v, vsize, ok := inflate(r, size, f.Metadata())
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			vf = nil // parquet-go panics on some footers; this one is ours
+		}
+	}()
+	vf, err := parquet.OpenFile(v, vsize, opts...)
+	if err != nil {
+		return nil
+	}
+	return vf
+}
+
 // bigColumns yields the columns the view must read: those with a big
 // snappy page (in some row group, a snappy chunk at least bigPage long
 // whose first data page is: writers keep a column's pages about the same

@@ -70,25 +70,15 @@ func inflate(r io.ReaderAt, size int64, md *format.FileMetaData) (v io.ReaderAt,
 	if !inBounds(md, size) {
 		return nil, 0, false // parquet-go has its own ways with such files
 	}
-	meta := *md
-	meta.RowGroups = slices.Clone(md.RowGroups)
-	for g := range meta.RowGroups {
-		meta.RowGroups[g].Columns = slices.Clone(meta.RowGroups[g].Columns)
-	}
 	view := &inflated{r: r, size: size, end: size}
-	for c := range bigColumns(r, &meta) {
-		at, must := view.end, false
-		var chunks []*vchunk
-		for g := range meta.RowGroups {
-			ch, ok := view.chunk(&meta.RowGroups[g].Columns[c], at)
-			if !ok {
-				chunks = nil
-				break
-			}
-			chunks, at, must = append(chunks, ch), ch.end, must || ch.must
-		}
-		if !must {
+	var meta *format.FileMetaData // md's copy, rewritten, once a column is inflated
+	for c := range bigColumns(r, md) {
+		chunks := view.column(md, c)
+		if chunks == nil {
 			continue
+		}
+		if meta == nil {
+			meta = cloneMeta(md)
 		}
 		for g, ch := range chunks {
 			cc := &meta.RowGroups[g].Columns[c]
@@ -103,12 +93,12 @@ func inflate(r io.ReaderAt, size int64, md *format.FileMetaData) (v io.ReaderAt,
 			cc.OffsetIndexOffset, cc.OffsetIndexLength = 0, 0
 			cc.ColumnIndexOffset, cc.ColumnIndexLength = 0, 0
 		}
-		view.chunks, view.end = append(view.chunks, chunks...), at
+		view.chunks, view.end = append(view.chunks, chunks...), chunks[len(chunks)-1].end
 	}
-	if len(view.chunks) == 0 {
+	if meta == nil {
 		return nil, 0, false
 	}
-	footer, err := thrift.Marshal(new(thrift.CompactProtocol), &meta)
+	footer, err := thrift.Marshal(new(thrift.CompactProtocol), meta)
 	if err != nil {
 		return nil, 0, false
 	}
@@ -117,16 +107,52 @@ func inflate(r io.ReaderAt, size int64, md *format.FileMetaData) (v io.ReaderAt,
 	return view, view.end + int64(len(view.footer)), true
 }
 
-// inBounds reports whether every column chunk of the file lies within it.
+// cloneMeta copies md deep enough to rewrite its column chunks.
+func cloneMeta(md *format.FileMetaData) *format.FileMetaData {
+	meta := *md
+	meta.RowGroups = slices.Clone(md.RowGroups)
+	for g := range meta.RowGroups {
+		meta.RowGroups[g].Columns = slices.Clone(meta.RowGroups[g].Columns)
+	}
+	return &meta
+}
+
+// column lays out column c of every row group at the view's end: nil
+// unless the view can hold every chunk and one has a page it must
+// decompress.
+func (v *inflated) column(md *format.FileMetaData, c int) []*vchunk {
+	at, must := v.end, false
+	chunks := make([]*vchunk, 0, len(md.RowGroups))
+	for _, rg := range md.RowGroups {
+		ch, ok := v.chunk(&rg.Columns[c], at)
+		if !ok {
+			return nil
+		}
+		chunks, at, must = append(chunks, ch), ch.end, must || ch.must
+	}
+	if !must {
+		return nil
+	}
+	return chunks
+}
+
+// pagesAt is where parquet-go starts reading a column chunk's pages: at
+// its dictionary page if it records one, else at its first data page.
+func pagesAt(m *format.ColumnMetaData) int64 {
+	if m.DictionaryPageOffset != 0 {
+		return m.DictionaryPageOffset
+	}
+	return m.DataPageOffset
+}
+
+// inBounds reports whether every column chunk of the file lies within it,
+// as parquet-go reads it (from pagesAt, TotalCompressedSize bytes).
 func inBounds(md *format.FileMetaData, size int64) bool {
 	for _, rg := range md.RowGroups {
 		for _, cc := range rg.Columns {
 			m := &cc.MetaData
-			base := m.DataPageOffset
-			if m.DictionaryPageOffset != 0 {
-				base = min(base, m.DictionaryPageOffset)
-			}
-			if base < 4 || m.TotalCompressedSize < 0 || m.TotalCompressedSize > size-base {
+			start := pagesAt(m)
+			if min(start, m.DataPageOffset) < 4 || m.TotalCompressedSize < 0 || m.TotalCompressedSize > size-start {
 				return false
 			}
 		}
@@ -182,11 +208,7 @@ func bigColumns(r io.ReaderAt, md *format.FileMetaData) iter.Seq[int] {
 				if m.Codec != format.Snappy || m.TotalUncompressedSize < bigPage {
 					continue // gzip, zstd and brotli decode in Go: no stall to avoid
 				}
-				base := m.DataPageOffset
-				if m.DictionaryPageOffset != 0 {
-					base = m.DictionaryPageOffset
-				}
-				h, _, err := readHeader(r, m.DataPageOffset, base+m.TotalCompressedSize)
+				h, _, err := readHeader(r, m.DataPageOffset, pagesAt(m)+m.TotalCompressedSize)
 				if err == nil && int64(h.UncompressedPageSize) >= bigPage {
 					if !yield(c) {
 						return
@@ -240,22 +262,17 @@ type vpage struct {
 }
 
 // chunk reads the page headers of column chunk cc and lays them out at
-// view offset at, or ok false when the view cannot hold it.
+// view offset at, or ok false when the view cannot hold it (an empty
+// chunk included: it has no first data page).
 func (v *inflated) chunk(cc *format.ColumnChunk, at int64) (ch *vchunk, ok bool) {
 	md := &cc.MetaData
 	if cc.FilePath != "" || cc.CryptoMetadata.Value != nil || len(cc.EncryptedColumnMetadata) > 0 {
 		return nil, false
 	}
-	// The chunk's pages as parquet-go finds them: from the dictionary
-	// page if there is one, else from the first data page.
-	base := md.DataPageOffset
-	if md.DictionaryPageOffset != 0 {
-		base = md.DictionaryPageOffset
-	}
+	// The chunk's pages as parquet-go finds them (inflate checked that
+	// they lie within the file: inBounds).
+	base := pagesAt(md)
 	stop := base + md.TotalCompressedSize
-	if base < 4 || md.TotalCompressedSize <= 0 || stop > v.size {
-		return nil, false
-	}
 	ch = &vchunk{start: at, dataAt: -1, file: v.r, codec: parquet.LookupCompressionCodec(md.Codec), snappy: md.Codec == format.Snappy, column: fmt.Sprint(md.PathInSchema), cur: -1}
 	for off := base; off < stop; {
 		h, n, err := readHeader(v.r, off, stop)

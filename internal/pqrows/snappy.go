@@ -20,7 +20,7 @@ type snappyStream struct {
 	size int64 // bytes the block decodes to
 	// An element cut by the end of the last slice.
 	lit     int // literal bytes left, at src[s:]
-	cp, off int // copy bytes left, and its offset
+	cp, off int // copy bytes left, and its offset (kept after the copy: S2's repeat)
 	hist    []byte
 }
 
@@ -144,8 +144,36 @@ func (z *snappyStream) element() error {
 		if s > len(src) {
 			return errSnappy
 		}
-		length = 4 + int(src[s-2])>>2&7
+		length = int(src[s-2]) >> 2 & 7
 		off = int(uint32(src[s-2])&0xe0<<3 | uint32(src[s-1]))
+		if off == 0 {
+			// S2's "repeat the last offset", which parquet-go's codec
+			// (klauspost's snappy.Decode, that is s2.Decode) accepts in a
+			// snappy page: the view reads what parquet-go would.
+			off = z.off
+			var ext int // bytes of extended length
+			switch length {
+			case 5:
+				ext = 1
+			case 6:
+				ext = 2
+			case 7:
+				ext = 3
+			}
+			s += ext
+			if s > len(src) {
+				return errSnappy
+			}
+			switch ext {
+			case 1:
+				length = int(src[s-1]) + 4
+			case 2:
+				length = int(binary.LittleEndian.Uint16(src[s-2:])) + 1<<8
+			case 3:
+				length = int(uint32(src[s-3])|uint32(src[s-2])<<8|uint32(src[s-1])<<16) + 1<<16
+			}
+		}
+		length += 4
 	case 2:
 		s += 3
 		if s > len(src) {

@@ -67,6 +67,39 @@ func TestSnappyStream_MatchesDecode(t *testing.T) {
 	}
 }
 
+// s2Repeats uses S2's "repeat the last offset" copies, short and with
+// each extended length, which parquet-go's snappy codec decodes.
+var s2Repeats = []byte{
+	0xa7, 0x82, 0x04, // 65,831 bytes
+	0x0c, 'a', 'b', 'c', 'd', // literal "abcd"
+	0x05, 0x03, // copy 5 from 3 back
+	0x01, 0x00, // repeat: 4
+	0x15, 0x00, 2, // repeat, 1-byte length: 2+8
+	0x19, 0x00, 0, 0, // repeat, 2-byte length: 0+260
+	0x15, 0x00, 0, // repeat, 1-byte length: 0+8
+	0x1d, 0x00, 0, 0, 0, // repeat, 3-byte length: 0+65,540
+}
+
+func TestSnappyStream_S2Repeat(t *testing.T) {
+	src := s2Repeats
+	want, err := snappy.Decode(nil, src)
+	if err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	for _, cuts := range [][]int{{1 << 30}, {1}, {3, 7}, {9}} {
+		got, err := decodeInSlices(src, int64(len(want)), cuts)
+		if err != nil {
+			t.Fatalf("cuts %v: %v", cuts, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("cuts %v: decoded %q, want %q", cuts, got, want)
+		}
+	}
+	if _, err := decodeInSlices([]byte{4, 0x01, 0x00, 0, 0}, 4, []int{4}); err == nil {
+		t.Fatal("a repeat before any copy decoded")
+	}
+}
+
 // FuzzSnappyStream holds the stream to klauspost's decoder: the same bytes,
 // or both refuse (errFar only where the reference decodes).
 func FuzzSnappyStream(f *testing.F) {
@@ -77,6 +110,7 @@ func FuzzSnappyStream(f *testing.F) {
 	}
 	f.Add([]byte{5, 0x10, 'a', 'b', 'c', 'd', 'e'}, uint16(1))
 	f.Add([]byte{10, 0x04, 'a', 'b', 0x11, 2}, uint16(3))
+	f.Add(s2Repeats, uint16(5))
 	f.Fuzz(func(t *testing.T, src []byte, cut uint16) {
 		size, err := snappy.DecodedLen(src)
 		if err != nil || size > 1<<20 {

@@ -35,7 +35,7 @@ var (
 // newSnappyStream starts decoding src, which must decode to size bytes.
 func newSnappyStream(src []byte, size int64) (*snappyStream, error) {
 	n, k := binary.Uvarint(src)
-	if k <= 0 || n != uint64(size) {
+	if k <= 0 || k > 5 || n != uint64(size) { // s2.Decode refuses a longer length
 		return nil, errSnappy
 	}
 	return &snappyStream{src: src, s: k, size: size}, nil

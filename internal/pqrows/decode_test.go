@@ -33,6 +33,20 @@ func readFile(t testing.TB, name string) []byte {
 	return b
 }
 
+// writeParquet writes rows to a parquet file with parquet-go.
+func writeParquet[T any](t testing.TB, rows []T, opts ...parquet.WriterOption) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w := parquet.NewGenericWriter[T](&b, opts...)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 type office struct {
 	Name string `json:"name"`
 	Zip  string `json:"zip"`
@@ -206,8 +220,6 @@ func TestSplitRowGroupsMatchWholeRows(t *testing.T) {
 		Tags   string  `parquet:"tags,optional"`
 		Other  string  `parquet:"other"`
 	}
-	var b bytes.Buffer
-	w := parquet.NewGenericWriter[in](&b, parquet.MaxRowsPerRowGroup(700))
 	var rows []in
 	for i := range 2000 {
 		r := in{ID: fmt.Sprintf("r%04d", i), N: int64(i), Big: int64(i) * 3, X: float64(i) / 4,
@@ -220,12 +232,7 @@ func TestSplitRowGroupsMatchWholeRows(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	file := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(700))
 	type out struct {
 		ID     string  `json:"id"`
 		N      int32   `json:"n"`
@@ -238,7 +245,6 @@ func TestSplitRowGroupsMatchWholeRows(t *testing.T) {
 		Tags  []string                  `json:"tags"`
 		Extra map[string]jsontext.Value `json:",unknown"`
 	}
-	file := b.Bytes()
 	var got []out
 	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false)) {
 		if err != nil {

@@ -3,6 +3,7 @@ package pqrows
 import (
 	"bytes"
 	"crypto/md5"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -59,8 +60,6 @@ type inflateOut struct {
 // writeInflateFile writes rows of JSON-encoded nested fields with
 // parquet-go (which writes a CRC on every page).
 func writeInflateFile(t testing.TB, opts ...parquet.WriterOption) []byte {
-	var b bytes.Buffer
-	w := parquet.NewGenericWriter[inflateRow](&b, opts...)
 	r := rand.New(rand.NewPCG(3, 4))
 	var rows []inflateRow
 	for i := range 1200 {
@@ -73,13 +72,7 @@ func writeInflateFile(t testing.TB, opts ...parquet.WriterOption) []byte {
 		}
 		rows = append(rows, row)
 	}
-	if _, err := w.Write(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
+	return writeParquet(t, rows, opts...)
 }
 
 // inflateFiles are files written by DuckDB (testdata/delivery) and by
@@ -165,7 +158,7 @@ func TestInflate_FarBackReference(t *testing.T) {
 	}
 	// A literal, then a copy of 64 bytes from its start (tag copy-4).
 	size := len(lit) + 64
-	block := appendUvarint(nil, uint64(size))
+	block := binary.AppendUvarint(nil, uint64(size))
 	block = append(block, 63<<2, byte(len(lit)-1), byte((len(lit)-1)>>8), byte((len(lit)-1)>>16), 0)
 	block = append(block, lit...)
 	block = append(block, 63<<2|3, byte(len(lit)), byte(len(lit)>>8), byte(len(lit)>>16), 0)
@@ -187,14 +180,6 @@ func TestInflate_FarBackReference(t *testing.T) {
 	if c.cur != -1 || c.z != nil || c.out != nil {
 		t.Fatal("the page is kept after its last byte was read")
 	}
-}
-
-func appendUvarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
 }
 
 // hasLZ4 reports whether the file opens and has an LZ4_RAW column.
@@ -237,15 +222,8 @@ func FuzzInflate(f *testing.F) {
 		add(readFile(f, name))
 	}
 	for _, v := range []int{1, 2} {
-		var b bytes.Buffer
-		w := parquet.NewGenericWriter[inflateRow](&b, parquet.Compression(&parquet.Snappy), parquet.DataPageVersion(v), parquet.PageBufferSize(256))
-		if _, err := w.Write([]inflateRow{{ID: 1, City: "a", Office: `{"zip":"00013"}`, Tags: `["x"]`}, {ID: 2, City: "b"}, {ID: 3, City: "a", Volume: 2}}); err != nil {
-			f.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			f.Fatal(err)
-		}
-		add(b.Bytes())
+		add(writeParquet(f, []inflateRow{{ID: 1, City: "a", Office: `{"zip":"00013"}`, Tags: `["x"]`}, {ID: 2, City: "b"}, {ID: 3, City: "a", Volume: 2}},
+			parquet.Compression(&parquet.Snappy), parquet.DataPageVersion(v), parquet.PageBufferSize(256)))
 	}
 	f.Fuzz(func(t *testing.T, file []byte) {
 		if hasLZ4(file) {
@@ -288,15 +266,7 @@ func TestInflate_LZ4(t *testing.T) {
 		rows = append(rows, row{ID: int64(i) * 7919, Volume: r.Float64() * 1e6, Note: fmt.Sprintf("%x", r.Uint64())})
 	}
 	for _, v := range []int{1, 2} {
-		var b bytes.Buffer
-		w := parquet.NewGenericWriter[row](&b, parquet.Compression(&parquet.Lz4Raw), parquet.DataPageVersion(v), parquet.PageBufferSize(4<<10))
-		if _, err := w.Write(rows); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-		got, err := decodeAll[row](b.Bytes())
+		got, err := decodeAll[row](writeParquet(t, rows, parquet.Compression(&parquet.Lz4Raw), parquet.DataPageVersion(v), parquet.PageBufferSize(4<<10)))
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}

@@ -151,15 +151,7 @@ func (z *snappyStream) element() error {
 			// (klauspost's snappy.Decode, that is s2.Decode) accepts in a
 			// snappy page: the view reads what parquet-go would.
 			off = z.off
-			var ext int // bytes of extended length
-			switch length {
-			case 5:
-				ext = 1
-			case 6:
-				ext = 2
-			case 7:
-				ext = 3
-			}
+			ext := max(length-4, 0) // bytes of extended length: 1-3 for lengths 5-7
 			s += ext
 			if s > len(src) {
 				return errSnappy

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"log/slog"
 	"net/http"
 	"testing"
@@ -14,6 +17,42 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 	"github.com/lendgraph/lendgraph-go/parquet"
 )
+
+// TestContract_CardFiles checks the design card's files: each exists and
+// declares its area's central type, so moving an area out of its file
+// (AgentsService back into resource.go, say) fails here.
+func TestContract_CardFiles(t *testing.T) {
+	holds := map[string]string{
+		"client.go":       "Client",
+		"agents.go":       "AgentsService",
+		"properties.go":   "PropertiesService",
+		"enrich.go":       "EnrichResult",
+		"delivery.go":     "DeliveryService",
+		"search.go":       "SearchService",
+		"market.go":       "MarketService",
+		"crm.go":          "CRMService",
+		"savedfilters.go": "SavedFiltersService",
+		"errors.go":       "APIError",
+	}
+	for file, name := range holds {
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Errorf("the card's %s: %v", file, err)
+			continue
+		}
+		found := false
+		for _, d := range f.Decls {
+			if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE {
+				for _, sp := range g.Specs {
+					found = found || sp.(*ast.TypeSpec).Name.Name == name
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s does not declare %s", file, name)
+		}
+	}
+}
 
 // TestContract_Design walks the public surface exactly as DESIGN.md writes
 // it, against the fake: renaming or reshaping a contract name breaks this

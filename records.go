@@ -2,17 +2,6 @@ package lendgraph
 
 import "encoding/json"
 
-// Agent is an agent summary or complete record.
-type Agent struct {
-	ID               string `json:"id"`
-	FullName         string `json:"fullName,omitempty"`
-	City             string `json:"city,omitempty"`
-	State            string `json:"state,omitempty"`
-	TransactionCount int64  `json:"transactionCount,omitempty"`
-	// Extra holds every other member the server sent.
-	Extra Fields `json:",unknown"`
-}
-
 // Originator is a loan originator (loan officer) record.
 type Originator struct {
 	ID        string `json:"id"`

@@ -93,20 +93,6 @@ func (s *ResourceService[T]) Get(ctx context.Context, id string) (*T, error) {
 	return call[T](ctx, s.client, request{method: http.MethodGet, path: "/v1/" + s.name + "/" + url.PathEscape(id), kind: retry.Idempotent})
 }
 
-// AgentsAPI is what c.Agents offers: the interface a test harness stubs.
-type AgentsAPI interface {
-	ResourceAPI[Agent]
-	AnalyticsAPI
-	DelivererAPI[Agent]
-}
-
-// AgentsService serves agents: records, analytics and bulk delivery.
-type AgentsService struct {
-	*ResourceService[Agent]
-	*AnalyticsService
-	*DeliveryService[Agent]
-}
-
 // LoansAPI is what c.Loans offers.
 type LoansAPI interface {
 	ResourceAPI[Loan]
@@ -148,7 +134,6 @@ type SalesService struct {
 }
 
 var (
-	_ AgentsAPI   = (*AgentsService)(nil)
 	_ LoansAPI    = (*LoansService)(nil)
 	_ BranchesAPI = (*BranchesService)(nil)
 	_ SalesAPI    = (*SalesService)(nil)

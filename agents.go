@@ -1,0 +1,28 @@
+package lendgraph
+
+// Agent is an agent summary or complete record.
+type Agent struct {
+	ID               string `json:"id"`
+	FullName         string `json:"fullName,omitempty"`
+	City             string `json:"city,omitempty"`
+	State            string `json:"state,omitempty"`
+	TransactionCount int64  `json:"transactionCount,omitempty"`
+	// Extra holds every other member the server sent.
+	Extra Fields `json:",unknown"`
+}
+
+// AgentsAPI is what c.Agents offers: the interface a test harness stubs.
+type AgentsAPI interface {
+	ResourceAPI[Agent]
+	AnalyticsAPI
+	DelivererAPI[Agent]
+}
+
+// AgentsService serves agents: records, analytics and bulk delivery.
+type AgentsService struct {
+	*ResourceService[Agent]
+	*AnalyticsService
+	*DeliveryService[Agent]
+}
+
+var _ AgentsAPI = (*AgentsService)(nil)

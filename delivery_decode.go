@@ -37,12 +37,18 @@ func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxL
 //   - csv: RFC 4180 with a header of the rows' JSON field names (a UTF-8
 //     BOM is dropped); cells convert to the field types (empty cells leave
 //     the zero value) and JSON-encoded nested fields decode into the nested
-//     field. A cell of a column the row type lacks lands in its Extra
-//     fields as a JSON string holding exactly the cell's text (csv carries
-//     no types: "02134" stays "02134", and a column has one JSON type in
-//     every row); Fields.Decode converts that text to the Go type asked
-//     for. Quotes are strict and a row with a different number of fields is
-//     an error.
+//     field. csv carries no types, so a cell of a column the row type
+//     lacks lands in its Extra fields by its text: a JSON object or array
+//     as that value (as in the other formats), an empty cell as null, a
+//     cell of a boolean column as true or false, anything else as a JSON
+//     string holding exactly the cell's text ("02134" stays "02134", "42"
+//     stays "42"), which Fields.Decode converts to the Go type asked for.
+//     A column is boolean when its every non-empty cell in the first 512
+//     records is true or false in any case ("True" as pandas writes it,
+//     "TRUE"), as DuckDB's and polars' csv readers infer it; a later cell
+//     that is not keeps its text. A bool field takes every spelling
+//     strconv.ParseBool takes and true or false in any case. Quotes are
+//     strict and a row with a different number of fields is an error.
 //   - parquet: not here; the parquet package of this module
 //     (github.com/lendgraph/lendgraph-go/parquet, parquet.Decode) reads it,
 //     so that programs which never read parquet do not link a parquet

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -213,9 +214,10 @@ func TestDecodeRows_CSVConversions(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := rows[0]
-	// Cells of columns the row lacks keep their text, as JSON strings.
+	// Cells of columns the row lacks keep their text, as JSON strings,
+	// except a JSON object or array, which is that value.
 	if r.ID != "a" || r.TransactionCount != nil || r.Office != nil || string(r.Extra["extraNum"]) != `"12"` ||
-		string(r.Extra["extraZip"]) != `"00123"` || string(r.Extra["extraObj"]) != `"{\"k\":1}"` {
+		string(r.Extra["extraZip"]) != `"00123"` || string(r.Extra["extraObj"]) != `{"k":1}` {
 		t.Fatalf("%+v %v", r, r.Extra)
 	}
 	var n float64
@@ -329,9 +331,10 @@ func TestParquetDecode_NativeNested(t *testing.T) {
 }
 
 // TestDecodeRows_CSVCellsKeepTheirText: zips.csv, zips.ndjson and zips.parquet hold
-// the same rows (DuckDB, make_nested.mjs). A csv cell never changes, a
-// column has one JSON type in every row, and Extra.Decode gives every
-// format's value.
+// the same rows (DuckDB, make_nested.mjs). A csv text cell never changes
+// (zips with leading zeros, numbers); a JSON object or array is that value
+// and a column of true/false is booleans, as in the other formats; and
+// Extra.Decode gives every format's value.
 func TestDecodeRows_CSVCellsKeepTheirText(t *testing.T) {
 	rows, err := decodeAll[lendgraph.Row](t, readTestFile(t, "zips.csv"), lendgraph.FormatCSV)
 	if err != nil || len(rows) != 3 {
@@ -340,10 +343,21 @@ func TestDecodeRows_CSVCellsKeepTheirText(t *testing.T) {
 	if string(rows[0]["zip"]) != `"02134"` || string(rows[1]["zip"]) != `"90210"` || string(rows[0]["score"]) != `"1.50"` {
 		t.Fatalf("cells changed: %s %s %s", rows[0]["zip"], rows[1]["zip"], rows[0]["score"])
 	}
-	for _, r := range rows {
+	ndjson, err := decodeAll[lendgraph.Row](t, readTestFile(t, "zips.ndjson"), lendgraph.FormatNDJSON)
+	if err != nil || len(ndjson) != 3 {
+		t.Fatalf("%d rows, %v", len(ndjson), err)
+	}
+	for i, r := range rows {
 		for name, v := range r {
-			if v[0] != '"' {
-				t.Errorf("column %s: %s is not a JSON string", name, v)
+			switch name {
+			case "active", "tags", "office": // the values ndjson holds
+				if string(v) != string(ndjson[i][name]) {
+					t.Errorf("row %d column %s: %s, want %s", i+1, name, v, ndjson[i][name])
+				}
+			default: // text
+				if v[0] != '"' {
+					t.Errorf("row %d column %s: %s is not a JSON string", i+1, name, v)
+				}
 			}
 		}
 	}
@@ -393,6 +407,92 @@ func TestDecodeRows_CSVCellsKeepTheirText(t *testing.T) {
 		if d := cmp.Diff(byFormat[0], byFormat[i]); d != "" {
 			t.Errorf("format %d differs from csv: %s", i, d)
 		}
+	}
+}
+
+// TestDecodeRows_CSVBooleans: pandas.csv (written by pandas 1.5.3,
+// testdata/delivery/make_pandas.py) spells booleans True/False and missing
+// values as empty cells. A column the row type does not declare whose every
+// non-empty cell in the first batch is true or false in any case is
+// booleans (null where empty), as DuckDB's and polars' csv readers read it;
+// a column where only some cells spell True, and single letters t/f, stay
+// text. A typed bool field takes every spelling, cell by cell.
+func TestDecodeRows_CSVBooleans(t *testing.T) {
+	file := readTestFile(t, "pandas.csv")
+	rows, err := decodeAll[lendgraph.Row](t, file, lendgraph.FormatCSV)
+	if err != nil || len(rows) != 600 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	for i, r := range rows {
+		want := map[string]string{
+			"active":     strconv.FormatBool(i%3 != 0),
+			"isTeamLead": strconv.FormatBool(i%2 == 0),
+			"verified":   strconv.FormatBool(i%2 == 1),
+			"note":       strconv.Quote(fmt.Sprintf("note %d", i)),
+			"grade":      `"f"`,
+			"zip":        strconv.Quote(fmt.Sprintf("%05d", (i*7919)%100000)),
+		}
+		if i%5 == 0 {
+			want["isTeamLead"] = "null"
+		}
+		if i%4 == 0 {
+			want["note"] = `"True"`
+		}
+		if i%2 == 1 {
+			want["grade"] = `"t"`
+		}
+		for name, w := range want {
+			if string(r[name]) != w {
+				t.Fatalf("row %d %s: %s, want %s", i+1, name, r[name], w)
+			}
+		}
+		if r["office"][0] != '{' || r["tags"][0] != '[' {
+			t.Fatalf("row %d nested: %s %s", i+1, r["office"], r["tags"])
+		}
+	}
+	// Extra.Decode into a bool works on every row, and typed bool fields
+	// take every spelling.
+	type typed struct {
+		ID       string           `json:"id"`
+		Active   bool             `json:"active"`
+		Verified bool             `json:"verified"`
+		Grade    bool             `json:"grade"`
+		Extra    lendgraph.Fields `json:",unknown"`
+		TeamLead *bool            `json:"isTeamLead"`
+	}
+	trows, err := decodeAll[typed](t, file, lendgraph.FormatCSV)
+	if err != nil || len(trows) != 600 {
+		t.Fatalf("%d rows, %v", len(trows), err)
+	}
+	for i, r := range trows {
+		var note bool
+		if r.Active != (i%3 != 0) || r.Verified != (i%2 == 1) || r.Grade != (i%2 == 1) || (r.TeamLead == nil) != (i%5 == 0) {
+			t.Fatalf("row %d: %+v", i+1, r)
+		}
+		if i%4 == 0 && (r.Extra.Decode("note", &note) != nil || !note) {
+			t.Fatalf("row %d: Decode(note) %v", i+1, note)
+		}
+	}
+	for i, r := range rows {
+		var b bool
+		if err := r.Decode("active", &b); err != nil || b != (i%3 != 0) {
+			t.Fatalf("row %d: Decode(active) %v, %v", i+1, b, err)
+		}
+	}
+	// The decision is the first batch's (512 records): a later cell of a
+	// boolean column that is not a boolean keeps its text.
+	var b strings.Builder
+	b.WriteString("id,flag\n")
+	for i := range 600 {
+		cell := "TRUE"
+		if i == 599 {
+			cell = "maybe"
+		}
+		fmt.Fprintf(&b, "r%d,%s\n", i, cell)
+	}
+	late, err := decodeAll[lendgraph.Row](t, []byte(b.String()), lendgraph.FormatCSV)
+	if err != nil || len(late) != 600 || string(late[0]["flag"]) != "true" || string(late[598]["flag"]) != "true" || string(late[599]["flag"]) != `"maybe"` {
+		t.Fatalf("late non-boolean: %d rows, %v", len(late), err)
 	}
 }
 

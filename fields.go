@@ -6,9 +6,12 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/lendgraph/lendgraph-go/internal/formats"
 )
 
 // Fields holds the members of a record that the SDK has no typed field for,
@@ -28,11 +31,13 @@ func (f Fields) Has(name string) bool { _, ok := f[name]; return ok }
 // encoding/json, names match struct fields without regard to case.
 //
 // A JSON string that v cannot hold is decoded from its text: csv carries
-// no types, so a csv cell arrives as a string (see DecodeRows), and
-// "12.5" decodes into a float64, "true" into a bool, `["a","b"]` into a
-// []string and a JSON object into a struct or map, as the same column of
-// an ndjson, json or parquet file would; an empty string decodes as null
-// (the zero value). Text that is not such a value is the original error.
+// no types, so a csv cell that is not a JSON object or array or a boolean
+// column's arrives as a string (see DecodeRows), and "12.5" decodes into a
+// float64, "true" (or "True", "FALSE": true or false in any case) into a
+// bool, `["a","b"]` into a []string and a JSON object into a struct or
+// map, as the same column of an ndjson, json or parquet file would; an
+// empty string decodes as null (the zero value). Text that is not such a
+// value is the original error.
 func (f Fields) Decode(name string, v any) error {
 	raw, ok := f[name]
 	if !ok {
@@ -43,6 +48,8 @@ func (f Fields) Decode(name string, v any) error {
 		if text, uerr := jsontext.AppendUnquote(nil, raw); uerr == nil {
 			if len(text) == 0 {
 				text = []byte("null")
+			} else if b, ok := formats.BoolWord(string(text)); ok {
+				text = strconv.AppendBool(text[:0], b) // "True", "FALSE"
 			}
 			// Into a copy, so that text that fails leaves v as it was.
 			if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {

@@ -34,9 +34,11 @@ The input format is detected from the first bytes (gzip: ndjson.gz, "PAR1":
 parquet, '[': json, '{': plain ndjson) and then from the name; --format
 overrides it. Without --fields, json and ndjson rows keep every column in
 sorted order, and the csv header is the first row's columns, sorted; nested
-values become JSON text in csv cells. A csv input carries no types: its
-cells read back as JSON strings holding exactly the cell's text (the zip
-02134 stays "02134"), so csv -> ndjson gives strings.
+values become JSON text in csv cells. A csv input carries no types: a cell
+holding a JSON object or array reads back as that value, an empty cell as
+null, the cells of a column of true/false (any case, as pandas' True/False)
+as booleans, and any other cell as a JSON string holding exactly its text
+(the zip 02134 stays "02134", numbers stay strings).
 
 ` + parquetHelp,
 		Example: `  lendgraph rows agents.parquet | head

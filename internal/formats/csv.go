@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -17,8 +18,10 @@ import (
 // CSV reads RFC 4180 CSV whose header holds the rows' JSON member names
 // (a UTF-8 BOM before it is dropped). Each record becomes one JSON object:
 // cells convert by the kind schema gives their column (empty cells of typed
-// fields are left out, so the field keeps its zero value); columns the row
-// type does not know are inferred (see appendInferred). Quotes are strict:
+// fields are left out, so the field keeps its zero value); cells of
+// columns the row type does not know are JSON objects and arrays when they
+// hold one, booleans in a boolean column, and otherwise their text (see
+// csvColumns.appendUnknown and sniff). Quotes are strict:
 // a bare or unterminated quote, or a row with a different number of
 // fields, is an error naming the row.
 //
@@ -49,7 +52,7 @@ func CSV(r io.Reader, schema Schema) Producer {
 		if err != nil {
 			return err
 		}
-		for err == nil {
+		for first := true; err == nil; {
 			raw := e.pool.Get().(*Batch)
 			raw.buf, raw.ends, raw.starts = raw.buf[:0], raw.ends[:0], raw.starts[:0]
 			n := 0
@@ -64,6 +67,10 @@ func CSV(r io.Reader, schema Schema) Producer {
 					raw.ends, raw.starts = append(raw.ends, len(raw.buf)), append(raw.starts, line)
 				}
 			}
+			if first && n > 0 {
+				cols.sniff(raw)
+			}
+			first = false
 			if n > 0 && !e.later(cols.chunk(raw, e.pool), int64(n), 4) {
 				return errStopped
 			}
@@ -129,11 +136,12 @@ type csvColumns struct {
 	names  [][]byte
 	kinds  []Kind
 	skip   []bool
+	bools  []bool // boolean columns among those the row type does not declare (see sniff)
 }
 
 func newCSVColumns(header []string, schema Schema) (*csvColumns, error) {
 	c := &csvColumns{header: slices.Clone(header), names: make([][]byte, len(header)),
-		kinds: make([]Kind, len(header)), skip: make([]bool, len(header))}
+		kinds: make([]Kind, len(header)), skip: make([]bool, len(header)), bools: make([]bool, len(header))}
 	seen := map[string]bool{}
 	for i, h := range header {
 		if seen[h] {
@@ -146,6 +154,84 @@ func newCSVColumns(header []string, schema Schema) (*csvColumns, error) {
 		c.kinds[i], c.skip[i] = k, !known && !schema.keepsUnknown() || h == ""
 	}
 	return c, nil
+}
+
+// sniff decides, from the file's first batch of records (raw, up to
+// batchRows records), which columns the row type does not declare are
+// boolean: those with a non-empty cell and whose every non-empty cell is
+// true or false in any case (BoolWord). It runs on the producer before
+// the first batch goes to a worker, so every row of the file sees the same
+// decision. A stream cannot see a column's later cells before it yields
+// the first rows, so the decision is the sample's, as DuckDB's sniffer
+// decides a column's type from a sample of the file (20,480 rows; the
+// start of a stream that cannot seek); a later cell of a boolean column
+// that is not a boolean keeps its text. A record that does not parse is
+// left out here: its worker reports it.
+func (c *csvColumns) sniff(raw *Batch) {
+	w, open := len(c.header), 0
+	for i, k := range c.kinds {
+		c.bools[i] = k == Unknown && !c.skip[i]
+		if c.bools[i] {
+			open++
+		}
+	}
+	if open == 0 {
+		return
+	}
+	seen := make([]bool, w)
+	out := make([]string, 0, w)
+	var sc csvScratch
+	start := 0
+	for _, end := range raw.ends {
+		b := raw.buf[start:end]
+		start = end
+		rec, ok := splitCSV(b, out[:0:w], c.skip, &sc)
+		if !ok {
+			cr := csv.NewReader(bytes.NewReader(b))
+			cr.FieldsPerRecord = w
+			var err error
+			if rec, err = cr.Read(); err != nil {
+				continue
+			}
+		}
+		for i, cell := range rec {
+			if !c.bools[i] || cell == "" {
+				continue
+			}
+			if _, ok := BoolWord(cell); ok {
+				seen[i] = true
+			} else {
+				c.bools[i] = false
+			}
+		}
+	}
+	for i := range c.bools {
+		c.bools[i] = c.bools[i] && seen[i]
+	}
+}
+
+// appendUnknown appends the JSON of cell i of a column the row type does
+// not declare. csv carries no types, so the text decides, as for a
+// parquet string column: an empty cell is null (csv has no other way to
+// write one: DuckDB, polars and pandas read it as null, and parquet holds
+// a null); a JSON object or array is that value (nested fields,
+// JSON-encoded as the API's csv and parquet files carry them); a cell of
+// a boolean column (sniff) is true or false; anything else is a JSON
+// string holding exactly the text ("02134" stays "02134", "42" stays
+// "42"), which Fields.Decode converts to the Go type asked for.
+func (c *csvColumns) appendUnknown(dst []byte, i int, cell string) []byte {
+	if cell == "" {
+		return append(dst, "null"...)
+	}
+	if c.bools[i] {
+		if b, ok := BoolWord(cell); ok {
+			return strconv.AppendBool(dst, b)
+		}
+	}
+	if isJSONComposite(cell) {
+		return append(dst, cell...)
+	}
+	return appendCell(dst, cell)
 }
 
 // chunk parses the records of raw (ends and first lines in raw.ends and
@@ -330,9 +416,13 @@ func (c *csvColumns) appendJSON(buf []byte, rec []string) (out []byte, bad int) 
 			buf = append(buf, ',')
 		}
 		buf = append(buf, c.names[i]...)
-		var ok bool
-		if buf, ok = appendText(buf, k, cell); !ok {
-			return buf, i
+		if k == Unknown {
+			buf = c.appendUnknown(buf, i, cell)
+		} else {
+			var ok bool
+			if buf, ok = appendText(buf, k, cell); !ok {
+				return buf, i
+			}
 		}
 		first = false
 	}

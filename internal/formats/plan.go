@@ -606,7 +606,7 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 				continue
 			}
 			a := len(s.ebuf)
-			s.ebuf = appendCell(s.ebuf, cell)
+			s.ebuf = c.appendUnknown(s.ebuf, i, cell)
 			s.unknown = append(s.unknown, span{c.header[i], a, len(s.ebuf)})
 			continue
 		}
@@ -690,8 +690,8 @@ func setText(f *planField, ptr unsafe.Pointer, text string) bool {
 		}
 		setNumber(f, ptr, 0, 0, x)
 	case setBool:
-		b, err := strconv.ParseBool(text)
-		if err != nil {
+		b, ok := parseBoolCell(text)
+		if !ok {
 			return false
 		}
 		*(*bool)(ptr) = b

@@ -119,8 +119,8 @@ func appendText(dst []byte, k Kind, text string) (out []byte, ok bool) {
 		}
 		return append(dst, text...), true
 	case Bool:
-		b, err := strconv.ParseBool(text)
-		if err != nil {
+		b, ok := parseBoolCell(text)
+		if !ok {
 			return dst, false
 		}
 		return strconv.AppendBool(dst, b), true
@@ -133,14 +133,40 @@ func appendText(dst []byte, k Kind, text string) (out []byte, ok bool) {
 }
 
 // appendCell appends text as a JSON string holding exactly the text (a
-// csv cell of a column the row type does not declare, or of a string
-// field). CSV carries no types: a cell stays the text it is ("02134" stays
-// "02134", "42" stays "42"), so a column has one JSON type in every row;
-// Fields.Decode converts the text to the Go type asked for. Invalid UTF-8
-// becomes U+FFFD.
+// csv cell of a string field, or of a column the row type does not declare
+// that is neither a JSON object or array nor a boolean column's; see
+// csvColumns.appendUnknown). Invalid UTF-8 becomes U+FFFD.
 func appendCell(dst []byte, text string) []byte {
 	out, _ := jsontext.AppendQuote(dst, text)
 	return out
+}
+
+// parseBoolCell reports the boolean a csv cell of a bool field spells:
+// what strconv.ParseBool takes ("1", "t", "T", "TRUE", "true", "True" and
+// their false counterparts) and true or false in any case. The row type
+// says the field is a bool, so every spelling of a boolean is taken, as
+// DuckDB casts text to a column declared BOOLEAN.
+func parseBoolCell(text string) (v, ok bool) {
+	if b, err := strconv.ParseBool(text); err == nil {
+		return b, true
+	}
+	return BoolWord(text)
+}
+
+// BoolWord reports the boolean text spells when it is true or false in
+// any case ("True" as pandas writes it, "TRUE", "false"): the spellings
+// that both DuckDB's csv sniffer and polars' csv reader infer as boolean.
+// DuckDB's sniffer also takes t/f and yes/no, polars' reader does not; a
+// column of single letters or yes/no answers is left as text, and "1"/"0"
+// is a number to both.
+func BoolWord(text string) (v, ok bool) {
+	switch {
+	case len(text) == 4 && strings.EqualFold(text, "true"):
+		return true, true
+	case len(text) == 5 && strings.EqualFold(text, "false"):
+		return false, true
+	}
+	return false, false
 }
 
 func isJSONComposite(text string) bool {

@@ -13,7 +13,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/go-cmp/cmp"
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+	"go.uber.org/goleak"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -380,7 +380,7 @@ func TestDeliveryJob_RowsStopsCleanly(t *testing.T) {
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
 	for _, f := range allFormats {
 		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f})
-		stopsCleanly(t, job, f, append([]leakcheck.Option{leakcheck.IgnoreCurrent()}, httpIdle...))
+		stopsCleanly(t, job, f, append([]goleak.Option{goleak.IgnoreCurrent()}, httpIdle...))
 	}
 }
 

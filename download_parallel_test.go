@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+	"go.uber.org/goleak"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -71,7 +71,7 @@ func TestParallel_RefreshesExpiredLinkOnce(t *testing.T) {
 func TestParallel_StopsCleanly(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
 	c, _ := parallelClient(srv, 4)
-	opts := append([]leakcheck.Option{leakcheck.IgnoreCurrent()}, httpIdle...)
+	opts := append([]goleak.Option{goleak.IgnoreCurrent()}, httpIdle...)
 	for _, f := range allFormats {
 		job, _ := largeDelivery(t, srv, c, f)
 		stopsCleanly(t, job, f, opts)
@@ -81,7 +81,7 @@ func TestParallel_StopsCleanly(t *testing.T) {
 		if !errors.As(err, &de) || !strings.Contains(err.Error(), "disk full") {
 			t.Fatalf("%s: failing writer: %v", f, err)
 		}
-		if err := leakcheck.Find(opts...); err != nil {
+		if err := goleak.Find(opts...); err != nil {
 			t.Fatalf("%s: failed writer left goroutines: %v", f, err)
 		}
 	}

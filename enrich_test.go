@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+	"go.uber.org/goleak"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -481,7 +481,7 @@ func TestEnrichJob_WaitHonoursRetryAfter(t *testing.T) {
 }
 
 func TestEnrich_LeavesNoGoroutines(t *testing.T) {
-	defer leakcheck.VerifyNone(t, leakcheck.IgnoreCurrent())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	srv, err := lendgraphtest.Start(lendgraphtest.WithDefaultRows(200))
 	if err != nil {
 		t.Fatal(err)

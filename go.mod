@@ -9,6 +9,7 @@ require (
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/klauspost/compress v1.20.3
 	github.com/parquet-go/parquet-go v0.32.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.38.0
 	golang.org/x/time v0.15.0
 )

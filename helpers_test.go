@@ -22,8 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	lendgraph "github.com/lendgraph/lendgraph-go"
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 	"github.com/lendgraph/lendgraph-go/internal/toxitest"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 	"github.com/lendgraph/lendgraph-go/parquet"
@@ -161,13 +162,13 @@ func smallServer(t *testing.T, opts ...lendgraphtest.Option) *lendgraphtest.Serv
 	return lendgraphtest.NewServer(t, append([]lendgraphtest.Option{lendgraphtest.WithDefaultRows(50)}, opts...)...)
 }
 
-// noLeaks checks at the end of a test that it left no goroutine besides
-// those running when it was called and idle HTTP connections.
+// noLeaks checks at the end of a test, after the test's own cleanups
+// (registered later, run first: its servers are closed by then), that it
+// left no goroutine besides those running when it was called.
 func noLeaks(t *testing.T) {
-	ignore := leakcheck.IgnoreCurrent()
+	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
-		leakcheck.VerifyNone(t, append([]leakcheck.Option{ignore,
-			leakcheck.IgnoreTopFunction("internal/poll.runtime_pollWait")}, httpIdle...)...)
+		goleak.VerifyNone(t, ignore)
 	})
 }
 
@@ -182,12 +183,13 @@ func ids[T any](items []T, id func(T) string) []string {
 func agentID(a lendgraph.Agent) string { return a.ID }
 
 // httpIdle ignores the goroutines of idle keep-alive connections and of
-// loopback test servers.
-var httpIdle = []leakcheck.Option{
-	leakcheck.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
-	leakcheck.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
-	leakcheck.IgnoreAnyFunction("net/http.(*conn).serve"),
-	leakcheck.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
+// loopback test servers, for checks made while a test's server still runs
+// (its client keeps idle connections to it until the server closes).
+var httpIdle = []goleak.Option{
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+	goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
+	goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
 }
 
 // envInt reads an integer from the environment, def when unset.
@@ -661,7 +663,7 @@ func gzipBytes(s string) []byte {
 // stopsCleanly breaks out of the job's rows after 10, then cancels a
 // second range after 5 (which must end with context.Canceled on the 6th
 // element), and checks after each that no goroutine is left (opts).
-func stopsCleanly[T any](t *testing.T, job *lendgraph.DeliveryJob[T], f lendgraph.Format, opts []leakcheck.Option) {
+func stopsCleanly[T any](t *testing.T, job *lendgraph.DeliveryJob[T], f lendgraph.Format, opts []goleak.Option) {
 	t.Helper()
 	n := 0
 	for _, err := range jobRows(context.Background(), job, f) {
@@ -672,7 +674,7 @@ func stopsCleanly[T any](t *testing.T, job *lendgraph.DeliveryJob[T], f lendgrap
 			break
 		}
 	}
-	if err := leakcheck.Find(opts...); err != nil {
+	if err := goleak.Find(opts...); err != nil {
 		t.Fatalf("%s: break left goroutines: %v", f, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -689,7 +691,7 @@ func stopsCleanly[T any](t *testing.T, job *lendgraph.DeliveryJob[T], f lendgrap
 	if !errors.Is(last, context.Canceled) || n != 6 {
 		t.Fatalf("%s: after cancel: %v (%d rows)", f, last, n)
 	}
-	if err := leakcheck.Find(opts...); err != nil {
+	if err := goleak.Find(opts...); err != nil {
 		t.Fatalf("%s: cancel left goroutines: %v", f, err)
 	}
 }

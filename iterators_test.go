@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+	"go.uber.org/goleak"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -332,7 +332,7 @@ func TestIterators_BreakWhileTheDownloadStalls(t *testing.T) {
 	for _, format := range []lendgraph.Format{lendgraph.FormatNDJSON, lendgraph.FormatJSON, lendgraph.FormatCSV} {
 		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: format, Limit: 3000})
 		for _, how := range []string{"break", "panic"} {
-			ignore := leakcheck.IgnoreCurrent()
+			ignore := goleak.IgnoreCurrent()
 			proxy.setScript(firstN("GET", "/objects/*", 1, proxyFault{kind: pfStallBody, delay: 10 * time.Second}))
 			n := 0
 			var stopped time.Time
@@ -358,7 +358,7 @@ func TestIterators_BreakWhileTheDownloadStalls(t *testing.T) {
 			if took := time.Since(stopped); n != 10 || took > time.Second {
 				t.Fatalf("%s %s at row 10 of a stalled download: returned after %s (%d rows)", format, how, took, n)
 			}
-			if err := leakcheck.Find(append([]leakcheck.Option{ignore}, httpIdle...)...); err != nil {
+			if err := goleak.Find(append([]goleak.Option{ignore}, httpIdle...)...); err != nil {
 				t.Fatalf("%s %s: %v", format, how, err)
 			}
 		}

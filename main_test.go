@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+	"go.uber.org/goleak"
 )
 
 // TestMain stops the Toxiproxy server the fault tests started, then fails
@@ -14,8 +14,8 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	toxi.srv.Close()
-	if err := leakcheck.Find(); code == 0 && err != nil {
-		fmt.Fprintf(os.Stderr, "leakcheck: %v\n", err)
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 		code = 1
 	}
 	os.Exit(code)

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+	"go.uber.org/goleak"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -163,7 +163,7 @@ func TestSearchService_InstantUnavailable(t *testing.T) {
 }
 
 func TestSearch_NoGoroutineLeft(t *testing.T) {
-	opt := leakcheck.IgnoreCurrent()
+	opt := goleak.IgnoreCurrent()
 	srv, err := lendgraphtest.Start(lendgraphtest.WithDefaultRows(500))
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestSearch_NoGoroutineLeft(t *testing.T) {
 	_, _ = c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"})
 	srv.Close()
 	hc.CloseIdleConnections()
-	leakcheck.VerifyNone(t, opt)
+	goleak.VerifyNone(t, opt)
 }
 
 func TestSearchService_FakeInstantRules(t *testing.T) {

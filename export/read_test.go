@@ -5,9 +5,10 @@ import (
 	"errors"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/export"
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 )
 
 // landed runs a small export to completion and returns its directory.
@@ -46,7 +47,7 @@ func TestRowsTypedAndUntyped(t *testing.T) {
 
 func TestRowsBreakAndCancelLeaveNothingRunning(t *testing.T) {
 	dir := landed(t, lendgraph.FormatParquet)
-	before := leakcheck.IgnoreCurrent()
+	before := goleak.IgnoreCurrent()
 
 	seq := export.Rows[lendgraph.Agent](context.Background(), dir, export.ReadFiles(4))
 	n := 0
@@ -58,7 +59,7 @@ func TestRowsBreakAndCancelLeaveNothingRunning(t *testing.T) {
 			break
 		}
 	}
-	if err := leakcheck.Find(before); err != nil {
+	if err := goleak.Find(before); err != nil {
 		t.Errorf("after break: %v", err)
 	}
 	// Ranging again reads everything again.
@@ -89,7 +90,7 @@ func TestRowsBreakAndCancelLeaveNothingRunning(t *testing.T) {
 	if !errors.Is(last, context.Canceled) {
 		t.Errorf("after cancel: %v, want context.Canceled", last)
 	}
-	if err := leakcheck.Find(before); err != nil {
+	if err := goleak.Find(before); err != nil {
 		t.Errorf("after cancel: %v", err)
 	}
 }

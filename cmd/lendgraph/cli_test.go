@@ -22,9 +22,9 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
 	pq "github.com/parquet-go/parquet-go"
+	"go.uber.org/goleak"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 	"github.com/lendgraph/lendgraph-go/parquet"
 )
@@ -47,8 +47,8 @@ func TestMain(m *testing.M) {
 	_ = os.RemoveAll(dir)
 	// The in-process fake and the commands run in this process too: none
 	// may leave a goroutine behind.
-	if err := leakcheck.Find(); code == 0 && err != nil {
-		fmt.Fprintf(os.Stderr, "leakcheck: %v\n", err)
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
 		code = 1
 	}
 	os.Exit(code)

@@ -8,6 +8,7 @@ require (
 	github.com/lendgraph/lendgraph-go v0.0.0-20261123193311-affe32fe83c5
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
+	go.uber.org/goleak v1.3.0
 	golang.org/x/term v0.45.0
 )
 

@@ -33,10 +33,6 @@ func TestExportEndToEndWithDuckDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: skipped with -short")
 	}
-	help, _ := exec.Command(binary, "fake", "--help").CombinedOutput()
-	if !strings.Contains(string(help), "--entitle") {
-		t.Skip("lendgraph fake has no --entitle flag yet (the fake-server work adds --entitle RESOURCE=MAXROWS): skipping the end-to-end export test")
-	}
 	duck := duckdbNode(t)
 
 	// The fake, as a harness in any language runs it.

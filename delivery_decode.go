@@ -43,8 +43,8 @@ func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxL
 //     cell of a boolean column as true or false, anything else as a JSON
 //     string holding exactly the cell's text ("02134" stays "02134", "42"
 //     stays "42"), which Fields.Decode converts to the Go type asked for.
-//     A column is boolean when its every non-empty cell in the first 512
-//     records is true or false in any case ("True" as pandas writes it,
+//     A column is boolean when its every non-empty cell in the first
+//     batch (512 records, fewer when they pass 256 KiB) is true or false in any case ("True" as pandas writes it,
 //     "TRUE"), as DuckDB's and polars' csv readers infer it; a later cell
 //     that is not keeps its text. A bool field takes every spelling
 //     strconv.ParseBool takes and true or false in any case. Quotes are

@@ -479,7 +479,7 @@ func TestDecodeRows_CSVBooleans(t *testing.T) {
 			t.Fatalf("row %d: Decode(active) %v, %v", i+1, b, err)
 		}
 	}
-	// The decision is the first batch's (512 records): a later cell of a
+	// The decision is the first batch's (here 512 records): a later cell of a
 	// boolean column that is not a boolean keeps its text.
 	var b strings.Builder
 	b.WriteString("id,flag\n")

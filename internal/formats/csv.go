@@ -157,7 +157,7 @@ func newCSVColumns(header []string, schema Schema) (*csvColumns, error) {
 }
 
 // sniff decides, from the file's first batch of records (raw, up to
-// batchRows records), which columns the row type does not declare are
+// batchRows records or batchBytes), which columns the row type does not declare are
 // boolean: those with a non-empty cell and whose every non-empty cell is
 // true or false in any case (BoolWord). It runs on the producer before
 // the first batch goes to a worker, so every row of the file sees the same

@@ -245,6 +245,9 @@ func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSea
 		if tok, err = h.tokens.renew(ctx, tok); err != nil {
 			return nil, err
 		}
+		if tok == old {
+			return nil, he // two mints in the last second already: no new token to try
+		}
 		res, err = h.query(ctx, tok, index, body)
 		if errors.As(err, &he) {
 			he.redact(old.Token)

@@ -35,8 +35,12 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	for _, r := range res.Results {
-		var hits []struct{ FirstName, LastName, Name string }
-		if err := r.Hits.Decode(&hits); err != nil {
+		var hits []struct {
+			FirstName string `json:"firstName"`
+			LastName  string `json:"lastName"`
+			Name      string `json:"name"`
+		}
+		if err := r.Hits.DecodeInto(&hits); err != nil {
 			log.Fatal(err)
 		}
 		fmt.Println(r.IndexUID, r.EstimatedTotalHits, hits)

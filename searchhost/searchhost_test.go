@@ -95,7 +95,7 @@ func TestNew_Search(t *testing.T) {
 		Formatted map[string]any  `json:"_formatted"`
 	}
 	var hits []hit
-	if err := res.Hits.Decode(&hits); err != nil || len(hits) == 0 || res.Page != 2 || res.HitsPerPage != 5 || res.TotalHits == 0 {
+	if err := res.Hits.DecodeInto(&hits); err != nil || len(hits) == 0 || res.Page != 2 || res.HitsPerPage != 5 || res.TotalHits == 0 {
 		t.Fatalf("%v %+v", err, res)
 	}
 	for _, h := range hits {

@@ -273,6 +273,7 @@ func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) 
 	status, err := h.send(ctx, tok, hc, out)
 	var he *SearchHostError
 	if !errors.As(err, &he) || he.StatusCode != http.StatusUnauthorized && he.StatusCode != http.StatusForbidden {
+		redactRaw(out, tok.Token)
 		return status, err
 	}
 	// Expired or revoked: mint a new token (unless another query already
@@ -288,7 +289,22 @@ func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) 
 	if errors.As(err, &he) {
 		he.redact(old.Token)
 	}
+	redactRaw(out, tok.Token, old.Token)
 	return status, err
+}
+
+// redactRaw removes the tokens from an answer kept as sent (Transport's):
+// a host echoing a token must not put it where a library quotes the body
+// in its errors.
+func redactRaw(out any, tokens ...string) {
+	if raw, ok := out.(*json.RawMessage); ok {
+		for _, t := range tokens {
+			if len(t) >= minSecret && bytes.Contains(*raw, []byte(t)) {
+				*raw = []byte(redact(string(*raw), tokens...))
+				return
+			}
+		}
+	}
 }
 
 // send sends hc once with tok, through the client's pipeline.
@@ -371,11 +387,6 @@ func (t hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		hdr = http.Header{"Content-Type": {"application/json"}}
 	case err != nil:
 		return nil, err
-	}
-	if tok := t.h.tokens.cur.Load(); tok != nil && bytes.Contains(raw, []byte(tok.Token)) {
-		// A host echoing the token: the library would quote the body in
-		// its errors.
-		raw = []byte(redact(string(raw), tok.Token))
 	}
 	hdr.Del("Content-Length")
 	return &http.Response{

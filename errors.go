@@ -774,7 +774,8 @@ func (e *PushIncompleteError) Unwrap() error {
 // *APIError that holds the status, the message, the code and the raw body.
 type SearchHostError struct {
 	*APIError
-	// Index is the index queried.
+	// Index is the index the request named ("" for a route that names
+	// none, such as a multi-search through SearchHost.Transport).
 	Index SearchIndex
 	// Type and Link are the "type" and "link" members of the host's error
 	// body (Message and Code are on the APIError).

@@ -8,6 +8,7 @@ require (
 	github.com/google/go-querystring v1.2.0
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/klauspost/compress v1.20.3
+	github.com/meilisearch/meilisearch-go v0.37.0
 	github.com/parquet-go/parquet-go v0.32.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.38.0
@@ -16,6 +17,7 @@ require (
 
 require (
 	github.com/andybalholm/brotli v1.1.1 // indirect
+	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect

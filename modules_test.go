@@ -1,8 +1,12 @@
 package lendgraph_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -30,4 +34,194 @@ func TestModules_CLI(t *testing.T) {
 		t.Fatalf("go %v in cmd/lendgraph: %v\n%s", args, err, out)
 	}
 	t.Logf("cmd/lendgraph: %s", out)
+}
+
+// footprintSmall and footprintBroad are programs that import package
+// lendgraph alone: the first lists agents, queries the search host and
+// serves search tokens; the second refers to most of the SDK (every
+// resource's calls, deliveries and their decoded rows, enrichment,
+// analytics, search, market, CRM, saved filters, locations, integrations).
+const footprintSmall = `package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+func main() {
+	c, err := lendgraph.NewClient()
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for a, err := range c.Agents.All(ctx, &lendgraph.ListRequest{}) {
+		fmt.Println(a, err)
+	}
+	fmt.Println(c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"}))
+	http.Handle("GET /search-token", c.Search.TokenHandler())
+}
+`
+
+const footprintBroad = `package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+)
+
+func main() {
+	c, err := lendgraph.NewClient()
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	calls := []any{
+		c.Agents.List, c.Agents.Get, c.Agents.All, c.Agents.Pager, c.Agents.Deliver, c.Agents.DeliveryJob, c.Agents.Summary, c.Agents.Chart, c.Agents.TimeSeries,
+		c.Originators.List, c.Originators.Count, c.Originators.TitleCompanies, c.Originators.Deliver,
+		c.Companies.List, c.Companies.Branches, c.Companies.LenderCount, c.Companies.Deliver,
+		c.Loans.List, c.Loans.Deliver, c.Branches.List, c.Sales.List, c.Market.List, c.Market.MostGained,
+		c.Properties.List, c.Properties.Enrich, c.Properties.EnrichBulk, c.Properties.EnrichJob, c.Properties.Enrichments, c.Properties.Related, c.Properties.Chart, c.Properties.Deliver,
+		c.Search.Instant, c.Search.TokenSource, c.Search.TokenHandler, c.Search.Host().Search,
+		c.Locations.Suggest, c.Locations.Retrieve, c.SavedFilters.List, c.SavedFilters.Create,
+		c.CRM.Tasks, c.CRM.OrgMembers, c.CRM.TranscribeCall, c.Integrations.PushCRM, c.Integrations.CRMStatus,
+	}
+	if len(os.Args) > 1 {
+		fmt.Println(calls...)
+	}
+	job := c.Agents.DeliveryJob("dlv_x")
+	for row, err := range job.Rows(ctx) {
+		_, _ = row, err
+	}
+	_, _ = job.DownloadFile(ctx, "agents.csv")
+	for row, err := range lendgraph.DecodeRows[lendgraph.Agent](strings.NewReader(""), lendgraph.FormatCSV) {
+		_, _ = row, err
+	}
+}
+`
+
+// footprintLimit is the most the small program may weigh (issue 26: a
+// program importing only package lendgraph stays at or under 14 MB).
+const footprintLimit = 14_000_000
+
+// TestModules_Footprint builds programs that import only package
+// lendgraph (footprintSmall, footprintBroad, through a build overlay:
+// nothing is written to the source tree) and checks what a consumer pays:
+// none of the modules that only other packages need (the Meilisearch client
+// of package searchhost, parquet-go of package parquet, the command line
+// tool's modules, that is cmd/lendgraph/go.mod's requirements the SDK does
+// not share, and the test-only ones), and at most 14 MB for the small
+// program. It logs each binary's size and the modules `go version -m`
+// lists. (The broad program weighs about 16 MB: decoding delivery rows,
+// DecodeRows or a job's Rows, adds about 4 MB to a program, as before the
+// search host's package existed.)
+func TestModules_Footprint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the footprint builds are skipped")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	banned := map[string]string{
+		"github.com/meilisearch/meilisearch-go": "the Meilisearch client (package searchhost)",
+		"github.com/golang-jwt/jwt/v5":          "the Meilisearch client's (package searchhost)",
+		"github.com/parquet-go/parquet-go":      "the parquet reader (package parquet)",
+		"github.com/google/go-cmp":              "a test-only module",
+		"go.uber.org/goleak":                    "a test-only module",
+		"github.com/stretchr/testify":           "a test-only module",
+	}
+	sdk, cli := requires(t, goTool, "go.mod"), requires(t, goTool, filepath.Join("cmd", "lendgraph", "go.mod"))
+	for _, m := range cli {
+		if !slices.Contains(sdk, m) && !strings.HasPrefix(m, "github.com/lendgraph/") {
+			banned[m] = "a module of the command line tool"
+		}
+	}
+	for _, p := range []struct {
+		name, src string
+		limit     int64 // 0: logged, not checked
+	}{
+		{"small", footprintSmall, footprintLimit},
+		{"broad", footprintBroad, 0},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			size, linked := buildConsumer(t, goTool, p.src)
+			t.Logf("%s program importing only package lendgraph: %d bytes, %d modules: %v", p.name, size, len(linked), linked)
+			if p.limit > 0 && size > p.limit {
+				t.Errorf("%d bytes, over the %d-byte goal", size, p.limit)
+			}
+			for _, m := range linked {
+				if why, ok := banned[m]; ok {
+					t.Errorf("links %s: %s", m, why)
+				}
+			}
+		})
+	}
+}
+
+// buildConsumer builds src, a main package, as a program of this module
+// (an overlay places it at internal/footprint) and returns the binary's
+// size and the modules it links, the main module first.
+func buildConsumer(t *testing.T, goTool, src string) (int64, []string) {
+	t.Helper()
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "main.go")
+	overlay := filepath.Join(dir, "overlay.json")
+	ov, _ := json.Marshal(map[string]any{"Replace": map[string]string{filepath.Join(root, "internal", "footprint", "main.go"): file}})
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(overlay, ov, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "consumer")
+	if out, err := exec.Command(goTool, "build", "-overlay", overlay, "-o", bin, "./internal/footprint").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	st, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(goTool, "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var linked []string
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "mod" || f[0] == "dep") {
+			linked = append(linked, f[1])
+		}
+	}
+	return st.Size(), linked
+}
+
+// requires lists the modules a go.mod requires.
+func requires(t *testing.T, goTool, gomod string) []string {
+	t.Helper()
+	out, err := exec.Command(goTool, "mod", "edit", "-json", gomod).Output()
+	if err != nil {
+		t.Fatalf("go mod edit -json %s: %v", gomod, err)
+	}
+	var mf struct{ Require []struct{ Path string } }
+	if err := json.Unmarshal(out, &mf); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range mf.Require {
+		paths = append(paths, r.Path)
+	}
+	if len(paths) == 0 {
+		t.Fatalf("%s requires nothing", gomod)
+	}
+	return paths
 }

@@ -195,7 +195,7 @@ func (s *SearchService) init() {
 }
 
 // TokenSource returns the client's shared search token source: it caches
-// the token and mints a new one before it expires.
+// the token and mints a new one once half of its lifetime has passed.
 func (s *SearchService) TokenSource() *SearchTokenSource {
 	s.init()
 	return s.tokens

@@ -60,12 +60,12 @@ func BenchmarkSearchHostTokenLifetimes(b *testing.B) {
 				b.Fatal(err)
 			}
 			// The run covers 5.5 token lifetimes of the fake clock. A token
-			// is replaced margin before expiry (10% clamped to [5s, 1m]), so
-			// a new token is due every ttl-margin: that many rotations.
+			// is replaced halfway through its lifetime, so a new token is
+			// due every ttl/2: that many rotations.
 			span := 11 * ttl / 2
 			step := span / benchQueries
-			margin := min(max(ttl/10, 5*time.Second), time.Minute, ttl/2)
-			rotations := float64(span) / float64(ttl-margin)
+			rotation := ttl / 2
+			rotations := float64(span) / float64(rotation)
 			var mints, duplicates, refused int
 			for b.Loop() {
 				srv.ResetRequests()
@@ -81,7 +81,7 @@ func BenchmarkSearchHostTokenLifetimes(b *testing.B) {
 						continue
 					}
 					mints++
-					if !last.IsZero() && r.At.Sub(last) < (ttl-margin)/2 {
+					if !last.IsZero() && r.At.Sub(last) < rotation/2 {
 						duplicates++
 					}
 					last = r.At

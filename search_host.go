@@ -1,10 +1,12 @@
 package lendgraph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,15 +23,21 @@ type SearchHostAPI interface {
 var _ SearchHostAPI = (*SearchHost)(nil)
 
 // SearchHost queries the search host (a Meilisearch-compatible server)
-// directly, with search tokens from the client's SearchTokenSource. Each
-// query is one POST /indexes/{index}/search to the host named by the
-// current token (following it when a new token names another host), sent
-// through the client's credential-free pipeline with
-// "Authorization: Bearer <search token>" and never the API key. A query the
-// host refuses with 401 or 403 is retried once with a newly minted token;
-// transient failures (5xx, 429, dropped connections, a body cut short) are
-// retried like any read. It is safe for concurrent use; tokens rotate while
+// directly, with search tokens from the client's SearchTokenSource. Every
+// request goes to the host named by the current token (following it when a
+// new token names another host), through the client's credential-free
+// pipeline with "Authorization: Bearer <search token>" and never the API
+// key. A request the host refuses with 401 or 403 is retried once with a
+// newly minted token; transient failures (5xx, 429, dropped connections, a
+// body cut short) are retried like any read. The token is redacted from
+// errors, and the host's address obeys the SDK's link rules
+// (ErrUnsafeLink). It is safe for concurrent use; tokens rotate while
 // queries are in flight, each query keeping the token it started with.
+//
+// Search is one typed query on one index. For the rest of the host's API
+// (multi-search, facet search, every search parameter, typed), package
+// github.com/lendgraph/lendgraph-go/searchhost gives the official
+// Meilisearch Go client over Transport.
 type SearchHost struct {
 	client *Client
 	tokens *SearchTokenSource
@@ -232,55 +240,177 @@ func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSea
 	if err != nil {
 		return nil, err
 	}
-	tok, err := h.tokens.Token(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := h.query(ctx, tok, index, body)
-	var he *SearchHostError
-	if errors.As(err, &he) && (he.StatusCode == http.StatusUnauthorized || he.StatusCode == http.StatusForbidden) {
-		// Expired or revoked: mint a new token (unless another query
-		// already did) and try once more.
-		old := tok
-		if tok, err = h.tokens.renew(ctx, tok); err != nil {
-			return nil, err
-		}
-		res, err = h.query(ctx, tok, index, body)
-		if errors.As(err, &he) {
-			he.redact(old.Token)
-		}
-	}
-	return res, err
-}
-
-func (h *SearchHost) query(ctx context.Context, tok *SearchToken, index SearchIndex, body *hostSearchBody) (*HostSearchResult, error) {
-	if !slices.Contains(tok.Indexes, index) {
-		return nil, invalidArg("index", "%q is not among the search token's indexes %v", index, tok.Indexes)
-	}
-	base, err := url.Parse(strings.TrimRight(tok.Host, "/"))
-	if err != nil {
-		return nil, fmt.Errorf("lendgraph: search host %q: %w", tok.Host, err)
-	}
 	var res HostSearchResult
-	_, err = h.client.send(ctx, request{
-		method: http.MethodPost, path: searchPath(index), body: body, kind: retry.Idempotent,
-		host: &otherHost{base: base, bearer: tok.Token, parseError: func(status int, hdr http.Header, b []byte, truncated bool) error {
-			return newSearchHostError(index, status, hdr, b, truncated)
-		}},
-	}, &res)
-	if err != nil {
+	if _, err := h.do(ctx, hostCall{method: http.MethodPost, path: searchPath(index), body: body, index: index}, &res); err != nil {
 		return nil, err
 	}
 	res.Hits = nonNil(res.Hits)
 	return &res, nil
 }
 
+// hostCall is one request to the search host.
+type hostCall struct {
+	method string
+	path   string // escaped, relative to the token's host
+	query  url.Values
+	body   any         // encoded as JSON when non-nil
+	index  SearchIndex // the index the path names, "" for none: it must be among the token's
+	header *http.Header
+}
+
+// do is the one way to the search host: it sends hc with the current
+// token, mints a new one and tries once more when the host refuses the
+// token (401, 403), and decodes the 2xx JSON answer into out. It returns
+// the answer's status.
+func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) {
+	if err := h.client.ready(ctx); err != nil {
+		return 0, err
+	}
+	tok, err := h.tokens.Token(ctx)
+	if err != nil {
+		return 0, err
+	}
+	status, err := h.send(ctx, tok, hc, out)
+	var he *SearchHostError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusUnauthorized && he.StatusCode != http.StatusForbidden {
+		redactRaw(out, tok.Token)
+		return status, err
+	}
+	// Expired or revoked: mint a new token (unless another query already
+	// did) and try once more.
+	old := tok
+	if tok, err = h.tokens.renew(ctx, old); err != nil {
+		return 0, err
+	}
+	if tok == old {
+		return 0, he // two mints in the last second already: no new token to try
+	}
+	status, err = h.send(ctx, tok, hc, out)
+	if errors.As(err, &he) {
+		he.redact(old.Token)
+	}
+	redactRaw(out, tok.Token, old.Token)
+	return status, err
+}
+
+// redactRaw removes the tokens from an answer kept as sent (Transport's):
+// a host echoing a token must not put it where a library quotes the body
+// in its errors.
+func redactRaw(out any, tokens ...string) {
+	if raw, ok := out.(*json.RawMessage); ok {
+		for _, t := range tokens {
+			if len(t) >= minSecret && bytes.Contains(*raw, []byte(t)) {
+				*raw = []byte(redact(string(*raw), tokens...))
+				return
+			}
+		}
+	}
+}
+
+// send sends hc once with tok, through the client's pipeline.
+func (h *SearchHost) send(ctx context.Context, tok *SearchToken, hc hostCall, out any) (int, error) {
+	if hc.index != "" && !slices.Contains(tok.Indexes, hc.index) {
+		return 0, invalidArg("index", "%q is not among the search token's indexes %v", hc.index, tok.Indexes)
+	}
+	base, err := url.Parse(strings.TrimRight(tok.Host, "/"))
+	if err != nil {
+		return 0, fmt.Errorf("lendgraph: search host %q: %w", tok.Host, err)
+	}
+	var q any
+	if len(hc.query) > 0 {
+		q = hc.query
+	}
+	return h.client.send(ctx, request{
+		method: hc.method, path: hc.path, query: q, body: hc.body, kind: retry.Idempotent, header: hc.header,
+		host: &otherHost{base: base, bearer: tok.Token, parseError: func(status int, hdr http.Header, b []byte, truncated bool) error {
+			return newSearchHostError(hc.method, hc.path, hc.index, status, hdr, b, truncated)
+		}},
+	}, out)
+}
+
 func searchPath(index SearchIndex) string { return "/indexes/" + string(index) + "/search" }
 
+// Transport returns an http.RoundTripper that sends each request to the
+// search host as Search does: to the host the current token names (the
+// request's path and query are kept, resolved against the token's host;
+// its scheme and host are ignored), with the token as
+// "Authorization: Bearer" (whatever credentials the request carried are
+// dropped), once more with a new token after a 401 or 403, transient
+// failures retried, answers read whole within the SDK's size caps and the
+// token redacted from them. A request on /indexes/{index}/... for an index
+// outside the token's scope fails before it is sent. Every request is
+// treated as a read: a search token cannot write. Errors other than the
+// host's answers (a transport failure, ErrUnsafeLink, a context ending)
+// are returned by RoundTrip as the SDK's errors.
+//
+// Hand it to a Meilisearch client library; package
+// github.com/lendgraph/lendgraph-go/searchhost does so for the official Go
+// client.
+func (h *SearchHost) Transport() http.RoundTripper { return hostTransport{h} }
+
+// hostTransport is SearchHost.Transport.
+type hostTransport struct{ h *SearchHost }
+
+// RoundTrip implements http.RoundTripper.
+func (t hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body any
+	if req.Body != nil {
+		b, err := readCappedRequest(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 0 {
+			body = json.RawMessage(b)
+		}
+	}
+	query, err := url.ParseQuery(req.URL.RawQuery)
+	if err != nil {
+		return nil, invalidArg("request URL", "its query string does not parse: %v", err)
+	}
+	path := req.URL.EscapedPath()
+	var index SearchIndex
+	if rest, ok := strings.CutPrefix(path, "/indexes/"); ok {
+		uid, _, _ := strings.Cut(rest, "/")
+		if u, err := url.PathUnescape(uid); err == nil && u != "" {
+			index = SearchIndex(u)
+		}
+	}
+	var raw json.RawMessage
+	var hdr http.Header
+	status, err := t.h.do(req.Context(), hostCall{method: req.Method, path: path, query: query, body: body, index: index, header: &hdr}, &raw)
+	var he *SearchHostError
+	switch {
+	case errors.As(err, &he) && he.APIError != nil:
+		// The host's answer, as the library expects to read it (its body
+		// capped and redacted already).
+		status, raw = he.StatusCode, he.Body
+		hdr = http.Header{"Content-Type": {"application/json"}}
+	case err != nil:
+		return nil, err
+	}
+	hdr.Del("Content-Length")
+	return &http.Response{
+		Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), StatusCode: status,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: hdr, Body: io.NopCloser(bytes.NewReader(raw)), ContentLength: int64(len(raw)), Request: req,
+	}, nil
+}
+
+// readCappedRequest reads and closes a request body, refusing one larger
+// than a response the SDK would read.
+func readCappedRequest(body io.ReadCloser) ([]byte, error) {
+	defer body.Close()
+	b, truncated := readCapped(body, maxResponseBody)
+	if truncated {
+		return nil, invalidArg("request body", "is larger than %d bytes", maxResponseBody)
+	}
+	return b, nil
+}
+
 // newSearchHostError reads the host's error body.
-func newSearchHostError(index SearchIndex, status int, h http.Header, body []byte, truncated bool) error {
-	e := &SearchHostError{Index: index, APIError: &APIError{StatusCode: status, Method: http.MethodPost,
-		Path: searchPath(index), RequestID: h.Get("X-Request-Id"), Body: body, Truncated: truncated}}
+func newSearchHostError(method, path string, index SearchIndex, status int, h http.Header, body []byte, truncated bool) error {
+	e := &SearchHostError{Index: index, APIError: &APIError{StatusCode: status, Method: method,
+		Path: path, RequestID: h.Get("X-Request-Id"), Body: body, Truncated: truncated}}
 	var eb struct{ Message, Code, Type, Link string }
 	if json.Unmarshal(body, &eb) == nil {
 		e.Message, e.Code, e.Type, e.Link = eb.Message, eb.Code, eb.Type, eb.Link

@@ -109,7 +109,7 @@ func TestSearchHost_Search(t *testing.T) {
 
 func TestSearchHost_ReMintsOnceOnRefusal(t *testing.T) {
 	srv := searchServer(t)
-	c := srv.Client()
+	c, clk, _ := clockedSearch(t, srv)
 	h := c.Search.Host()
 	ctx := context.Background()
 	q := &lendgraph.HostSearchRequest{Q: "smi"}
@@ -125,12 +125,15 @@ func TestSearchHost_ReMintsOnceOnRefusal(t *testing.T) {
 	if n := srv.CountRequests(http.MethodPost, "/indexes/*/search"); n != 2 || srv.SearchTokenMints() != 2 {
 		t.Fatalf("%d searches, %d mints; want 2 and 2", n, srv.SearchTokenMints())
 	}
-	// Revoked: 401, re-mint, retry.
+	// Revoked: 401, re-mint, retry. (A second later: two mints started
+	// within a second hold the third, TestSearchTokenSource_MintStormGuard.)
+	clk.Advance(time.Second)
 	srv.RevokeSearchTokens()
 	if _, err := h.Search(ctx, lendgraph.IndexOriginators, q); err != nil || srv.SearchTokenMints() != 3 {
 		t.Fatalf("after revoking: %v, %d mints", err, srv.SearchTokenMints())
 	}
 	// A host that keeps refusing: one retry, then its error.
+	clk.Advance(time.Second)
 	srv.ResetRequests()
 	srv.InjectFault(http.MethodPost, "/indexes/*/search", lendgraphtest.Fault{Status: 401, Times: -1,
 		Header: map[string]string{"Content-Type": "application/json"},

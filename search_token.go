@@ -65,7 +65,7 @@ func (t SearchToken) LogValue() slog.Value {
 }
 
 // Token mints a new search token (GET /v1/search-token). Most callers want
-// TokenSource, which caches it until shortly before it expires.
+// TokenSource, which caches it until half of its lifetime has passed.
 func (s *SearchService) Token(ctx context.Context) (*SearchToken, error) {
 	var t SearchToken
 	var h http.Header
@@ -94,15 +94,20 @@ type SearchTokenProvider interface {
 
 var _ SearchTokenProvider = (*SearchTokenSource)(nil)
 
-// SearchTokenSource caches a search token and mints the next one before the
-// cached one expires, a margin ahead that scales with the token's lifetime
-// (a tenth of it, at least 5 seconds and at most a minute, and never more
-// than half of it). The lifetime is the server's: expiresAt against the
-// Date of the response that carried the token, so a machine whose clock is
-// minutes off neither mints on every call nor keeps a token past its end;
-// whatever the clocks say, a token is reused for at least a second. However many goroutines ask at once, one mint runs; the
-// others wait for it, each until its own context ends. A failed mint is not
-// cached: the next call tries again. Get one from SearchService.TokenSource.
+// SearchTokenSource caches a search token and mints the next one once half
+// of the cached token's lifetime has passed, so that a token it hands out
+// (to a query, or to a browser through TokenHandler) always has at least
+// half of its lifetime left. The lifetime is measured from when the token
+// was received: expiresAt against the local clock, or against the Date of
+// the response that carried the token when the two clocks disagree by more
+// than two seconds, so a machine whose clock is minutes off neither mints
+// on every call nor keeps a token past its end. A token that arrives
+// expired or nearly so (a skewed clock, a broken minter) would call for a
+// mint on every call: the source then keeps handing out the newest token,
+// minting at most twice a second. However many goroutines ask at once, one
+// mint runs; the others wait for it, each until its own context ends. A
+// failed mint is not cached: the next call tries again. Get one from
+// SearchService.TokenSource.
 type SearchTokenSource struct {
 	mint func(context.Context) (*SearchToken, error)
 	now  func() time.Time
@@ -110,6 +115,7 @@ type SearchTokenSource struct {
 	cur      atomic.Pointer[SearchToken]
 	mu       sync.Mutex
 	inflight *mintCall
+	minted   [2]time.Time // when the last two successful mints started (ts.now), the older first; guarded by mu
 }
 
 type mintCall struct {
@@ -119,8 +125,9 @@ type mintCall struct {
 	cancelled bool // the minting caller's context ended: others try again
 }
 
-// Token returns the cached token, or mints one when there is none or the
-// cached one is within its refresh margin.
+// Token returns the cached token, or mints one when there is none or half
+// of the cached one's lifetime has passed (unless two mints started within
+// the last second: then the cached token is returned).
 func (ts *SearchTokenSource) Token(ctx context.Context) (*SearchToken, error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
@@ -132,20 +139,29 @@ func (ts *SearchTokenSource) Token(ctx context.Context) (*SearchToken, error) {
 }
 
 // renew returns a token that is fresh and is not stale (a token the search
-// host refused), minting one unless another goroutine already did.
+// host refused), minting one unless another goroutine already did. When two
+// mints started within the last second, it returns the cached token, stale
+// or not, instead of minting a third: the caller compares it with stale to
+// know that no new token came.
 func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*SearchToken, error) {
 	for {
 		ts.mu.Lock()
-		if t := ts.cur.Load(); t != nil && t != stale && ts.now().Before(t.refreshAt) {
+		now := ts.now()
+		t := ts.cur.Load()
+		if t != nil && t != stale && now.Before(t.refreshAt) {
 			ts.mu.Unlock()
 			return t, nil
 		}
 		call := ts.inflight
 		if call == nil {
+			if t != nil && now.Sub(ts.minted[0]) < mintWindow {
+				ts.mu.Unlock()
+				return t, nil // the mint-storm guard
+			}
 			call = &mintCall{done: make(chan struct{})}
 			ts.inflight = call
 			ts.mu.Unlock()
-			ts.run(ctx, call)
+			ts.run(ctx, call, now)
 			return call.tok, call.err
 		}
 		ts.mu.Unlock()
@@ -161,8 +177,9 @@ func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*Se
 	}
 }
 
-// run mints on the calling goroutine and publishes the result.
-func (ts *SearchTokenSource) run(ctx context.Context, call *mintCall) {
+// run mints on the calling goroutine and publishes the result; started is
+// when the mint began.
+func (ts *SearchTokenSource) run(ctx context.Context, call *mintCall, started time.Time) {
 	tok, err := ts.mint(ctx)
 	if err == nil {
 		tok.refreshAt = refreshTime(ts.now(), tok.served, tok.ExpiresAt)
@@ -172,34 +189,33 @@ func (ts *SearchTokenSource) run(ctx context.Context, call *mintCall) {
 	call.cancelled = err != nil && ctx.Err() != nil
 	if err == nil {
 		ts.cur.Store(tok)
+		ts.minted = [2]time.Time{ts.minted[1], started}
 	}
 	ts.inflight = nil
 	ts.mu.Unlock()
 	close(call.done)
 }
 
-// Refresh margin bounds: a tenth of the lifetime, clamped; the shortest
-// reuse of a token; and how far the server's Date may be from the local
-// clock for the two to count as agreeing (Date has whole seconds).
+// mintWindow is the mint-storm guard: at most two mints start within it.
+// clockSlack is how far the server's Date may be from the local clock for
+// the two to count as agreeing (Date has whole seconds).
 const (
-	minRefreshMargin = 5 * time.Second
-	maxRefreshMargin = time.Minute
-	minTokenReuse    = time.Second
-	clockSlack       = 2 * time.Second
+	mintWindow = time.Second
+	clockSlack = 2 * time.Second
 )
 
 // refreshTime is when a token received at now (the local clock) and
-// expiring at exp (the server's clock) is replaced. served is the server's
-// Date when the token was minted (zero when it sent none). When the two
-// clocks disagree, the lifetime is measured on the server's alone.
+// expiring at exp (the server's clock) is replaced: halfway through its
+// lifetime, measured from now. served is the server's Date when the token
+// was minted (zero when it sent none). When the two clocks disagree, the
+// lifetime is measured on the server's alone. A token that arrived expired
+// is due at once (the mint-storm guard in renew spaces the mints).
 func refreshTime(now, served, exp time.Time) time.Time {
 	ref := now
 	if !served.IsZero() && (served.Sub(now) > clockSlack || now.Sub(served) > clockSlack) {
 		ref = served.Add(500 * time.Millisecond) // Date is truncated to the second
 	}
-	life := exp.Sub(ref)
-	margin := min(max(life/10, minRefreshMargin), maxRefreshMargin, life/2)
-	return now.Add(max(life-margin, minTokenReuse))
+	return now.Add(exp.Sub(ref) / 2)
 }
 
 // TokenHandler returns an http.Handler that serves a valid search token to a

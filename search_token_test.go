@@ -54,7 +54,7 @@ func TestSearchTokenSource_ClockSkew(t *testing.T) {
 	})
 	t.Run("behind", func(t *testing.T) {
 		srv := searchServer(t)
-		srv.SetSearchTokenTTL(time.Minute) // margin 6s: replaced 54s after the mint
+		srv.SetSearchTokenTTL(time.Minute) // measured on the server's clock: replaced about 30s after the mint
 		c := srv.Client()
 		lendgraph.SetSearchClock(c, func() time.Time { return srv.Now().Add(-10 * time.Minute) })
 		ts := c.Search.TokenSource()
@@ -63,14 +63,14 @@ func TestSearchTokenSource_ClockSkew(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv.Advance(50 * time.Second)
+		srv.Advance(28 * time.Second) // 32s left by the server's clock
 		if t2, _ := ts.Token(ctx); t2 != t1 || srv.SearchTokenMints() != 1 {
-			t.Fatal("token replaced before its margin")
+			t.Fatal("token replaced with more than half of its lifetime left")
 		}
-		srv.Advance(6 * time.Second) // 4s left by the server's clock
+		srv.Advance(3 * time.Second) // 29s left by the server's clock
 		t3, err := ts.Token(ctx)
 		if err != nil || t3 == t1 || srv.SearchTokenMints() != 2 {
-			t.Fatalf("with the clock 10 minutes behind, the token was kept into its last seconds: %v, %d mints", err, srv.SearchTokenMints())
+			t.Fatalf("with the clock 10 minutes behind, the token was kept past half of its lifetime: %v, %d mints", err, srv.SearchTokenMints())
 		}
 		srv.ResetRequests()
 		if _, err := c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"}); err != nil {
@@ -110,33 +110,150 @@ func TestSearchTokenSource_OneMintForManyCallers(t *testing.T) {
 	}
 }
 
-func TestSearchTokenSource_RefreshedWithinMargin(t *testing.T) {
-	srv := searchServer(t)
-	srv.SetSearchTokenTTL(time.Minute) // margin: 6s
+// manualClock is a client clock that moves only when the test moves it
+// (with the fake server's, so that the two agree): what a token source
+// decides depends on nothing but the steps the test takes.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (m *manualClock) Now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now
+}
+
+// Advance moves the client's clock alone.
+func (m *manualClock) Advance(d time.Duration) {
+	m.mu.Lock()
+	m.now = m.now.Add(d)
+	m.mu.Unlock()
+}
+
+// clockedSearch returns a client whose token source reads a manual clock,
+// and a step that moves that clock and the server's by d.
+func clockedSearch(t *testing.T, srv *lendgraphtest.Server) (*lendgraph.Client, *manualClock, func(d time.Duration)) {
+	t.Helper()
+	clk := &manualClock{now: srv.Now()}
 	c := srv.Client()
-	lendgraph.SetSearchClock(c, srv.Now)
-	ts := c.Search.TokenSource()
-	ctx := context.Background()
-	t1, err := ts.Token(ctx)
-	if err != nil {
-		t.Fatal(err)
+	lendgraph.SetSearchClock(c, clk.Now)
+	return c, clk, func(d time.Duration) {
+		clk.Advance(d)
+		srv.Advance(d)
 	}
-	srv.Advance(53 * time.Second)
-	if t2, _ := ts.Token(ctx); t2 != t1 || srv.SearchTokenMints() != 1 {
-		t.Fatal("token replaced before its margin")
+}
+
+// TestSearchTokenSource_HalfLifetimeLeft (issue 26 item 5): a token is
+// handed out only while at least half of its lifetime, measured from when
+// it was received, is left, short-lived tokens included: a token minted
+// with a 1.2s lifetime is no longer handed out 200ms before it expires.
+// Each call's answer is checked on the client's clock (a manual one, so
+// the check is exact), the mints are counted at the server, and every
+// token handed out is one the search host accepts.
+func TestSearchTokenSource_HalfLifetimeLeft(t *testing.T) {
+	for _, tc := range []struct {
+		ttl, step time.Duration
+	}{
+		{1200 * time.Millisecond, 50 * time.Millisecond},
+		{time.Second, 50 * time.Millisecond},
+		{time.Minute, time.Second},
+		{5 * time.Minute, 5 * time.Second},
+	} {
+		t.Run(tc.ttl.String(), func(t *testing.T) {
+			srv := searchServer(t)
+			srv.SetSearchTokenTTL(tc.ttl)
+			c, clk, step := clockedSearch(t, srv)
+			ts := c.Search.TokenSource()
+			ctx := context.Background()
+			var cur *lendgraph.SearchToken
+			var receivedAt time.Time
+			tokens := 0
+			const lifetimes = 4
+			for range int(lifetimes * tc.ttl / tc.step) {
+				tok, err := ts.Token(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				now := clk.Now()
+				if tok != cur {
+					cur, receivedAt = tok, now
+					tokens++
+				}
+				life := tok.ExpiresAt.Sub(receivedAt)
+				if left := tok.ExpiresAt.Sub(now); left < life/2 {
+					t.Fatalf("token handed out with %v left of its %v lifetime (received %v ago)", left, life, now.Sub(receivedAt))
+				}
+				step(tc.step)
+			}
+			// One mint per half lifetime: a token is not replaced early either.
+			if want := 2*lifetimes + 1; srv.SearchTokenMints() != tokens || tokens < want-1 || tokens > want {
+				t.Fatalf("%d tokens, %d mints over %d lifetimes; want about %d", tokens, srv.SearchTokenMints(), lifetimes, want)
+			}
+			srv.ResetRequests()
+			if _, err := c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(srv.Requests()); n != 1 {
+				t.Fatalf("%d requests: the host refused the token", n)
+			}
+		})
 	}
-	srv.Advance(2 * time.Second) // 5s left: inside the margin, not expired
-	t3, err := ts.Token(ctx)
-	if err != nil || t3 == t1 || t3.Token == t1.Token || srv.SearchTokenMints() != 2 {
-		t.Fatalf("token not replaced inside its margin: %v, mints %d", err, srv.SearchTokenMints())
-	}
-	// The replacement is used by the host: no refusal, one request.
-	srv.ResetRequests()
-	if _, err := c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"}); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(srv.Requests()); n != 1 {
-		t.Fatalf("%d requests, want 1", n)
+}
+
+// TestSearchTokenSource_MintStormGuard (issue 26 item 5): a token that
+// arrives expired (a broken minter, a skewed server) or nearly so is
+// handed out again rather than minted on every call, at most two mints a
+// second per client, both for calls to Token and for host queries that the
+// host refuses (each would re-mint). Counted at the server.
+func TestSearchTokenSource_MintStormGuard(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ttl  time.Duration
+	}{
+		{"expired on arrival", -time.Second},
+		{"100ms", 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := searchServer(t)
+			srv.SetSearchTokenTTL(tc.ttl)
+			c, _, step := clockedSearch(t, srv)
+			ts := c.Search.TokenSource()
+			ctx := context.Background()
+			const seconds = 3
+			for range seconds * 100 {
+				if _, err := ts.Token(ctx); err != nil {
+					t.Fatal(err)
+				}
+				step(10 * time.Millisecond)
+			}
+			if m := srv.SearchTokenMints(); m > 2*seconds {
+				t.Fatalf("%d mints in %d seconds, want at most %d", m, seconds, 2*seconds)
+			} else if m < seconds {
+				t.Fatalf("%d mints in %d seconds: the source stopped renewing", m, seconds)
+			}
+			// Host queries in one instant: each refusal would re-mint; at
+			// most two mints start in a second, then the host's refusal
+			// comes back as it is.
+			srv.SetSearchTokenTTL(-time.Second)
+			step(time.Second)
+			before := srv.SearchTokenMints()
+			srv.ResetRequests()
+			h := c.Search.Host()
+			for range 20 {
+				_, err := h.Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"})
+				var he *lendgraph.SearchHostError
+				if !errors.As(err, &he) || he.StatusCode != http.StatusForbidden {
+					t.Fatalf("expired tokens: %v", err)
+				}
+			}
+			if m := srv.SearchTokenMints() - before; m > 2 {
+				t.Fatalf("20 refused queries in one instant minted %d tokens, want at most 2", m)
+			}
+			if n := srv.CountRequests(http.MethodPost, "/indexes/*/search"); n > 22 {
+				t.Fatalf("%d host requests for 20 queries", n)
+			}
+		})
 	}
 }
 

@@ -42,7 +42,7 @@ func tourSearch(t tour) error {
 
 	// A search token: short-lived, read-only, for the search host only (the
 	// API key never goes there). The source caches it and mints the next
-	// one before it expires.
+	// one halfway through its lifetime.
 	tok, err := t.c.Search.TokenSource().Token(t.ctx)
 	if err != nil {
 		return fmt.Errorf("search token: %w", err)

@@ -103,7 +103,7 @@ func TestRows_FieldsKeepTheirOrder(t *testing.T) {
 						return out
 					}
 					if w, g := pick(fileRows[lendgraph.Agent](t, src, lendgraph.FormatNDJSON)), pick(fileRows[lendgraph.Agent](t, out, lendgraph.FormatParquet)); !slices.Equal(w, g) {
-						t.Errorf("--to parquet --fields %s: rows %v, want %v", fields, g[:2], w[:2])
+						t.Errorf("--to parquet --fields %s: %d rows differ from the %d of the source", fields, len(g), len(w))
 					}
 				}
 			default:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,7 +31,7 @@ func (a *app) apiCommand() *cobra.Command {
 		Long: `api sends one request to PATH (relative to the base URL, e.g. /v1/agents)
 through the SDK's client: the API key, the retries and the redaction of
 secrets apply as to every command. It prints the JSON answer on stdout
-(indented; one line with --json), nothing for a 204 or a HEAD. A non-2xx
+(indented; one line with --json), nothing for HEAD. A non-2xx
 answer prints the error on stderr and exits 1 (3 for insufficient credits).
 It is for what the other commands do not wrap, as gh api is for GitHub.
 
@@ -56,7 +55,7 @@ error says "outcome unknown": the call may have been charged; check (the
 job list, your balance) before running it again.`,
 		Example: `  lendgraph api /v1/agents/agt_0000042
   lendgraph api /v1/agents -F 'flatFilters[state]=TX' -F 'pagination[size]=2'
-  lendgraph api '/v1/properties/prp_0000001/related?to=loans&limit=5'
+  lendgraph api '/v1/properties/prop_0000001/related?to=loans&limit=5'
   lendgraph api -X GET /v1/locations/suggest -f q=Austin`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,15 +71,8 @@ job list, your balance) before running it again.`,
 			if method != http.MethodHead {
 				out = new(jsontext.Value)
 			}
-			err = c.Do(cmd.Context(), method, path, body, out)
-			var de *lendgraph.DecodeError
-			switch {
-			case errors.As(err, &de) && de.StatusCode == http.StatusNoContent:
-				return nil // no content, as the status says
-			case err != nil:
+			if err := c.Do(cmd.Context(), method, path, body, out); err != nil || out == nil {
 				return err
-			case out == nil || len(*out) == 0:
-				return nil
 			}
 			v := jsontext.Value(bytes.Clone(*out))
 			lax := []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}

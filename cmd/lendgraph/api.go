@@ -31,9 +31,9 @@ func (a *app) apiCommand() *cobra.Command {
 		Long: `api sends one request to PATH (relative to the base URL, e.g. /v1/agents)
 through the SDK's client: the API key, the retries and the redaction of
 secrets apply as to every command. It prints the JSON answer on stdout
-(indented; one line with --json), nothing for HEAD. A non-2xx
-answer prints the error on stderr and exits 1 (3 for insufficient credits).
-It is for what the other commands do not wrap, as gh api is for GitHub.
+(indented; one line with --json; nothing for HEAD). A non-2xx answer
+prints the error on stderr and exits 1 (3 for insufficient credits). It is
+for what the other commands do not wrap, as gh api is for GitHub.
 
 The method is GET, or POST when a field or --input is given; -X sets it.
   -F KEY=VALUE   a field whose value is typed: true, false, null and JSON

@@ -171,8 +171,8 @@ func TestAPI_ErrorsAndSecrets(t *testing.T) {
 
 // TestAPI_RetriesByMethod: what the help says of retries, counted at the
 // fake. A read is repeated after a 503; a POST after a 429 (the server did
-// not act), but never after a connection lost once it was sent: it exits
-// with "outcome unknown" and the fake saw one submit.
+// not act), but never after a connection lost once it was sent or a 503:
+// it exits with "outcome unknown" and the fake saw one submit.
 func TestAPI_RetriesByMethod(t *testing.T) {
 	c := newCLI(t)
 	retryNow := map[string]string{"Retry-After": "0"}
@@ -192,13 +192,18 @@ func TestAPI_RetriesByMethod(t *testing.T) {
 		t.Errorf("POST after a 429: %d requests, want 2", n)
 	}
 
-	c.srv.ResetRequests()
-	c.srv.InjectFault(http.MethodPost, submit, lendgraphtest.Fault{Kind: lendgraphtest.DropBeforeResponse})
-	r = c.run("api", submit, "-f", "format=ndjson", "-F", "limit=5")
-	if r.code != exitFailure || !strings.Contains(r.stderr, "outcome unknown") {
-		t.Errorf("POST, connection lost after sending: exit %d, stderr: %s", r.code, r.stderr)
-	}
-	if n := c.srv.CountRequests(http.MethodPost, submit); n != 1 {
-		t.Errorf("POST, connection lost after sending: %d requests, want 1 (never repeated)", n)
+	for what, f := range map[string]lendgraphtest.Fault{
+		"connection lost after sending": {Kind: lendgraphtest.DropBeforeResponse},
+		"503":                           {Status: http.StatusServiceUnavailable, Header: retryNow},
+	} {
+		c.srv.ResetRequests()
+		c.srv.InjectFault(http.MethodPost, submit, f)
+		r = c.run("api", submit, "-f", "format=ndjson", "-F", "limit=5")
+		if r.code != exitFailure || !strings.Contains(r.stderr, "outcome unknown") {
+			t.Errorf("POST, %s: exit %d, stderr: %s", what, r.code, r.stderr)
+		}
+		if n := c.srv.CountRequests(http.MethodPost, submit); n != 1 {
+			t.Errorf("POST, %s: %d requests, want 1 (never repeated)", what, n)
+		}
 	}
 }

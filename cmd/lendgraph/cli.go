@@ -123,8 +123,9 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "lendgraph",
 		Short: "The LendGraph command line tool",
 		Long: `lendgraph pulls bulk deliveries, exports beyond one delivery as partitioned
-datasets, converts delivery files, enriches properties, searches, lists and
-fetches records, and runs the fake API as a standalone server.
+datasets, converts delivery files and exports, enriches properties, searches,
+lists, counts and fetches records, sends any API request (api), and runs the
+fake API as a standalone server.
 
 The API key is read from $LENDGRAPH_API_KEY or from the file named by --api-key-file.
 Data goes to stdout, messages to stderr.

@@ -31,10 +31,11 @@ same --filter, --where and --period as list, deliver and export take).
 Nothing is charged.
 
 originators and properties are counted by their count endpoints
-(POST /v1/originators/count, POST /v1/properties/count, which give an exact
-count); every other resource by the total of its list (one record a page).
---json prints {"resource", "total", "endpoint"}, and for originators the
-service's totalIsLowerBound.`,
+(POST /v1/originators/count; POST /v1/properties/count, an exact count),
+every other resource by the total of its list (one record a page). --json
+prints {"resource", "total", "endpoint"}, and for originators the count's
+totalIsLowerBound as the service sends it (a total it flags as a lower
+bound is said so).`,
 		Example: `  lendgraph count agents --filter state=TX
   lendgraph count loans --filter transactionType=purchase --period 2024 --json`,
 		Args: cobra.ExactArgs(1),

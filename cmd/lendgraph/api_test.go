@@ -146,7 +146,7 @@ func TestAPI_ErrorsAndSecrets(t *testing.T) {
 	if err := os.WriteFile(c.path("bad.json"), []byte(`{"a":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{
+	wantUsageErrors(t, c, [][]string{
 		{"api", "http://127.0.0.1:1/v1/agents"},
 		{"api", "//elsewhere.example/v1/agents"},
 		{"api", "-X", "GET X", "/v1/agents"},
@@ -158,15 +158,7 @@ func TestAPI_ErrorsAndSecrets(t *testing.T) {
 		{"api", "/v1/agents", "--input", "bad.json"},
 		{"api", "/v1/agents", "--input", "missing.json"},
 		{"api"},
-	} {
-		r := c.run(args...)
-		if r.code != exitUsage {
-			t.Errorf("%s: exit %d, want %d\n%s", strings.Join(args, " "), r.code, exitUsage, r.stderr)
-		}
-	}
-	if n := len(c.srv.Requests()); n != 0 {
-		t.Errorf("usage errors sent %d requests", n)
-	}
+	})
 }
 
 // TestAPI_RetriesByMethod: what the help says of retries, counted at the

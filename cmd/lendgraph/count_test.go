@@ -72,19 +72,11 @@ func TestCount_EveryResource(t *testing.T) {
 // TestCount_Usage: mistakes exit 2 before any request.
 func TestCount_Usage(t *testing.T) {
 	c := newCLI(t)
-	for _, args := range [][]string{
+	wantUsageErrors(t, c, [][]string{
 		{"count", "nosuch"},
 		{"count", "agents", "--sort", "state"},
 		{"count", "agents", "--filter", "state"},
 		{"count", "agents", "--where", "{"},
 		{"count"},
-	} {
-		r := c.run(args...)
-		if r.code != exitUsage {
-			t.Errorf("%s: exit %d, want %d\n%s", strings.Join(args, " "), r.code, exitUsage, r.stderr)
-		}
-	}
-	if n := len(c.srv.Requests()); n != 0 {
-		t.Errorf("usage errors sent %d requests", n)
-	}
+	})
 }

@@ -39,7 +39,8 @@ DIR is the directory of an export (lendgraph export --out DIR): rows reads
 every file of the dataset, in the format its _manifest.json names, several
 files at once (the order across files is not defined). An export without
 _SUCCESS is refused unless --allow-incomplete is given (then the shards
-landed so far are read).
+landed so far are read). With --to parquet a dataset is read twice and its
+columns typed from its rows, as for a json input, whatever its format.
 
 The input format is detected from the first bytes (gzip: ndjson.gz, "PAR1":
 parquet, '[': json, '{': plain ndjson) and then from the name; --format

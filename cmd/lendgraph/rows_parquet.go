@@ -375,30 +375,28 @@ func parquetValue(raw jsontext.Value, t pqType, text bool) (pq.Value, error) {
 // (pq.Group sorts them by name).
 type orderedGroup struct {
 	pq.Group
-	order []string // the field names, in order; every name of Group is in it
+	fields []pq.Field // the fields of Group, in order
 }
 
 // inOrder is g with its fields in the order of names (names g lacks are
 // skipped).
 func inOrder(g pq.Group, names []string) pq.Node {
-	return orderedGroup{Group: g, order: names}
-}
-
-// Fields returns the group's fields in the given order.
-func (g orderedGroup) Fields() []pq.Field {
 	byName := map[string]pq.Field{}
-	for _, f := range g.Group.Fields() {
+	for _, f := range g.Fields() {
 		byName[f.Name()] = f
 	}
-	out := make([]pq.Field, 0, len(byName))
-	for _, name := range g.order {
+	fields := make([]pq.Field, 0, len(byName))
+	for _, name := range names {
 		if f, ok := byName[name]; ok {
-			out = append(out, f)
+			fields = append(fields, f)
 			delete(byName, name)
 		}
 	}
-	return out
+	return orderedGroup{Group: g, fields: fields}
 }
+
+// Fields returns the group's fields in the given order.
+func (g orderedGroup) Fields() []pq.Field { return slices.Clone(g.fields) }
 
 // String prints the group with its fields in order.
 func (g orderedGroup) String() string {

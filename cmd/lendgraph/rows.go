@@ -14,9 +14,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/spf13/cobra"
-
 	pq "github.com/parquet-go/parquet-go"
+	"github.com/spf13/cobra"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/export"

@@ -9,6 +9,12 @@
 //	...
 //	DIR/_manifest.json   the plan and every shard's job, rows, bytes, sha256, charge
 //	DIR/_SUCCESS         written once every shard landed and the dataset checked out
+//	DIR/.locks/          lock files: several processes on one machine may run shards of one export
+//
+// The data files are the part-* files; the dataset's own files
+// (_manifest.json, _SUCCESS, .locks/, and the CLI's _plan.json) never
+// match that glob. The lock files are safe to delete while no export runs
+// in DIR.
 //
 // Plan, then run:
 //
@@ -31,12 +37,23 @@
 // shards alone, so a workflow (Airflow, Argo, Kubernetes jobs) can run one
 // shard a task from the plan file.
 //
-// The dataset, read by other tools:
+// The dataset, read by other tools (DuckDB, then PySpark), by format:
 //
-//	-- DuckDB
-//	SELECT state, count(*) FROM read_parquet('DIR/**/*.parquet', hive_partitioning = true) GROUP BY state;
-//	# Spark
-//	df = spark.read.parquet("DIR")
+//	-- parquet
+//	SELECT * FROM read_parquet('DIR/**/part-*.parquet', hive_partitioning = true)
+//	spark.read.parquet("DIR")
+//	-- csv
+//	SELECT * FROM read_csv('DIR/**/part-*.csv', hive_partitioning = true)
+//	spark.read.csv("DIR", header=True)
+//	-- json
+//	SELECT * FROM read_json('DIR/**/part-*.json', hive_partitioning = true)
+//	spark.read.json("DIR", multiLine=True)
+//	-- ndjson (.ndjson.gz)
+//	SELECT * FROM read_json('DIR/**/part-*.ndjson.gz', hive_partitioning = true)
+//	spark.read.json("DIR")
+//
+// The glob names the data files (part-*), so it matches none of the
+// dataset's own files; Spark skips names starting with _ or a dot.
 //
 // Each file keeps the partition columns it was delivered with; DuckDB and
 // Spark take the column's value from the directory, which is the same.

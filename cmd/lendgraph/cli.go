@@ -47,6 +47,7 @@ type app struct {
 	apiKeyFile string
 	baseURL    string
 	jsonOut    bool
+	apiKey     string // the key clientFor used; api redacts it from answers
 	client     *lendgraph.Client
 	clientOpts []lendgraph.Option // a command's own client settings
 	started    bool               // cobra accepted the command line and ran the command
@@ -122,8 +123,9 @@ func (a *app) rootCommand() *cobra.Command {
 		Use:   "lendgraph",
 		Short: "The LendGraph command line tool",
 		Long: `lendgraph pulls bulk deliveries, exports beyond one delivery as partitioned
-datasets, converts delivery files, enriches properties, searches, lists and
-fetches records, and runs the fake API as a standalone server.
+datasets, converts delivery files and exports, enriches properties, searches,
+lists, counts and fetches records, sends any API request (api), and runs the
+fake API as a standalone server.
 
 The API key is read from $LENDGRAPH_API_KEY or from the file named by --api-key-file.
 Data goes to stdout, messages to stderr.
@@ -147,7 +149,7 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 int
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(a.deliverCommand(), a.exportCommand(), a.rowsCommand(), a.enrichCommand(), a.searchCommand(),
-		a.marketCommand(), a.listCommand(), a.getCommand(), a.fakeCommand())
+		a.marketCommand(), a.listCommand(), a.getCommand(), a.countCommand(), a.apiCommand(), a.fakeCommand())
 	return root
 }
 
@@ -179,7 +181,7 @@ func (a *app) clientFor() (*lendgraph.Client, error) {
 	if err != nil {
 		return nil, usagef("%v", err)
 	}
-	a.client = c
+	a.client, a.apiKey = c, key
 	return c, nil
 }
 

@@ -121,6 +121,22 @@ func wantCode(t *testing.T, r result, code int) {
 	}
 }
 
+// wantUsageErrors runs each command line and wants exit code 2 for each,
+// with no request reaching the fake.
+func wantUsageErrors(t *testing.T, c *cli, lines [][]string) {
+	t.Helper()
+	before := len(c.srv.Requests())
+	for _, args := range lines {
+		r := c.run(args...)
+		if r.code != exitUsage {
+			t.Errorf("%s: exit %d, want %d\n%s", strings.Join(args, " "), r.code, exitUsage, r.stderr)
+		}
+	}
+	if n := len(c.srv.Requests()) - before; n != 0 {
+		t.Errorf("usage errors sent %d requests", n)
+	}
+}
+
 // fileRows decodes a delivery file on disk into typed rows.
 func fileRows[T any](t *testing.T, path string, f lendgraph.Format) []T {
 	t.Helper()

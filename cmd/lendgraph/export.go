@@ -69,9 +69,7 @@ failed or never-submitted shards are submitted.
 as JSON) without submitting anything. --shard NAME runs only that shard, so a
 workflow can run one shard a task (with --plan FILE, or the plan in DIR).
 
-Read the result with DuckDB:
-  SELECT * FROM read_parquet('DIR/**/*.parquet', hive_partitioning = true)
-or Spark: spark.read.parquet("DIR")`,
+` + datasetReadHelp(),
 		Example: `  lendgraph export agents --by state,city --out agents/ --format parquet
   lendgraph export loans --by state --period 2024 --filter transactionType=purchase --out loans-2024/ --yes
   lendgraph export agents --by state --out agents-by-state/ --plan-only --json > plan.json

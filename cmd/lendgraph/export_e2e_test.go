@@ -216,7 +216,7 @@ const { DuckDBInstance } = require(process.argv[2] + '/node_modules/@duckdb/node
 (async () => {
   const db = await DuckDBInstance.create(':memory:');
   const con = await db.connect();
-  const src = "read_parquet('" + process.argv[3].replaceAll("'", "''") + "/**/*.parquet', hive_partitioning = true)";
+  const src = "read_parquet('" + process.argv[3].replaceAll("'", "''") + "/**/part-*.parquet', hive_partitioning = true)";
   const ids = (await con.runAndReadAll('SELECT id FROM ' + src)).getRows().map(r => r[0]);
   const parts = (await con.runAndReadAll("SELECT DISTINCT coalesce(state, ''), coalesce(city, '') FROM " + src)).getRows();
   process.stdout.write(JSON.stringify({ ids, parts }));

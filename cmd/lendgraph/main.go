@@ -1,6 +1,7 @@
 // Command lendgraph is the LendGraph command line tool for data engineers:
-// pull bulk deliveries, convert delivery files, enrich properties, search,
-// list and fetch records, and run the fake API as a standalone server.
+// pull bulk deliveries, export beyond one delivery, convert delivery files
+// and exports, enrich properties, search, list, count and fetch records,
+// send any API request, and run the fake API as a standalone server.
 //
 // The API key comes from $LENDGRAPH_API_KEY or --api-key-file, never from a
 // flag value (which would land in shell history). Data goes to stdout,

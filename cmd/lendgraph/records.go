@@ -17,6 +17,8 @@ var resourceNames = []string{"agents", "originators", "companies", "loans", "pro
 type records struct {
 	all func(ctx context.Context, req *lendgraph.ListRequest) iter.Seq2[any, error]
 	get func(ctx context.Context, id string) (any, error)
+	// total is the list total of one page of req.
+	total func(ctx context.Context, req *lendgraph.ListRequest) (int64, error)
 	// deliver and attach are nil for resources without bulk delivery.
 	deliver func(ctx context.Context, req *lendgraph.DeliveryRequest) (*lendgraph.DeliveryJob[lendgraph.Row], error)
 	attach  func(id string) *lendgraph.DeliveryJob[lendgraph.Row]
@@ -59,6 +61,13 @@ func recordsOf[T any](s *lendgraph.ResourceService[T]) records {
 			}
 		},
 		get: func(ctx context.Context, id string) (any, error) { return s.Get(ctx, id) },
+		total: func(ctx context.Context, req *lendgraph.ListRequest) (int64, error) {
+			p, err := s.List(ctx, req)
+			if err != nil {
+				return 0, err
+			}
+			return p.Total, nil
+		},
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -13,9 +14,11 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+	pq "github.com/parquet-go/parquet-go"
 	"github.com/spf13/cobra"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/export"
 	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
@@ -23,12 +26,20 @@ func (a *app) rowsCommand() *cobra.Command {
 	var format, to string
 	var fields []string
 	var groupRows int64
+	var incomplete bool
 	cmd := &cobra.Command{
-		Use:   "rows FILE",
-		Short: "Convert a delivery file's rows to ndjson, csv, json or parquet on stdout",
+		Use:   "rows FILE|DIR",
+		Short: "Convert a delivery file's or an export's rows to ndjson, csv, json or parquet on stdout",
 		Long: `rows reads a delivery file (.ndjson.gz, .json, .csv or .parquet; FILE "-" is
 stdin) and writes its rows to stdout in another format, streaming: memory
 stays flat whatever the file's size.
+
+DIR is the directory of an export (lendgraph export --out DIR): rows reads
+every file of the dataset, in the format its _manifest.json names, several
+files at once (the order across files is not defined). An export without
+_SUCCESS is refused unless --allow-incomplete is given (then the shards
+landed so far are read). With --to parquet a dataset is read twice and its
+columns typed from its rows, as for a json input, whatever its format.
 
 The input format is detected from the first bytes (gzip: ndjson.gz, "PAR1":
 parquet, '[': json, '{': plain ndjson) and then from the name; --format
@@ -42,6 +53,7 @@ as booleans, and any other cell as a JSON string holding exactly its text
 
 ` + parquetHelp,
 		Example: `  lendgraph rows agents.parquet | head
+  lendgraph rows agents/ --to csv --fields id,state,city > agents.csv
   lendgraph rows agents.ndjson.gz --to csv --fields id,fullName,state > agents.csv
   lendgraph rows agents.csv --to json > agents.json
   lendgraph rows agents.ndjson.gz --to parquet > agents.parquet`,
@@ -65,13 +77,27 @@ as booleans, and any other cell as a JSON string holding exactly its text
 				if f, ok := a.stdout.(*os.File); ok && isTerminal(f) {
 					return usagef("--to parquet writes a binary file: redirect stdout (> FILE.parquet)")
 				}
-				return a.rowsToParquet(a.stdout, args[0], format, fields, groupRows)
 			}
-			rows, closeIn, err := a.openRows(args[0], format)
-			if err != nil {
+			var rows iter.Seq2[lendgraph.Row, error]
+			if ds, err := openDataset(cmd.Context(), args[0], format, incomplete); err != nil {
 				return err
+			} else if ds != nil {
+				if to == "parquet" {
+					return writeParquetTo(a.stdout, func(w io.Writer, opts []pq.WriterOption) error {
+						return writeInferred(w, func() (iter.Seq2[lendgraph.Row, error], error) { return ds.rows, nil },
+							ds.format == lendgraph.FormatCSV, fields, opts)
+					}, groupRows)
+				}
+				rows = ds.rows
+			} else if to == "parquet" {
+				return a.rowsToParquet(a.stdout, args[0], format, fields, groupRows)
+			} else {
+				var closeIn func()
+				if rows, closeIn, err = a.openRows(args[0], format); err != nil {
+					return err
+				}
+				defer closeIn()
 			}
-			defer closeIn()
 			bw := bufio.NewWriterSize(a.stdout, 64<<10)
 			rw := newRowWriter(to, bw, fields, a.say)
 			for row, err := range rows {
@@ -94,7 +120,46 @@ as booleans, and any other cell as a JSON string holding exactly its text
 	f.StringVar(&to, "to", "ndjson", "output format: ndjson, csv, json or parquet")
 	f.Int64Var(&groupRows, "row-group-size", 65536, "with --to parquet: rows a row group")
 	f.StringSliceVar(&fields, "fields", nil, "write only these columns, in this order (comma-separated)")
+	f.BoolVar(&incomplete, "allow-incomplete", false, "with DIR: read an export that has no _SUCCESS yet (the shards landed so far)")
 	return cmd
+}
+
+// dataset is an export directory opened for reading.
+type dataset struct {
+	format lendgraph.Format
+	rows   iter.Seq2[lendgraph.Row, error] // every row, as export.Rows reads them; ranging it again reads again
+}
+
+// openDataset opens path as an export directory; nil (and no error) when
+// path is no directory.
+func openDataset(ctx context.Context, path, format string, incomplete bool) (*dataset, error) {
+	if path == "-" {
+		return nil, nil
+	}
+	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+		return nil, nil // a file, or an error openRows reports
+	}
+	if format != "auto" {
+		return nil, usagef("--format applies to a file: %s is a directory, whose format its %s names", path, export.ManifestFile)
+	}
+	m, err := export.ReadManifest(path)
+	if err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	var opts []export.ReadOption
+	if incomplete {
+		opts = append(opts, export.AllowIncomplete())
+	} else if _, err := os.Stat(filepath.Join(path, export.SuccessFile)); err != nil {
+		landed := 0
+		for _, s := range m.Shards {
+			if s.State == export.StateLanded {
+				landed++
+			}
+		}
+		return nil, fmt.Errorf("input: the export in %s is not complete (%d of %d shards landed, no %s): run the export again to finish it, or read what landed with --allow-incomplete",
+			path, landed, len(m.Shards), export.SuccessFile)
+	}
+	return &dataset{format: m.Plan.Request.Format, rows: export.Rows[lendgraph.Row](ctx, path, opts...)}, nil
 }
 
 // openRows opens a delivery file (stdin for "-") and returns its rows.

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 	pq "github.com/parquet-go/parquet-go"
@@ -34,8 +37,9 @@ the values it holds, nulls aside:
 A csv cell is text, so for a csv input the cell's text is typed the same
 way: "true"/"false", integers without a sign or leading zero other than
 "-" ("42", "-7"; "007" and "02134" stay text), JSON numbers ("1.50" is
-DOUBLE 1.5) and JSON objects or arrays; an empty cell is null. Parquet
-orders the columns of a new schema by name.`
+DOUBLE 1.5) and JSON objects or arrays; an empty cell is null. The
+columns are in the order --fields gives; without it, a parquet input keeps
+its own order and the columns of any other input are in name order.`
 
 // colKind is what values a column holds; a column's kinds are a bit set.
 type colKind uint8
@@ -130,14 +134,25 @@ func (a *app) rowsToParquet(w io.Writer, path, format string, fields []string, g
 		n, _ := f.ReadAt(head, 0)
 		format = detectFormat(path, head[:n])
 	}
+	return writeParquetTo(w, func(w io.Writer, opts []pq.WriterOption) error {
+		if format == "parquet" {
+			return a.copyParquet(w, f, size, fields, opts)
+		}
+		rows := func() (iter.Seq2[lendgraph.Row, error], error) {
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return nil, err
+			}
+			return lendgraph.DecodeRows[lendgraph.Row](bufio.NewReaderSize(f, 256<<10), lendgraph.Format(format)), nil
+		}
+		return writeInferred(w, rows, format == "csv", fields, opts)
+	}, groupRows)
+}
+
+// writeParquetTo runs write with a buffered w and the writer options of
+// rows --to parquet (snappy, row groups of groupRows rows), then flushes.
+func writeParquetTo(w io.Writer, write func(io.Writer, []pq.WriterOption) error, groupRows int64) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
-	opts := []pq.WriterOption{pq.MaxRowsPerRowGroup(groupRows), pq.Compression(&pq.Snappy)}
-	if format == "parquet" {
-		err = a.copyParquet(bw, f, size, fields, opts)
-	} else {
-		err = writeInferred(bw, f, lendgraph.Format(format), fields, opts)
-	}
-	if err != nil {
+	if err := write(bw, []pq.WriterOption{pq.MaxRowsPerRowGroup(groupRows), pq.Compression(&pq.Snappy)}); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -191,7 +206,7 @@ func (a *app) copyParquet(w io.Writer, f *os.File, size int64, fields []string, 
 				a.say("the input has no column %q; it is left out", name)
 			}
 		}
-		to = pq.NewSchema(from.Name(), g)
+		to = pq.NewSchema(from.Name(), inOrder(g, fields))
 	}
 	pw := pq.NewWriter(w, append(opts, to)...)
 	for _, rg := range pf.RowGroups() {
@@ -212,16 +227,11 @@ func (a *app) copyParquet(w io.Writer, f *os.File, size int64, fields []string, 
 	return pw.Close()
 }
 
-// writeInferred writes the rows of f (format ndjson, json or csv) as
-// parquet with column types inferred from every row (see parquetHelp).
-func writeInferred(w io.Writer, f *os.File, format lendgraph.Format, fields []string, opts []pq.WriterOption) error {
-	text := format == lendgraph.FormatCSV
-	rows := func() (func(func(lendgraph.Row, error) bool), error) {
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return nil, err
-		}
-		return lendgraph.DecodeRows[lendgraph.Row](bufio.NewReaderSize(f, 256<<10), format), nil
-	}
+// writeInferred writes rows as parquet with column types inferred from
+// every row (see parquetHelp); text reports csv rows, whose cells are typed
+// by their text. rows is called twice: it must yield the same rows again
+// (in any order).
+func writeInferred(w io.Writer, rows func() (iter.Seq2[lendgraph.Row, error], error), text bool, fields []string, opts []pq.WriterOption) error {
 	// Pass 1: the columns and what each holds.
 	kinds := map[string]colKind{}
 	for _, name := range fields {
@@ -253,8 +263,8 @@ func writeInferred(w io.Writer, f *os.File, format lendgraph.Format, fields []st
 			}
 		})
 	}
-	// The schema: a group orders its fields by name, so the leaf index of
-	// each column is its place in name order.
+	// The schema: the columns in the order of names; the leaf index of
+	// each column is its place in that order.
 	g := pq.Group{}
 	types := map[string]pqType{}
 	for _, name := range names {
@@ -275,7 +285,7 @@ func writeInferred(w io.Writer, f *os.File, format lendgraph.Format, fields []st
 		}
 		g[name] = pq.Optional(node)
 	}
-	schema := pq.NewSchema("row", g)
+	schema := pq.NewSchema("row", inOrder(g, names))
 	cols := make([]string, 0, len(g))
 	for _, fld := range schema.Fields() {
 		cols = append(cols, fld.Name())
@@ -359,4 +369,49 @@ func parquetValue(raw jsontext.Value, t pqType, text bool) (pq.Value, error) {
 		v = pq.ByteArrayValue(s)
 	}
 	return v.Level(0, 1, 0), nil
+}
+
+// orderedGroup is a parquet group whose fields come in a given order
+// (pq.Group sorts them by name).
+type orderedGroup struct {
+	pq.Group
+	fields []pq.Field // the fields of Group, in order
+}
+
+// inOrder is g with its fields in the order of names (names g lacks are
+// skipped).
+func inOrder(g pq.Group, names []string) pq.Node {
+	byName := map[string]pq.Field{}
+	for _, f := range g.Fields() {
+		byName[f.Name()] = f
+	}
+	fields := make([]pq.Field, 0, len(byName))
+	for _, name := range names {
+		if f, ok := byName[name]; ok {
+			fields = append(fields, f)
+			delete(byName, name)
+		}
+	}
+	return orderedGroup{Group: g, fields: fields}
+}
+
+// Fields returns the group's fields in the given order.
+func (g orderedGroup) Fields() []pq.Field { return slices.Clone(g.fields) }
+
+// String prints the group with its fields in order.
+func (g orderedGroup) String() string {
+	var b strings.Builder
+	_ = pq.PrintSchema(&b, "", g)
+	return b.String()
+}
+
+// GoType is the struct type of the group's rows, its fields in order (as
+// pq.Group builds it, but without sorting).
+func (g orderedGroup) GoType() reflect.Type {
+	fields := g.Fields()
+	sf := make([]reflect.StructField, len(fields))
+	for i, f := range fields {
+		sf[i] = reflect.StructField{Name: "F" + strconv.Itoa(i), Type: f.GoType(), Tag: reflect.StructTag(`parquet:` + strconv.Quote(f.Name()))}
+	}
+	return reflect.StructOf(sf)
 }

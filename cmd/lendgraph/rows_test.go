@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/export"
+)
+
+// parquetColumns is the names of a parquet file's top-level columns, in
+// the file's order.
+func parquetColumns(t *testing.T, path string) []string {
+	t.Helper()
+	var out []string
+	for _, f := range openParquet(t, path).Schema().Fields() {
+		out = append(out, f.Name())
+	}
+	return out
+}
+
+// jsonKeys is the member names of each object, in order, of ndjson or of
+// a json array.
+func jsonKeys(t *testing.T, text string) [][]string {
+	t.Helper()
+	var objects []json.RawMessage
+	if strings.HasPrefix(text, "[") {
+		if err := json.Unmarshal([]byte(text), &objects); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		for line := range strings.Lines(text) {
+			objects = append(objects, json.RawMessage(line))
+		}
+	}
+	var out [][]string
+	for _, o := range objects {
+		dec := jsontext.NewDecoder(bytes.NewReader(o))
+		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+			t.Fatalf("not an object: %s", o)
+		}
+		var keys []string
+		for dec.PeekKind() == '"' {
+			name, err := dec.ReadToken()
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, name.String())
+			if err := dec.SkipValue(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(out, keys)
+	}
+	return out
+}
+
+// TestRows_FieldsKeepTheirOrder: --fields gives the columns' order in
+// every output format, parquet included (a parquet group sorts its fields
+// by name unless told otherwise), from a file of each kind and from an
+// export directory.
+func TestRows_FieldsKeepTheirOrder(t *testing.T) {
+	c := exportCLI(t, 600, 200)
+	src := c.path("agents.ndjson.gz")
+	wantCode(t, c.run("deliver", "agents", "--format", "ndjson", "--limit", "50", "-o", src), 0)
+	dir := c.path("agents")
+	wantCode(t, c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--format", "csv"), 0)
+	order := []string{"state", "id", "fullName"}
+	fields := strings.Join(order, ",")
+	for _, in := range []string{src, dir} {
+		for _, to := range []string{"ndjson", "json", "csv", "parquet"} {
+			r := c.run("rows", in, "--to", to, "--fields", fields)
+			wantCode(t, r, 0)
+			var got [][]string
+			switch to {
+			case "csv":
+				recs, err := csv.NewReader(strings.NewReader(r.stdout)).ReadAll()
+				if err != nil || len(recs) < 2 {
+					t.Fatalf("%s --to csv: %d records, %v", in, len(recs), err)
+				}
+				got = [][]string{recs[0]}
+			case "parquet":
+				out := c.path("order.parquet")
+				if err := os.WriteFile(out, []byte(r.stdout), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				got = [][]string{parquetColumns(t, out)}
+				if in == src { // the values sit in their columns
+					type agent struct{ ID, State, FullName string }
+					pick := func(rows []lendgraph.Agent) (out []agent) {
+						for _, a := range rows {
+							out = append(out, agent{a.ID, a.State, a.FullName})
+						}
+						return out
+					}
+					if w, g := pick(fileRows[lendgraph.Agent](t, src, lendgraph.FormatNDJSON)), pick(fileRows[lendgraph.Agent](t, out, lendgraph.FormatParquet)); !slices.Equal(w, g) {
+						t.Errorf("--to parquet --fields %s: %d rows differ from the %d of the source", fields, len(g), len(w))
+					}
+				}
+			default:
+				got = jsonKeys(t, r.stdout)
+				if len(got) < 2 {
+					t.Fatalf("%s --to %s: %d objects:\n%.300s", in, to, len(got), r.stdout)
+				}
+			}
+			for i, keys := range got {
+				if !slices.Equal(keys, order) {
+					t.Errorf("%s --to %s --fields %s: row %d has the columns %v", filepath.Base(in), to, fields, i, keys)
+					break
+				}
+			}
+		}
+	}
+	// A parquet input is copied with its own schema, narrowed to --fields
+	// in their order.
+	r := c.run("rows", testFile(t, "nested.parquet"), "--to", "parquet", "--fields", "note,office,id")
+	wantCode(t, r, 0)
+	out := c.path("nested-order.parquet")
+	if err := os.WriteFile(out, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := parquetColumns(t, out); !slices.Equal(got, []string{"note", "office", "id"}) {
+		t.Errorf("parquet -> parquet --fields note,office,id: columns %v", got)
+	}
+}
+
+// TestRows_ExportDirectory: rows DIR reads an export's dataset as
+// export.Rows does, whatever its format, and refuses an incomplete one
+// unless --allow-incomplete is given.
+func TestRows_ExportDirectory(t *testing.T) {
+	c := exportCLI(t, 900, 300)
+	ctx := context.Background()
+	want := map[string]bool{}
+	for a, err := range c.srv.Client().Agents.All(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[a.ID] = true
+	}
+	ids := func(t *testing.T, ndjson string) map[string]int {
+		t.Helper()
+		seen := map[string]int{}
+		for line := range strings.Lines(ndjson) {
+			var row struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal([]byte(line), &row); err != nil || row.ID == "" {
+				t.Fatalf("line %q: %v", line, err)
+			}
+			seen[row.ID]++
+		}
+		return seen
+	}
+	check := func(t *testing.T, what string, seen map[string]int) {
+		t.Helper()
+		for id, n := range seen {
+			if n != 1 || !want[id] {
+				t.Errorf("%s: id %s %d times, listed by the fake: %v", what, id, n, want[id])
+			}
+		}
+		if len(seen) != len(want) {
+			t.Errorf("%s: %d ids, the fake lists %d", what, len(seen), len(want))
+		}
+	}
+	for _, format := range []string{"parquet", "csv", "json", "ndjson"} {
+		t.Run(format, func(t *testing.T) {
+			dir := c.path("agents-" + format)
+			wantCode(t, c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--format", format), 0)
+			r := c.run("rows", dir)
+			wantCode(t, r, 0)
+			check(t, "rows DIR", ids(t, r.stdout))
+
+			// --to parquet reads the dataset twice (types, then rows).
+			r = c.run("rows", dir, "--to", "parquet")
+			wantCode(t, r, 0)
+			out := filepath.Join(t.TempDir(), "all.parquet")
+			if err := os.WriteFile(out, []byte(r.stdout), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, row := range fileRows[lendgraph.Agent](t, out, lendgraph.FormatParquet) {
+				seen[row.ID]++
+			}
+			check(t, "rows DIR --to parquet", seen)
+		})
+	}
+
+	// Without _SUCCESS: refused, then read with --allow-incomplete.
+	dir := c.path("agents-parquet")
+	if err := os.Remove(filepath.Join(dir, export.SuccessFile)); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("rows", dir)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "not complete") || !strings.Contains(r.stderr, "--allow-incomplete") || r.stdout != "" {
+		t.Errorf("rows on an export without _SUCCESS: exit %d\nstdout: %.200s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = c.run("rows", dir, "--allow-incomplete")
+	wantCode(t, r, 0)
+	check(t, "rows DIR --allow-incomplete", ids(t, r.stdout))
+
+	// A directory that holds no export, and --format on a directory.
+	r = c.run("rows", c.dir)
+	if r.code != exitFailure || !strings.Contains(r.stderr, "not an export directory") {
+		t.Errorf("rows on a plain directory: exit %d, stderr: %s", r.code, r.stderr)
+	}
+	r = c.run("rows", dir, "--format", "csv")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--format") {
+		t.Errorf("rows DIR --format csv: exit %d, stderr: %s", r.code, r.stderr)
+	}
+}

@@ -3,10 +3,10 @@ package searchhost_test
 import (
 	"testing"
 
-	"github.com/lendgraph/lendgraph-go/internal/leakcheck"
+	"go.uber.org/goleak"
 )
 
 // TestMain fails the package when a test leaves a goroutine running.
 func TestMain(m *testing.M) {
-	leakcheck.VerifyTestMain(m)
+	goleak.VerifyTestMain(m)
 }

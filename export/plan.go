@@ -62,8 +62,11 @@ type Plan struct {
 	CreditsPerRow float64 `json:"creditsPerRow,omitempty"`
 	// IncludeMissing says whether records without a value of a partition
 	// field have shards of their own (under MissingValue).
-	IncludeMissing bool      `json:"includeMissing,omitempty"`
-	PlannedAt      time.Time `json:"plannedAt"`
+	IncludeMissing bool `json:"includeMissing,omitempty"`
+	// AllowEmpty says the plan may have no shard (PlanOptions.AllowEmpty):
+	// Run then writes _SUCCESS over a dataset of no files.
+	AllowEmpty bool      `json:"allowEmpty,omitempty"`
+	PlannedAt  time.Time `json:"plannedAt"`
 	// Notes are things the planner wants the user to know (a ceiling probe
 	// the service accepted, say).
 	Notes []string `json:"notes,omitempty"`
@@ -233,6 +236,10 @@ type PlanOptions struct {
 	// CreditsPerRow is the price of one delivered row, for the estimate
 	// (the reference does not show it); zero leaves it unknown.
 	CreditsPerRow float64
+	// AllowEmpty accepts a query that matches no record: the plan has no
+	// shard, and Run lands an empty dataset. Without it such a query is an
+	// *EmptyError (a filter with a typo should not look like success).
+	AllowEmpty bool
 }
 
 // defaultSizing is the default number of sizing requests in flight.
@@ -264,13 +271,16 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 	}
 	pl := &planner[T]{src: src, opts: o, sem: make(chan struct{}, cmp.Or(o.Concurrency, defaultSizing))}
 	p := &Plan{Version: PlanVersion, Resource: resource, By: slices.Clone(o.By), ByRequested: slices.Clone(o.By), Request: base,
-		CreditsPerRow: o.CreditsPerRow, IncludeMissing: o.IncludeMissing, PlannedAt: time.Now().UTC()}
+		CreditsPerRow: o.CreditsPerRow, IncludeMissing: o.IncludeMissing, AllowEmpty: o.AllowEmpty, PlannedAt: time.Now().UTC()}
 
 	total, err := pl.total(ctx, &base)
 	if err != nil {
 		return nil, fmt.Errorf("export: sizing the query: %w", err)
 	}
 	p.Total = total
+	if total == 0 && !o.AllowEmpty {
+		return nil, &EmptyError{Resource: resource}
+	}
 	p.MaxRows, p.MaxRowsFrom = o.MaxRows, "user"
 	if o.MaxRows <= 0 {
 		if total == 0 {

@@ -47,7 +47,7 @@ func (e *CoverageError) Error() string {
 		if e.Unattributed > 0 {
 			fmt.Fprintf(&b, " (the service counts %d without a %s)", e.Unattributed, e.Field)
 		}
-		fmt.Fprintf(&b, ". Nothing was charged. Land them too with IncludeMissing (lendgraph export --include-missing puts them under %s=%s), exclude them with a filter, or partition by a field every record has", e.Field, MissingValue)
+		fmt.Fprintf(&b, ". Nothing was charged. Land them too with PlanOptions.IncludeMissing (they go under %s=%s), exclude them with a filter, or partition by a field every record has", e.Field, MissingValue)
 	case e.Covered > e.Total:
 		fmt.Fprintf(&b, ": %d rows would land in two shards (%s has several values on some records, or the values overlap). Nothing was charged. Partition by a field with one value per record", e.Covered-e.Total, e.Field)
 	}
@@ -209,7 +209,7 @@ func (e *UncertainError) Error() string {
 		}
 		fmt.Fprintf(&b, " %s (%d rows)", u.Shard, u.Rows)
 	}
-	b.WriteString(". Set RunOptions.ResubmitUncertain to submit them again, accepting that each may be charged twice")
+	b.WriteString(". Nobody can find those jobs (the service lists no one's jobs); submit the shards again with RunOptions.ResubmitUncertain, accepting that each may be charged twice")
 	return b.String()
 }
 
@@ -226,7 +226,7 @@ func (e *EmptyError) Error() string {
 	if e == nil {
 		return "export: the query matches no record"
 	}
-	return fmt.Sprintf("export: the query matches no %s: nothing to export (a filter value with a typo? values are matched exactly). Nothing was charged; set PlanOptions.AllowEmpty to land an empty dataset", e.Resource)
+	return fmt.Sprintf("export: the query matches no %s: nothing to export (a filter value with a typo? values are matched exactly). Nothing was charged; land an empty dataset with PlanOptions.AllowEmpty", e.Resource)
 }
 
 // PlanMismatchError is a run into a directory that holds an export of a

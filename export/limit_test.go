@@ -90,3 +90,19 @@ func TestOverloaded(t *testing.T) {
 		}
 	}
 }
+
+func TestProbeWait(t *testing.T) {
+	rl := &lendgraph.RateLimitError{APIError: &lendgraph.APIError{StatusCode: http.StatusTooManyRequests}}
+	for attempt, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		if got := probeWait(rl, attempt); got != want {
+			t.Errorf("attempt %d: %s, want %s", attempt, got, want)
+		}
+	}
+	if got := probeWait(rl, 40); got != probeBackoffMax {
+		t.Errorf("attempt 40: %s, want the cap %s", got, probeBackoffMax)
+	}
+	rl.RetryAfter = 7 * time.Second
+	if got := probeWait(rl, 0); got != 7*time.Second {
+		t.Errorf("with Retry-After 7s: %s", got)
+	}
+}

@@ -273,6 +273,9 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 	p := &Plan{Version: PlanVersion, Resource: resource, By: slices.Clone(o.By), ByRequested: slices.Clone(o.By), Request: base,
 		CreditsPerRow: o.CreditsPerRow, IncludeMissing: o.IncludeMissing, AllowEmpty: o.AllowEmpty, PlannedAt: time.Now().UTC()}
 
+	if err := pl.checkBy(ctx, &base); err != nil {
+		return nil, err
+	}
 	total, err := pl.total(ctx, &base)
 	if err != nil {
 		return nil, fmt.Errorf("export: sizing the query: %w", err)

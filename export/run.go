@@ -169,7 +169,6 @@ type UncertainShard struct {
 	Credits float64 `json:"credits,omitempty"`
 }
 
-
 // Run lands the shards of plan in opts.Dir, each as delivered, without
 // re-encoding: DIR/<key>=<value>[/<key2>=<value2>]/part-00000.<ext>. It
 // writes DIR/_manifest.json after every change, works on opts.Concurrency
@@ -296,7 +295,7 @@ type runner[T any] struct {
 	mu        sync.Mutex // guards res, warned, busy, credits and events
 	warned    map[string]bool
 	busy      map[string]bool // shards another process held
-	credits   error // an InsufficientCreditsError: submit no more
+	credits   error           // an InsufficientCreditsError: submit no more
 	noSubmits atomic.Bool
 }
 
@@ -502,7 +501,7 @@ func graceContext(ctx context.Context, grace time.Duration) (context.Context, co
 		defer mu.Unlock()
 		if !done {
 			timer = time.AfterFunc(grace, func() {
-				cancel(fmt.Errorf("%w, and the submit was not answered within the grace of %s after it (RunOptions.SubmitTimeout)", context.Cause(ctx), grace))
+				cancel(fmt.Errorf("%w, and the submit was not answered within the grace of %s after it", context.Cause(ctx), grace))
 			})
 		}
 	})

@@ -252,7 +252,11 @@ const defaultSizing = 4
 // shards' totals must add up to the total of the query they split, at
 // every level; otherwise it returns a *CoverageError naming both numbers.
 // A shard still above the ceiling after the last field is a
-// *ShardTooBigError naming it. Both carry the plan as far as it got.
+// *ShardTooBigError naming it. Both carry the plan as far as it got. A
+// query that matches nothing is an *EmptyError unless opts.AllowEmpty; a
+// partition field the service refuses is an invalid By, found before
+// anything is sized (every field is checked, even one the plan would not
+// need). A 429 on the ceiling probe is waited out until ctx ends.
 //
 // req.Format is required and req.Limit must be 0. When req.Fields is set
 // and lacks "id", "id" is added: the export checks ids across shards.

@@ -18,17 +18,10 @@ import (
 // one that completes has been charged.
 func settle(t *testing.T, srv *lendgraphtest.Server) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		done := true
-		for _, j := range srv.Jobs() {
-			done = done && (j.State == "completed" || j.State == "failed" || j.State == "cancelled")
-		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fake's jobs did not end")
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.WaitJobs(ctx); err != nil {
+		t.Fatalf("the fake's jobs did not end: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -22,17 +23,10 @@ import (
 // the delivery debits and their sum: what the ledger charged.
 func settled(t *testing.T, srv *lendgraphtest.Server) (int, float64) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		done := true
-		for _, j := range srv.Jobs() {
-			done = done && (j.State == "completed" || j.State == "failed" || j.State == "cancelled")
-		}
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fake's jobs did not end")
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.WaitJobs(ctx); err != nil {
+		t.Fatalf("the fake's jobs did not end: %v", err)
 	}
 	n, sum := 0, 0.0
 	for _, d := range srv.Debits(lendgraphtest.DefaultOrg) {

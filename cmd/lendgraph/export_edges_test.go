@@ -50,8 +50,14 @@ func TestExportNeverChargesTwiceAfterLostAnswers(t *testing.T) {
 	c.srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody, Times: 3})
 	dir := c.path("D")
 	args := []string{"export", "agents", "--by", "state", "--include-missing", "--max-rows", "2000", "--out", dir, "--yes"}
+	var third result
 	for run := 1; run <= 3; run++ {
-		r := c.run(args...)
+		a := args
+		if run == 3 {
+			a = append([]string{"--json"}, args...)
+		}
+		r := c.run(a...)
+		third = r
 		wantCode(t, r, 1)
 		for _, want := range []string{"--resubmit-uncertain", "3 shards were not submitted again", "may be charged twice"} {
 			if run > 1 && !strings.Contains(r.stderr, want) {
@@ -74,6 +80,19 @@ func TestExportNeverChargesTwiceAfterLostAnswers(t *testing.T) {
 		if s.State == export.StateSubmitting {
 			sh, _ := m.Plan.Shard(s.Name)
 			stake += sh.Rows
+		}
+	}
+
+	var left exportResult
+	if err := json.Unmarshal([]byte(third.stdout), &left); err != nil {
+		t.Fatalf("--json of the third run: %v\n%s", err, third.stdout)
+	}
+	if len(left.Uncertain) != 3 || left.UncertainRows != stake || left.Complete {
+		t.Errorf("--json of the third run: %+v; want the 3 uncertain shards, %d rows at stake", left, stake)
+	}
+	for _, u := range left.Uncertain {
+		if u.State != export.StateSubmitting || u.Jobs != 1 || u.Rows == 0 {
+			t.Errorf("uncertain shard %+v", u)
 		}
 	}
 

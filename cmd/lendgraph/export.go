@@ -171,8 +171,10 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 	if fl.planOnly {
 		return a.printPlan(plan, fl.out)
 	}
-	left, rows := remaining(plan, fl.out, fl.shards)
+	left, rows, uncertain := remaining(plan, fl.out, fl.shards, fl.resubmit)
 	switch {
+	case left == 0 && uncertain > 0:
+		a.say("nothing to submit: %d shards wait on a submit whose answer was lost (--resubmit-uncertain submits them again)", uncertain)
 	case left == 0 && len(fl.shards) > 0:
 		a.say("the shards asked for have landed; checking them")
 	case left == 0:
@@ -333,23 +335,29 @@ func (a *app) printPlan(p *export.Plan, dir string) error {
 	return nil
 }
 
-// remaining counts the shards (and rows) not landed yet among those asked for.
-func remaining(p *export.Plan, dir string, only []string) (int, int64) {
+// remaining counts the shards (and rows) to deliver among those asked
+// for, and the shards left because a submit's answer was lost (unless
+// resubmit).
+func remaining(p *export.Plan, dir string, only []string, resubmit bool) (n int, rows int64, uncertain int) {
 	m, _ := export.ReadManifest(dir)
-	n, rows := 0, int64(0)
 	for _, s := range p.Shards {
 		if len(only) > 0 && !slices.Contains(only, s.Name) {
 			continue
 		}
 		if m != nil && m.Plan != nil {
-			if st, ok := m.Status(s.Name); ok && st.State == export.StateLanded {
+			st, ok := m.Status(s.Name)
+			if ok && st.State == export.StateLanded {
+				continue
+			}
+			if ok && st.State == export.StateSubmitting && !resubmit {
+				uncertain++
 				continue
 			}
 		}
 		n++
 		rows += s.Rows
 	}
-	return n, rows
+	return n, rows, uncertain
 }
 
 // exportResult is export's --json output.

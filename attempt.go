@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
@@ -18,7 +20,10 @@ import (
 // it waits for the headers and then whenever no byte arrives for timeout.
 // A cut attempt is a transport error like a reset connection, retried by
 // the policy for the calls that may be repeated; only the call's own
-// context ends the retries.
+// context ends the retries. A bulk delivery submit (retry.Launch) is cut
+// only until its request is written: after that a cut would lose the
+// answer of a job that may have started, which is charged when it
+// completes and which nobody can find, so only the call's context ends it.
 type attemptTransport struct {
 	next    http.RoundTripper
 	timeout time.Duration
@@ -38,7 +43,26 @@ func streaming(ctx context.Context) context.Context {
 func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	parent := req.Context()
 	ctx, cancel := context.WithCancelCause(parent)
-	timer := time.AfterFunc(t.timeout, func() { cancel(errAttemptCut) })
+	var (
+		mu   sync.Mutex
+		sent bool // a launch's request was written: no more cuts
+	)
+	timer := time.AfterFunc(t.timeout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !sent {
+			cancel(errAttemptCut)
+		}
+	})
+	if retry.KindOf(parent) == retry.Launch {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				mu.Lock()
+				sent = true
+				mu.Unlock()
+			}
+		}})
+	}
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		timer.Stop()

@@ -286,3 +286,33 @@ func TestAttempt_TimeoutOnACallThatActs(t *testing.T) {
 		t.Fatalf("%d debits, want 1", n)
 	}
 }
+
+// TestAttempt_TimeoutSparesASentSubmit (issue 22): a bulk delivery submit
+// is not cut by WithAttemptTimeout once its request is sent, however long
+// the answer takes: a cut would lose the answer of a job that started and
+// is charged when it completes. Its own context still ends it.
+func TestAttempt_TimeoutSparesASentSubmit(t *testing.T) {
+	noLeaks(t)
+	srv, _ := newDeliveryServer(t)
+	proxy := newFaultProxy(t)
+	c := proxy.client(srv, lendgraph.WithAttemptTimeout(100*time.Millisecond))
+	proxy.setScript(firstN("POST", "/v1/agents/bulk-delivery", 1, proxyFault{kind: pfStallHead, delay: 500 * time.Millisecond}))
+	srv.ResetRequests()
+	job, err := c.Agents.Deliver(context.Background(), &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10})
+	if err != nil || job.ID == "" {
+		t.Fatalf("a slow submit answer: %v", err)
+	}
+	if n := srv.CountRequests("POST", "/v1/agents/bulk-delivery"); n != 1 {
+		t.Fatalf("%d submits reached the fake, want 1", n)
+	}
+
+	// The caller's context ends the wait, and says the outcome is unknown.
+	proxy.setScript(firstN("POST", "/v1/agents/bulk-delivery", 1, proxyFault{kind: pfStallHead, delay: 5 * time.Second}))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err = c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10})
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lendgraph.ErrOutcomeUnknown) {
+		t.Fatalf("the caller's deadline: %v", err)
+	}
+	proxy.setScript(nil)
+}

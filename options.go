@@ -66,6 +66,10 @@ func WithInsecureHTTPLinks() Option { return func(s *settings) { s.insecureLinks
 // queries, polls, searches and downloads are retried (a download resumes
 // where it stopped); a call that charges or acts is not, and its error
 // matches ErrOutcomeUnknown. Only the call's own context ends the retries.
+// A bulk delivery submit (Deliver) is cut only until its request is sent:
+// after that, a cut would lose the answer of a job that may have started,
+// which is charged when it completes and which no endpoint lists, so only
+// the call's context ends the wait for its answer.
 //
 // Pick d well above the slowest answer you expect: market movement
 // (MostGained) may hold a request up to 25 seconds before answering 202.
@@ -73,7 +77,8 @@ func WithInsecureHTTPLinks() Option { return func(s *settings) { s.insecureLinks
 // WithHTTPClient (http.Client.Timeout, the transport's
 // ResponseHeaderTimeout): the error of such an attempt is a net.Error
 // whose Timeout reports true, and matches context.DeadlineExceeded only
-// when the call's own context ended.
+// when the call's own context ended. Those timeouts are the given
+// client's own, and cut a bulk delivery submit too.
 func WithAttemptTimeout(d time.Duration) Option { return func(s *settings) { s.attemptTimeout = d } }
 
 // WithRateLimit limits the requests this client sends to the API host to r

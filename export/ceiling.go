@@ -45,13 +45,51 @@ func learnCeiling[T any](ctx context.Context, src Source[T], base *lendgraph.Del
 	if c, err = probeOnce(ctx, src, &probe); err != nil || c.rows > 0 {
 		return c, err
 	}
-	return c, errors.New("export: the service did not say its row ceiling for one delivery; give it with PlanOptions.MaxRows (lendgraph export --max-rows N)")
+	return c, errors.New("export: the service did not say its row ceiling for one delivery; give it with PlanOptions.MaxRows")
+}
+
+// Waits of a probe refused with 429 (see deliverPatiently).
+const (
+	probeBackoff    = time.Second
+	probeBackoffMax = time.Minute
+)
+
+// deliverPatiently submits a probe and, while the service refuses it with
+// 429 (after the client's own retries ran out), waits and submits it
+// again until ctx ends: a 429 started nothing, and planning has no reason
+// to give up on a busy service. It waits as long as the answer's
+// Retry-After asks (probeWait).
+func deliverPatiently[T any](ctx context.Context, src Source[T], probe *lendgraph.DeliveryRequest) (*lendgraph.DeliveryJob[T], error) {
+	for attempt := 0; ; attempt++ {
+		job, err := src.Deliver(ctx, probe)
+		var rl *lendgraph.RateLimitError
+		if err == nil || !errors.As(err, &rl) || rl.APIError == nil || rl.StatusCode != http.StatusTooManyRequests {
+			return job, err
+		}
+		t := time.NewTimer(probeWait(rl, attempt))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%w (while waiting out a 429: %v)", context.Cause(ctx), err)
+		}
+	}
+}
+
+// probeWait is the wait before the next probe after a 429: the answer's
+// Retry-After when it gave one, else probeBackoff doubled each time up to
+// probeBackoffMax.
+func probeWait(rl *lendgraph.RateLimitError, attempt int) time.Duration {
+	if rl.RetryAfter > 0 {
+		return rl.RetryAfter
+	}
+	return min(probeBackoff<<min(attempt, 10), probeBackoffMax)
 }
 
 // probeOnce submits one probe. A refusal that names no ceiling gives a
 // zero ceiling and no error.
 func probeOnce[T any](ctx context.Context, src Source[T], probe *lendgraph.DeliveryRequest) (ceiling, error) {
-	job, err := src.Deliver(ctx, probe)
+	job, err := deliverPatiently(ctx, src, probe)
 	if err == nil {
 		return cancelProbe(ctx, job)
 	}
@@ -77,7 +115,7 @@ func probeOnce[T any](ctx context.Context, src Source[T], probe *lendgraph.Deliv
 		}
 		return ceiling{}, nil
 	}
-	return ceiling{}, fmt.Errorf("export: learning the row ceiling: %w (give it with PlanOptions.MaxRows to skip the probe)", err)
+	return ceiling{}, fmt.Errorf("export: learning the row ceiling: %w (give the ceiling with PlanOptions.MaxRows to skip the probe)", err)
 }
 
 // cancelProbe cancels a probe the service accepted, before it can complete

@@ -3,8 +3,10 @@ package export
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
+	"net/http"
 	"slices"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
@@ -36,14 +38,7 @@ func (pl *planner[T]) values(ctx context.Context, field string, r *lendgraph.Del
 	if vs, ok := pl.opts.Values[field]; ok {
 		return dedupe(vs), -1, nil
 	}
-	lr := listOf(r, lendgraph.MaxPageSize)
-	var rows iter.Seq2[lendgraph.ChartRow, error]
-	switch s := any(pl.src).(type) {
-	case chartPager:
-		rows = s.AllChart(ctx, &lendgraph.ChartRequest{ListRequest: *lr, Slice: field})
-	case lendgraph.AnalyticsAPI:
-		rows = analyticsChart(ctx, s, lr, field)
-	}
+	rows := pl.chart(ctx, field, listOf(r, lendgraph.MaxPageSize))
 	if rows == nil {
 		if field == "state" {
 			vs := make([]any, len(usStates))
@@ -52,7 +47,7 @@ func (pl *planner[T]) values(ctx context.Context, field string, r *lendgraph.Del
 			}
 			return vs, -1, nil
 		}
-		return nil, 0, invalid("By", "cannot list the values of %q: this resource has no analytics chart to list them from; give them in PlanOptions.Values (lendgraph export --values %s=V1,V2,...)", field, field)
+		return nil, 0, noChart(field)
 	}
 	if err := pl.acquire(ctx); err != nil {
 		return nil, 0, err
@@ -71,6 +66,65 @@ func (pl *planner[T]) values(ctx context.Context, field string, r *lendgraph.Del
 		vs = append(vs, row.ID)
 	}
 	return dedupe(vs), unattributed, nil
+}
+
+// chart is the service's chart of the records matching lr sliced by field,
+// nil when the resource has none.
+func (pl *planner[T]) chart(ctx context.Context, field string, lr *lendgraph.ListRequest) iter.Seq2[lendgraph.ChartRow, error] {
+	switch s := any(pl.src).(type) {
+	case chartPager:
+		return s.AllChart(ctx, &lendgraph.ChartRequest{ListRequest: *lr, Slice: field})
+	case lendgraph.AnalyticsAPI:
+		return analyticsChart(ctx, s, lr, field)
+	}
+	return nil
+}
+
+func noChart(field string) error {
+	return invalid("By", "cannot list the values of %q: this resource has no analytics chart to list them from; give them with PlanOptions.Values", field)
+}
+
+// checkBy asks the service about every partition field before anything
+// is sized or probed, so that a field it does not know is refused even
+// when the plan would not have needed it: one chart row sliced by the
+// field (or, for values given in PlanOptions.Values, one list row
+// filtered by the first). The service refuses a field it does not know.
+// Nothing is charged.
+func (pl *planner[T]) checkBy(ctx context.Context, base *lendgraph.DeliveryRequest) error {
+	for _, field := range pl.opts.By {
+		err := pl.checkField(ctx, field, base)
+		var api *lendgraph.APIError
+		if errors.As(err, &api) && api.StatusCode == http.StatusBadRequest {
+			return invalid("By", "the service refuses %q as a partition field: %v", field, err)
+		}
+		if err != nil {
+			return fmt.Errorf("export: checking the partition field %s: %w", field, err)
+		}
+	}
+	return nil
+}
+
+func (pl *planner[T]) checkField(ctx context.Context, field string, base *lendgraph.DeliveryRequest) error {
+	if err := pl.acquire(ctx); err != nil {
+		return err
+	}
+	defer pl.release()
+	if vs := pl.opts.Values[field]; len(vs) > 0 {
+		r := withValue(*base, field, vs[0])
+		_, err := pl.src.List(ctx, listOf(&r, 1))
+		return err
+	}
+	rows := pl.chart(ctx, field, listOf(base, 1))
+	if rows == nil {
+		if field == "state" {
+			return nil
+		}
+		return noChart(field)
+	}
+	for _, err := range rows {
+		return err // the first page answered: the field is known
+	}
+	return nil
 }
 
 // analyticsChart pages through a resource's analytics chart sliced by

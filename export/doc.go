@@ -37,6 +37,25 @@
 // shards alone, so a workflow (Airflow, Argo, Kubernetes jobs) can run one
 // shard a task from the plan file.
 //
+// Never paying twice: a delivery job is charged when it completes, and the
+// reference has no endpoint that lists one's jobs, so a submit whose answer
+// is lost may leave a job that nobody can find. Run therefore never cuts
+// a submit with a timeout of its own while ctx is live. When ctx ends, a
+// submit already sent gets RunOptions.SubmitTimeout to answer and be
+// recorded. A shard whose submit's answer was lost anyway (StateSubmitting)
+// is not submitted again unless RunOptions.ResubmitUncertain says so; Run
+// lists it in Result.Uncertain with the rows at stake (its planned rows)
+// and returns an *UncertainError. Result.UncertainRows and UncertainCredits
+// count what the service may have charged, beside ChargedRows and
+// CreditsCharged, which it confirmed. At most MaxConcurrency shards run at
+// once, and the submits in flight follow an AIMD limit: a 429, a 5xx, or a
+// lost or slow answer halves it, and good answers raise it back.
+//
+// Up front, before anything is charged: a query that matches nothing is
+// an *EmptyError unless PlanOptions.AllowEmpty is set. Every partition
+// field is checked with the service, even one the plan would not need. A
+// 429 on the ceiling probe is waited out, honouring Retry-After.
+//
 // The dataset, read by other tools (DuckDB, then PySpark), by format:
 //
 //	-- parquet

@@ -3,6 +3,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -46,7 +47,7 @@ func (e *CoverageError) Error() string {
 		if e.Unattributed > 0 {
 			fmt.Fprintf(&b, " (the service counts %d without a %s)", e.Unattributed, e.Field)
 		}
-		fmt.Fprintf(&b, ". Nothing was charged. Land them too with IncludeMissing (lendgraph export --include-missing puts them under %s=%s), exclude them with a filter, or partition by a field every record has", e.Field, MissingValue)
+		fmt.Fprintf(&b, ". Nothing was charged. Land them too with PlanOptions.IncludeMissing (they go under %s=%s), exclude them with a filter, or partition by a field every record has", e.Field, MissingValue)
 	case e.Covered > e.Total:
 		fmt.Fprintf(&b, ": %d rows would land in two shards (%s has several values on some records, or the values overlap). Nothing was charged. Partition by a field with one value per record", e.Covered-e.Total, e.Field)
 	}
@@ -169,6 +170,63 @@ func (e *RunError) Unwrap() []error {
 		errs[i] = f.Err
 	}
 	return errs
+}
+
+// UncertainError lists the shards a run left because an earlier submit's
+// answer was lost (a cut connection, a 5xx, a crash while it was in
+// flight): the service may hold a job for each, charged when it
+// completes, which nobody can find or cancel (the reference lists no
+// one's jobs). Submitting again may deliver and charge the shard twice, so
+// a run does it only with RunOptions.ResubmitUncertain.
+type UncertainError struct {
+	Shards []UncertainShard
+	// CreditsKnown says whether the shards' Credits are estimated (the
+	// plan has a price per row); when not, only their Rows are.
+	CreditsKnown bool
+}
+
+// Error implements the error interface.
+func (e *UncertainError) Error() string {
+	if e == nil || len(e.Shards) == 0 {
+		return "export: shards whose submit may have charged were left"
+	}
+	var b strings.Builder
+	var rows int64
+	var credits float64
+	for _, u := range e.Shards {
+		rows += u.Rows
+		credits += u.Credits
+	}
+	fmt.Fprintf(&b, "export: %d shards were not submitted again because an earlier submit's answer was lost and the service may hold a job for each, charged when it completes (up to %d rows", len(e.Shards), rows)
+	if e.CreditsKnown {
+		fmt.Fprintf(&b, ", %s credits", strconv.FormatFloat(credits, 'f', -1, 64))
+	}
+	b.WriteString(", the shards' planned rows):")
+	for i, u := range e.Shards {
+		if i == 5 {
+			fmt.Fprintf(&b, " and %d more", len(e.Shards)-5)
+			break
+		}
+		fmt.Fprintf(&b, " %s (%d rows)", u.Shard, u.Rows)
+	}
+	b.WriteString(". Nobody can find those jobs (the service lists no one's jobs); submit the shards again with RunOptions.ResubmitUncertain, accepting that each may be charged twice")
+	return b.String()
+}
+
+// EmptyError is a plan with no shard: the query matches no record (a
+// filter with a typo?). NewPlan returns it unless PlanOptions.AllowEmpty
+// is set, and Run refuses such a plan for the same reason, before it
+// writes _SUCCESS over a dataset of no files. Nothing was charged.
+type EmptyError struct {
+	Resource string
+}
+
+// Error implements the error interface.
+func (e *EmptyError) Error() string {
+	if e == nil {
+		return "export: the query matches no record"
+	}
+	return fmt.Sprintf("export: the query matches no %s: nothing to export (a filter value with a typo? values are matched exactly). Nothing was charged; land an empty dataset with PlanOptions.AllowEmpty", e.Resource)
 }
 
 // PlanMismatchError is a run into a directory that holds an export of a

@@ -36,8 +36,9 @@ const (
 	// StatePending: never submitted.
 	StatePending ShardState = "pending"
 	// StateSubmitting: the intent to submit is recorded but the answer is
-	// not (a crash or an unknown outcome). The next run submits again and
-	// marks the shard Uncertain: the service may hold a second job.
+	// not (a crash or an unknown outcome): the service may hold a job for
+	// the shard. A later run submits it again only with
+	// RunOptions.ResubmitUncertain, and then marks it Uncertain.
 	StateSubmitting ShardState = "submitting"
 	// StateSubmitted: the job id is recorded; the file is not landed.
 	StateSubmitted ShardState = "submitted"
@@ -78,6 +79,10 @@ type ShardStatus struct {
 	// was never recorded: the service may hold one more job for it, which
 	// is charged when it completes.
 	Uncertain bool `json:"uncertain,omitempty"`
+	// Unanswered counts the submits whose answer was lost and that a
+	// later submit followed (RunOptions.ResubmitUncertain); a shard still
+	// StateSubmitting has one more.
+	Unanswered int `json:"unanswered,omitempty"`
 	// Rows are the rows decoded from the landed file.
 	Rows int64 `json:"rows,omitempty"`
 	// Processed, ChargedCount, CreditsCharged and CreditLedgerID are the
@@ -93,6 +98,19 @@ type ShardStatus struct {
 	Error       string    `json:"error,omitempty"`
 	SubmittedAt time.Time `json:"submittedAt,omitzero"`
 	LandedAt    time.Time `json:"landedAt,omitzero"`
+}
+
+// lost is the number of the shard's submits whose answer was lost: each
+// may have started a job that nobody can find, charged when it completes.
+func (s *ShardStatus) lost() int {
+	n := s.Unanswered
+	if n == 0 && s.Uncertain {
+		n = 1 // a manifest written before Unanswered
+	}
+	if s.State == StateSubmitting {
+		n++
+	}
+	return n
 }
 
 // Verification is the check of a whole dataset.

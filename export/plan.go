@@ -62,8 +62,11 @@ type Plan struct {
 	CreditsPerRow float64 `json:"creditsPerRow,omitempty"`
 	// IncludeMissing says whether records without a value of a partition
 	// field have shards of their own (under MissingValue).
-	IncludeMissing bool      `json:"includeMissing,omitempty"`
-	PlannedAt      time.Time `json:"plannedAt"`
+	IncludeMissing bool `json:"includeMissing,omitempty"`
+	// AllowEmpty says the plan may have no shard (PlanOptions.AllowEmpty):
+	// Run then writes _SUCCESS over a dataset of no files.
+	AllowEmpty bool      `json:"allowEmpty,omitempty"`
+	PlannedAt  time.Time `json:"plannedAt"`
 	// Notes are things the planner wants the user to know (a ceiling probe
 	// the service accepted, say).
 	Notes []string `json:"notes,omitempty"`
@@ -233,6 +236,10 @@ type PlanOptions struct {
 	// CreditsPerRow is the price of one delivered row, for the estimate
 	// (the reference does not show it); zero leaves it unknown.
 	CreditsPerRow float64
+	// AllowEmpty accepts a query that matches no record: the plan has no
+	// shard, and Run lands an empty dataset. Without it such a query is an
+	// *EmptyError (a filter with a typo should not look like success).
+	AllowEmpty bool
 }
 
 // defaultSizing is the default number of sizing requests in flight.
@@ -245,7 +252,11 @@ const defaultSizing = 4
 // shards' totals must add up to the total of the query they split, at
 // every level; otherwise it returns a *CoverageError naming both numbers.
 // A shard still above the ceiling after the last field is a
-// *ShardTooBigError naming it. Both carry the plan as far as it got.
+// *ShardTooBigError naming it. Both carry the plan as far as it got. A
+// query that matches nothing is an *EmptyError unless opts.AllowEmpty; a
+// partition field the service refuses is an invalid By, found before
+// anything is sized (every field is checked, even one the plan would not
+// need). A 429 on the ceiling probe is waited out until ctx ends.
 //
 // req.Format is required and req.Limit must be 0. When req.Fields is set
 // and lacks "id", "id" is added: the export checks ids across shards.
@@ -264,13 +275,19 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 	}
 	pl := &planner[T]{src: src, opts: o, sem: make(chan struct{}, cmp.Or(o.Concurrency, defaultSizing))}
 	p := &Plan{Version: PlanVersion, Resource: resource, By: slices.Clone(o.By), ByRequested: slices.Clone(o.By), Request: base,
-		CreditsPerRow: o.CreditsPerRow, IncludeMissing: o.IncludeMissing, PlannedAt: time.Now().UTC()}
+		CreditsPerRow: o.CreditsPerRow, IncludeMissing: o.IncludeMissing, AllowEmpty: o.AllowEmpty, PlannedAt: time.Now().UTC()}
 
+	if err := pl.checkBy(ctx, &base); err != nil {
+		return nil, err
+	}
 	total, err := pl.total(ctx, &base)
 	if err != nil {
 		return nil, fmt.Errorf("export: sizing the query: %w", err)
 	}
 	p.Total = total
+	if total == 0 && !o.AllowEmpty {
+		return nil, &EmptyError{Resource: resource}
+	}
 	p.MaxRows, p.MaxRowsFrom = o.MaxRows, "user"
 	if o.MaxRows <= 0 {
 		if total == 0 {

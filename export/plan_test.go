@@ -121,7 +121,7 @@ func TestPlanCoverageFailsWhenRecordsLackTheKey(t *testing.T) {
 	if ce.Total != 3000 || ce.Covered != 2940 || ce.Unattributed != 60 || ce.Field != "state" {
 		t.Errorf("coverage error %+v; want 3000 matched, 2940 covered, 60 without a state", ce)
 	}
-	for _, want := range []string{"3000", "2940", "60", "--include-missing"} {
+	for _, want := range []string{"3000", "2940", "60", "PlanOptions.IncludeMissing"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message %q lacks %q", err, want)
 		}

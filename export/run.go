@@ -25,9 +25,9 @@ import (
 // default: each is one delivery job and, once it completes, one download.
 const DefaultConcurrency = 4
 
-// defaultSubmitWait bounds a submit that goes on after the run's context
-// ended (see RunOptions.SubmitTimeout).
-const defaultSubmitWait = 30 * time.Second
+// defaultSubmitGrace is how long a submit already sent may go on after
+// the run's context ended (see RunOptions.SubmitTimeout).
+const defaultSubmitGrace = 30 * time.Second
 
 // RunOptions tune Run.
 type RunOptions struct {
@@ -35,8 +35,11 @@ type RunOptions struct {
 	// when it holds an export of the same plan, the run resumes it.
 	Dir string
 	// Concurrency is the number of shards worked on at once (default
-	// DefaultConcurrency). The SDK's client retries 429s and honours
-	// Retry-After for each of them.
+	// DefaultConcurrency, at most MaxConcurrency). The SDK's client
+	// retries 429s and honours Retry-After for each of them, and the
+	// submits in flight adapt to the service: a 429, a 5xx, a lost or a
+	// slow answer halves how many are sent at once, good answers raise it
+	// back up to Concurrency (AIMD).
 	Concurrency int
 	// Shards, when set, are the names of the only shards to run (a
 	// workflow with one task a shard). The others are left as they are.
@@ -47,10 +50,25 @@ type RunOptions struct {
 	OnEvent func(Event)
 	// WaitOptions tune the polling of each job (lendgraph.WithPollInterval).
 	WaitOptions []lendgraph.WaitOption
-	// SubmitTimeout bounds a submit once sent: it finishes, and its job id
-	// is recorded, even when ctx ends meanwhile, so that an interrupt never
-	// leaves a job the manifest does not know (default 30s).
+	// SubmitTimeout is the grace a submit already sent gets after ctx
+	// ends (default 30s): it goes on, and its job id is recorded, so that
+	// an interrupt does not turn a job the service started into one
+	// nobody can find. While ctx is live nothing of the run cuts a submit,
+	// however slow the answer: a cut submit may still have started a job
+	// that is charged when it completes, and the reference has no way to
+	// list one's jobs. (A per-attempt timeout of the client itself,
+	// http.Client.Timeout or a transport's ResponseHeaderTimeout, is the
+	// client's; lendgraph.WithAttemptTimeout never cuts a bulk delivery
+	// submit once it was sent.)
 	SubmitTimeout time.Duration
+	// ResubmitUncertain submits again the shards whose earlier submit
+	// may have started a job (StateSubmitting: its answer was lost, or
+	// the process died with the submit in flight). Such a job cannot be
+	// found (the reference lists no one's jobs), so submitting again may
+	// deliver and charge the shard twice. Without it, a run leaves those
+	// shards as they are, lists them in Result.Uncertain and returns an
+	// *UncertainError.
+	ResubmitUncertain bool
 }
 
 // EventKind says what an Event reports.
@@ -67,6 +85,7 @@ const (
 	EventSkipped     EventKind = "skipped"      // landed earlier and intact
 	EventBusy        EventKind = "busy"         // another process works on the shard
 	EventFailed      EventKind = "failed"       // the shard failed this run (Err)
+	EventUncertain   EventKind = "uncertain"    // left: an earlier submit may have started a job
 )
 
 // Event is a change in one shard.
@@ -108,9 +127,18 @@ type Result struct {
 	// in the landed files. Complete exports report both: the data is live,
 	// so they may differ.
 	PlannedRows, LandedRows int64
-	// ChargedRows and CreditsCharged add up the landed shards' jobs.
+	// ChargedRows and CreditsCharged add up the landed shards' jobs:
+	// what the service confirmed it charged.
 	ChargedRows    int64
 	CreditsCharged float64
+	// Uncertain are the shards with submits whose answer was lost: each
+	// such submit may have started a job this export cannot find, charged
+	// when it completes. UncertainRows and UncertainCredits add up their
+	// estimates (UncertainShard): on top of ChargedRows and
+	// CreditsCharged, what the service may have charged too.
+	Uncertain        []UncertainShard
+	UncertainRows    int64
+	UncertainCredits float64
 	// Verification is the check of the whole dataset, when every shard
 	// has landed.
 	Verification *Verification
@@ -121,6 +149,24 @@ type Result struct {
 	// after a submit whose answer was never recorded (the service may hold
 	// an extra job), a difference between planned and landed rows.
 	Warnings []string
+}
+
+// UncertainShard is a shard with submits whose answer was lost (a cut
+// connection, a 5xx, a crash while the submit was in flight): the service
+// may hold a job for each, which it charges when the job completes, and
+// which nobody can find or cancel (the reference lists no one's jobs).
+type UncertainShard struct {
+	Shard string     `json:"shard"`
+	State ShardState `json:"state"`
+	// Jobs is the number of such submits: the jobs the service may hold.
+	Jobs int `json:"jobs"`
+	// Rows estimates what they may charge: Jobs times the shard's planned
+	// rows (a job delivers, and is charged for, the rows its query matches
+	// when it runs: the planned count unless the data changed since).
+	Rows int64 `json:"rows"`
+	// Credits is Rows times the plan's CreditsPerRow; zero when the price
+	// is unknown.
+	Credits float64 `json:"credits,omitempty"`
 }
 
 // Run lands the shards of plan in opts.Dir, each as delivered, without
@@ -136,19 +182,28 @@ type Result struct {
 // damaged is downloaded again from a freshly signed link (no new job, no
 // new charge); a submitted shard is re-attached to its job; only pending,
 // failed and cancelled shards are submitted. The intent to submit is
-// recorded (fsynced) before the submit, the job id right after its 202:
-// the one window that cannot be made exact is a crash between the two,
-// one round trip long, after which the next run submits again and reports
-// the shard in Result.Warnings (the service may then hold one extra job,
-// charged when it completes). Cancelling ctx does not open that window: a
-// submit already sent is finished and recorded (RunOptions.SubmitTimeout).
-// Jobs keep running on the server when ctx ends; the next run picks them up.
+// recorded (fsynced) before the submit, the job id right after its 202.
+// When the answer in between is lost (a cut connection, a 5xx, a crash
+// with the submit in flight) the service may have started a job that
+// nobody can find, charged when it completes: the shard stays
+// StateSubmitting, and no later run submits it again unless
+// RunOptions.ResubmitUncertain says so; until then the run lists it in
+// Result.Uncertain, with the rows and credits at stake, and returns an
+// *UncertainError. No timeout of the run cuts a submit while ctx is live;
+// when ctx ends, a submit already sent gets RunOptions.SubmitTimeout to
+// answer and be recorded. Jobs keep running on the server when ctx ends;
+// the next run picks them up.
+//
+// A plan with no shard (the query matched nothing) is run only when it was
+// made with PlanOptions.AllowEmpty; it then writes _SUCCESS over no file.
 //
 // Errors: *RunError lists the shards that failed (the others are landed);
+// *UncertainError the shards left because a submit may have charged;
 // *DuplicateError reports ids found twice; *PlanMismatchError a directory
-// that holds another export; a lendgraph.InsufficientCreditsError stops
-// further submits; a context error when ctx ended. The Result is returned
-// with every error but those about the arguments and the directory itself.
+// that holds another export; *EmptyError a plan with no shard; a
+// lendgraph.InsufficientCreditsError stops further submits; a context
+// error when ctx ended. The Result is returned with every error but those
+// about the arguments and the directory itself.
 func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions) (*Result, error) {
 	var o RunOptions
 	if opts != nil {
@@ -163,8 +218,14 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 	if err := plan.check(); err != nil {
 		return nil, invalid("plan", "%v", err)
 	}
-	if o.Concurrency < 0 {
-		return nil, invalid("Concurrency", "is %d; use a positive number (0 for the default, %d)", o.Concurrency, DefaultConcurrency)
+	if o.Concurrency < 0 || o.Concurrency > MaxConcurrency {
+		return nil, invalid("Concurrency", "is %d; use 1 to %d (MaxConcurrency), or 0 for the default, %d", o.Concurrency, MaxConcurrency, DefaultConcurrency)
+	}
+	if o.SubmitTimeout < 0 {
+		return nil, invalid("SubmitTimeout", "is %s; use a positive grace, or 0 for the default, %s", o.SubmitTimeout, defaultSubmitGrace)
+	}
+	if len(plan.Shards) == 0 && !plan.AllowEmpty {
+		return nil, &EmptyError{Resource: plan.Resource}
 	}
 	targets := plan.Shards
 	if len(o.Shards) > 0 {
@@ -183,9 +244,10 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 	if err != nil {
 		return nil, err
 	}
-	r := &runner[T]{src: src, plan: plan, opts: o, store: st, warned: map[string]bool{}}
+	r := &runner[T]{src: src, plan: plan, opts: o, store: st, warned: map[string]bool{}, busy: map[string]bool{}}
 	r.opts.Concurrency = cmp.Or(o.Concurrency, DefaultConcurrency)
-	r.opts.SubmitTimeout = cmp.Or(o.SubmitTimeout, defaultSubmitWait)
+	r.opts.SubmitTimeout = cmp.Or(o.SubmitTimeout, defaultSubmitGrace)
+	r.limit = newSubmitLimit(r.opts.Concurrency)
 	res := &Result{Dir: o.Dir, Shards: len(plan.Shards), PlannedRows: plan.Total}
 	r.res = res
 
@@ -209,6 +271,9 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 			errs = append(errs, r.credits)
 		}
 	}
+	if left := r.left(targets); len(left) > 0 {
+		errs = append(errs, &UncertainError{Shards: left, CreditsKnown: plan.CreditsPerRow > 0})
+	}
 	if res.Landed == res.Shards {
 		if err := r.verify(ctx); err != nil {
 			errs = append(errs, err)
@@ -225,9 +290,12 @@ type runner[T any] struct {
 	store *store
 	res   *Result
 
-	mu        sync.Mutex // guards res, warned, credits and events
+	limit *submitLimit
+
+	mu        sync.Mutex // guards res, warned, busy, credits and events
 	warned    map[string]bool
-	credits   error // an InsufficientCreditsError: submit no more
+	busy      map[string]bool // shards another process held
+	credits   error           // an InsufficientCreditsError: submit no more
 	noSubmits atomic.Bool
 }
 
@@ -273,7 +341,10 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) error {
 		return err
 	}
 	if !ok {
-		r.count(func(res *Result) { res.Busy = append(res.Busy, sh.Name) })
+		r.count(func(res *Result) {
+			res.Busy = append(res.Busy, sh.Name)
+			r.busy[sh.Name] = true
+		})
 		r.event(Event{Kind: EventBusy, Shard: sh.Name, What: "skipped: another process is working on it"})
 		return nil
 	}
@@ -299,8 +370,17 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) error {
 		r.count(func(res *Result) { res.Reattached++ })
 		r.event(Event{Kind: EventReattached, Shard: sh.Name, State: StateSubmitted, JobID: cur.JobID, What: "re-attached to job " + cur.JobID})
 		job = r.src.DeliveryJob(cur.JobID)
-	default: // pending, submitting, failed, cancelled
-		if job, err = r.submit(ctx, sh, cur.State == StateSubmitting); err != nil {
+	case StateSubmitting:
+		if !r.opts.ResubmitUncertain {
+			r.event(Event{Kind: EventUncertain, Shard: sh.Name, State: StateSubmitting,
+				What: "left as it is: an earlier submit's answer was lost, and the service may hold a job for it (charged when it completes); submitting again may charge twice"})
+			return nil
+		}
+		if job, err = r.submit(ctx, sh, true); err != nil {
+			return err
+		}
+	default: // pending, failed, cancelled
+		if job, err = r.submit(ctx, sh, false); err != nil {
 			return err
 		}
 	}
@@ -312,28 +392,41 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) error {
 }
 
 // submit records the intent, submits the shard's delivery and records the
-// job id. A submit once sent is finished even when ctx ends.
+// job id. Only ctx ends a submit once sent, and only after the grace of
+// RunOptions.SubmitTimeout. again is a submit of a shard whose earlier
+// submit's answer was lost (RunOptions.ResubmitUncertain).
 func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgraph.DeliveryJob[T], error) {
 	if r.noSubmits.Load() {
 		return nil, errNoSubmit
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
+	epoch, err := r.limit.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if r.noSubmits.Load() {
+		r.limit.release(epoch, false)
+		return nil, errNoSubmit
 	}
 	if again {
-		r.warnShard(sh.Name, "a submit was interrupted before its answer was recorded; it was submitted again, and the service may hold one more job for it (charged when it completes)")
+		r.warnShard(sh.Name, "a submit's answer was lost earlier; it was submitted again (ResubmitUncertain), and the service may hold one more job for it (charged when it completes)")
 	}
-	err := r.store.update(sh.Name, func(s *ShardStatus) {
+	err = r.store.update(sh.Name, func(s *ShardStatus) {
+		if again {
+			s.Unanswered = s.lost() // the earlier submit's, now for good
+		}
 		s.State, s.JobID, s.Error = StateSubmitting, "", ""
 		s.Submits++
 		s.Uncertain = s.Uncertain || again
 	})
 	if err != nil {
+		r.limit.release(epoch, false)
 		return nil, err
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.SubmitTimeout)
+	sctx, cancel := graceContext(ctx, r.opts.SubmitTimeout)
 	defer cancel()
+	start := time.Now()
 	job, err := r.src.Deliver(sctx, &sh.Request)
+	r.limit.release(epoch, overloaded(err, time.Since(start)))
 	if err != nil {
 		return nil, r.submitFailed(sh, err)
 	}
@@ -358,8 +451,8 @@ func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgra
 
 // submitFailed records a submit that returned an error. When the service
 // may have started a job anyway (no answer, a 5xx other than 502, an
-// answer that did not decode) the shard stays submitting, which the next
-// run submits again and reports.
+// answer that did not decode) the shard stays submitting, which a later
+// run submits again only with RunOptions.ResubmitUncertain.
 func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 	var (
 		ice *lendgraph.InsufficientCreditsError
@@ -380,7 +473,7 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 	uerr := r.store.update(sh.Name, func(s *ShardStatus) {
 		s.Error = err.Error()
 		if unknown {
-			s.Error += " (the service may have started a job; the next run submits again)"
+			s.Error += " (the service may have started a job, charged when it completes; the shard is submitted again only when you accept that it may be charged twice)"
 		} else {
 			s.State = StateFailed
 		}
@@ -391,6 +484,37 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 	}
 	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: state, What: "submit failed", Err: err})
 	return errors.Join(err, uerr)
+}
+
+// graceContext is ctx for a submit: it is not cancelled when ctx is, but
+// grace later, so that a submit already sent can still be answered and
+// recorded. The returned cancel releases it.
+func graceContext(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	var (
+		mu    sync.Mutex
+		timer *time.Timer
+		done  bool
+	)
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			timer = time.AfterFunc(grace, func() {
+				cancel(fmt.Errorf("%w, and the submit was not answered within the grace of %s after it", context.Cause(ctx), grace))
+			})
+		}
+	})
+	return sctx, func() {
+		stop()
+		mu.Lock()
+		done = true
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancel(context.Canceled)
+	}
 }
 
 // outcomeUnknown reports whether a failed submit may still have started a
@@ -639,7 +763,13 @@ func (r *runner[T]) summarize() {
 	defer r.mu.Unlock()
 	res := r.res
 	res.Landed, res.Pending, res.LandedRows, res.ChargedRows, res.CreditsCharged = 0, nil, 0, 0, 0
+	res.Uncertain, res.UncertainRows, res.UncertainCredits = nil, 0, 0
 	for _, s := range m.Shards {
+		if u, ok := r.uncertain(&s); ok {
+			res.Uncertain = append(res.Uncertain, u)
+			res.UncertainRows += u.Rows
+			res.UncertainCredits += u.Credits
+		}
 		if s.State != StateLanded {
 			res.Pending = append(res.Pending, s.Name)
 			continue
@@ -652,9 +782,39 @@ func (r *runner[T]) summarize() {
 		if s.CreditsCharged != nil {
 			res.CreditsCharged += *s.CreditsCharged
 		}
-		if s.Uncertain && !r.warned[s.Name] {
+		if s.Uncertain && !r.warned[s.Name] && s.lost() > 0 {
 			r.warned[s.Name] = true
 			res.Warnings = append(res.Warnings, fmt.Sprintf("shard %s: one of its submits was never answered; the service may hold one more job for it (charged when it completes)", s.Name))
 		}
 	}
+}
+
+// uncertain describes a shard with submits whose answer was lost, false
+// when it has none (or another process holds it: its submit may simply be
+// in flight).
+func (r *runner[T]) uncertain(s *ShardStatus) (UncertainShard, bool) {
+	n := s.lost()
+	if n == 0 || r.busy[s.Name] {
+		return UncertainShard{}, false
+	}
+	var rows int64
+	if sh, ok := r.plan.Shard(s.Name); ok {
+		rows = sh.Rows
+	}
+	u := UncertainShard{Shard: s.Name, State: s.State, Jobs: n, Rows: int64(n) * rows}
+	u.Credits = float64(u.Rows) * r.plan.CreditsPerRow
+	return u, true
+}
+
+// left lists the targets still waiting on a submit whose answer was lost.
+func (r *runner[T]) left(targets []Shard) []UncertainShard {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []UncertainShard
+	for _, u := range r.res.Uncertain {
+		if u.State == StateSubmitting && slices.ContainsFunc(targets, func(s Shard) bool { return s.Name == u.Shard }) {
+			out = append(out, u)
+		}
+	}
+	return out
 }

@@ -106,6 +106,31 @@ func (s *Server) Jobs() []Job {
 	return out
 }
 
+// WaitJobs waits until every job the server holds has ended (completed,
+// failed or cancelled), so that each one that completed has been charged:
+// count the ledger (Debits) after it. It returns ctx's error when ctx ends
+// first.
+func (s *Server) WaitJobs(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		running := false
+		for _, j := range s.jobs {
+			running = running || j.state == stateQueued || j.state == stateRunning
+		}
+		s.mu.Unlock()
+		if !running {
+			return nil
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
 // Progress records n more rows handled and counter deltas, paces the work
 // to the kind's configured rate, and reports errJobCancelled once the job
 // was cancelled (the worker stops at its next tick).

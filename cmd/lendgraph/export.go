@@ -38,6 +38,8 @@ type exportFlags struct {
 	values         []string
 	includeMissing bool
 	creditsPerRow  float64
+	allowEmpty     bool
+	resubmit       bool
 }
 
 func (a *app) exportCommand() *cobra.Command {
@@ -65,6 +67,18 @@ submitted are picked up, a download that was cut continues from its part file,
 damaged files are downloaded again from their job (no new charge), and only
 failed or never-submitted shards are submitted.
 
+A submit is never cut by a timeout of the command; only Ctrl-C ends it, and then
+a submit already sent gets 30 seconds to answer so that its job is recorded. A
+submit whose answer was lost anyway (a cut connection, a 5xx, a crash) may have
+started a job that is charged when it completes and that nobody can find. Such
+a shard is not submitted again: the command lists it with the rows at stake
+(the shard's planned rows) and exits 1 until you pass --resubmit-uncertain,
+which accepts that it may be charged twice. The summary counts those rows as
+possibly charged.
+
+A query that matches nothing (a filter with a typo?) exits 1 without writing
+anything; --allow-empty lands an empty dataset (_SUCCESS over no file).
+
 --plan-only writes the plan to DIR/_plan.json (and prints it; --json: the plan
 as JSON) without submitting anything. --shard NAME runs only that shard, so a
 workflow can run one shard a task (with --plan FILE, or the plan in DIR).
@@ -76,7 +90,7 @@ workflow can run one shard a task (with --plan FILE, or the plan in DIR).
   lendgraph export --plan plan.json --shard state=CA --out agents-by-state/ --yes   # one task of a workflow`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runExport(cmd, args, &fl)
+			return exportError(a.runExport(cmd, args, &fl))
 		},
 	}
 	fl.q.register(cmd)
@@ -85,7 +99,7 @@ workflow can run one shard a task (with --plan FILE, or the plan in DIR).
 	f.StringVar(&fl.out, "out", "", "the export directory (created; an export already there is resumed)")
 	f.StringVar(&fl.format, "format", "parquet", "file format: parquet, csv, json or ndjson (.ndjson.gz)")
 	f.StringSliceVar(&fl.fields, "fields", nil, "deliver only these fields (id is always kept)")
-	f.IntVar(&fl.concurrency, "concurrency", export.DefaultConcurrency, "shards delivered at once")
+	f.IntVar(&fl.concurrency, "concurrency", export.DefaultConcurrency, fmt.Sprintf("shards delivered at once (at most %d; submits slow down by themselves when the service does)", export.MaxConcurrency))
 	f.BoolVar(&fl.planOnly, "plan-only", false, "plan and print the shards; submit nothing")
 	f.StringVar(&fl.planFrom, "plan", "", "run the plan in this file (from --plan-only) instead of planning")
 	f.StringArrayVar(&fl.shards, "shard", nil, "run only this shard, e.g. state=CA (repeatable)")
@@ -94,6 +108,8 @@ workflow can run one shard a task (with --plan FILE, or the plan in DIR).
 	f.StringArrayVar(&fl.values, "values", nil, "FIELD=V1,V2,... the values of a partition field, instead of listing them (repeatable)")
 	f.BoolVar(&fl.includeMissing, "include-missing", false, "land records without a value of a partition field under FIELD=__HIVE_DEFAULT_PARTITION__")
 	f.Float64Var(&fl.creditsPerRow, "credits-per-row", 0, "price of one delivered row, for the estimate")
+	f.BoolVar(&fl.allowEmpty, "allow-empty", false, "accept a query that matches nothing: land an empty dataset")
+	f.BoolVar(&fl.resubmit, "resubmit-uncertain", false, "submit again the shards whose earlier submit's answer was lost (they may be charged twice)")
 	return cmd
 }
 
@@ -101,8 +117,8 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 	if fl.out == "" {
 		return usagef("--out DIR is required")
 	}
-	if fl.concurrency < 1 {
-		return usagef("--concurrency must be at least 1")
+	if fl.concurrency < 1 || fl.concurrency > export.MaxConcurrency {
+		return usagef("--concurrency %d: use 1 to %d. Each shard in flight is a job on the service, its polls and a download; more at once only makes every submit slower (submits already slow down by themselves when the service does)", fl.concurrency, export.MaxConcurrency)
 	}
 	if !slices.Contains(deliveryFormats, fl.format) {
 		return usagef("--format must be one of %s", strings.Join(deliveryFormats, ", "))
@@ -120,9 +136,17 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 			return usagef("no bulk delivery of %q; exportable resources: %s", name, strings.Join(deliverable, ", "))
 		}
 	}
+	if err := checkWritable(fl.out); err != nil {
+		return usagef("--out %s cannot be written: %v", fl.out, err)
+	}
 	plan, fresh, err := a.exportPlan(cmd, name, fl)
 	if err != nil {
 		return err
+	}
+	if !fresh {
+		if err := checkShards(plan, fl.shards); err != nil {
+			return err
+		}
 	}
 	c, err := a.clientFor()
 	if err != nil {
@@ -137,15 +161,23 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 		if plan, err = ex.plan(ctx, a.exportRequest(fl), fl); err != nil {
 			return a.planFailed(err)
 		}
+		if err := checkShards(plan, fl.shards); err != nil {
+			return err
+		}
 	}
 	a.describePlan(plan)
 	if fl.planOnly {
 		return a.printPlan(plan, fl.out)
 	}
-	left, rows := remaining(plan, fl.out, fl.shards)
-	if left == 0 {
+	left, rows, uncertain := remaining(plan, fl.out, fl.shards, fl.resubmit)
+	switch {
+	case left == 0 && uncertain > 0:
+		a.say("nothing to submit: %d shards wait on a submit whose answer was lost (--resubmit-uncertain submits them again)", uncertain)
+	case left == 0 && len(fl.shards) > 0:
+		a.say("the shards asked for have landed; checking them")
+	case left == 0:
 		a.say("every shard has landed; checking the dataset")
-	} else {
+	default:
 		a.say("%d shards (%d rows) to deliver, %d at once", left, rows, fl.concurrency)
 		if !fl.yes {
 			if !a.interactive {
@@ -164,10 +196,10 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 // plan now). The command's flags must agree with a plan found.
 func (a *app) exportPlan(cmd *cobra.Command, name string, fl *exportFlags) (plan *export.Plan, fresh bool, err error) {
 	queryGiven := fl.q.set() || len(fl.by) > 0 || len(fl.fields) > 0 || cmd.Flags().Changed("format") ||
-		len(fl.values) > 0 || fl.includeMissing || fl.maxRows != 0
+		len(fl.values) > 0 || fl.includeMissing || fl.maxRows != 0 || fl.allowEmpty
 	if fl.planFrom != "" {
 		if queryGiven {
-			return nil, false, usagef("--plan runs a plan as it is: drop --by, --format, --fields, --values, --max-rows, --include-missing and the query flags")
+			return nil, false, usagef("--plan runs a plan as it is: drop --by, --format, --fields, --values, --max-rows, --include-missing, --allow-empty and the query flags")
 		}
 		if plan, err = export.ReadPlan(fl.planFrom); err != nil {
 			return nil, false, usagef("--plan: %v", err)
@@ -232,7 +264,7 @@ func (a *app) exportRequest(fl *exportFlags) *lendgraph.DeliveryRequest {
 
 // planOptions are the planner's options from the flags.
 func planOptions(fl *exportFlags) (*export.PlanOptions, error) {
-	o := &export.PlanOptions{By: fl.by, MaxRows: fl.maxRows, IncludeMissing: fl.includeMissing, CreditsPerRow: fl.creditsPerRow}
+	o := &export.PlanOptions{By: fl.by, MaxRows: fl.maxRows, IncludeMissing: fl.includeMissing, CreditsPerRow: fl.creditsPerRow, AllowEmpty: fl.allowEmpty}
 	if fl.maxRows < 0 || fl.creditsPerRow < 0 {
 		return nil, usagef("--max-rows and --credits-per-row must not be negative")
 	}
@@ -301,23 +333,29 @@ func (a *app) printPlan(p *export.Plan, dir string) error {
 	return nil
 }
 
-// remaining counts the shards (and rows) not landed yet among those asked for.
-func remaining(p *export.Plan, dir string, only []string) (int, int64) {
+// remaining counts the shards (and rows) to deliver among those asked
+// for, and the shards left because a submit's answer was lost (unless
+// resubmit).
+func remaining(p *export.Plan, dir string, only []string, resubmit bool) (n int, rows int64, uncertain int) {
 	m, _ := export.ReadManifest(dir)
-	n, rows := 0, int64(0)
 	for _, s := range p.Shards {
 		if len(only) > 0 && !slices.Contains(only, s.Name) {
 			continue
 		}
 		if m != nil && m.Plan != nil {
-			if st, ok := m.Status(s.Name); ok && st.State == export.StateLanded {
+			st, ok := m.Status(s.Name)
+			if ok && st.State == export.StateLanded {
+				continue
+			}
+			if ok && st.State == export.StateSubmitting && !resubmit {
+				uncertain++
 				continue
 			}
 		}
 		n++
 		rows += s.Rows
 	}
-	return n, rows
+	return n, rows, uncertain
 }
 
 // exportResult is export's --json output.
@@ -334,8 +372,14 @@ type exportResult struct {
 	LandedRows     int64    `json:"landedRows"`
 	ChargedRows    int64    `json:"chargedRows"`
 	CreditsCharged float64  `json:"creditsCharged"`
-	Complete       bool     `json:"complete"`
-	Warnings       []string `json:"warnings,omitempty"`
+	// Uncertain are the shards with submits whose answer was lost, and
+	// UncertainRows and UncertainCredits what they may charge on top of
+	// chargedRows and creditsCharged (credits only with --credits-per-row).
+	Uncertain        []export.UncertainShard `json:"uncertain,omitempty"`
+	UncertainRows    int64                   `json:"uncertainRows"`
+	UncertainCredits float64                 `json:"uncertainCredits"`
+	Complete         bool                    `json:"complete"`
+	Warnings         []string                `json:"warnings,omitempty"`
 }
 
 func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl *exportFlags) error {
@@ -351,10 +395,12 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 			}
 		}
 	}
-	opts := &export.RunOptions{Dir: fl.out, Concurrency: fl.concurrency, Shards: fl.shards, OnEvent: func(e export.Event) {
+	opts := &export.RunOptions{Dir: fl.out, Concurrency: fl.concurrency, Shards: fl.shards, ResubmitUncertain: fl.resubmit, OnEvent: func(e export.Event) {
 		switch e.Kind {
 		case export.EventFailed:
 			a.sayAbove("shard %s: %s: %v", e.Shard, e.What, e.Err)
+		case export.EventUncertain:
+			a.sayAbove("shard %s: not submitted again: an earlier submit's answer was lost, and the service may hold a job for it (charged when it completes)", e.Shard)
 		case export.EventLanded:
 			a.sayAbove("shard %s: landed %d rows (job %s)", e.Shard, e.Rows, e.JobID)
 		case export.EventSubmitted, export.EventReattached, export.EventRedownload, export.EventBusy:
@@ -385,20 +431,42 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 		if jerr := a.writeJSONLine(exportResult{Dir: res.Dir, Shards: res.Shards, Landed: res.Landed, Submitted: res.Submitted,
 			Reattached: res.Reattached, Redownloaded: res.Redownloaded, Skipped: res.Skipped, Pending: res.Pending,
 			PlannedRows: res.PlannedRows, LandedRows: res.LandedRows, ChargedRows: res.ChargedRows,
-			CreditsCharged: res.CreditsCharged, Complete: res.Complete, Warnings: res.Warnings}); jerr != nil {
+			CreditsCharged: res.CreditsCharged, Uncertain: res.Uncertain, UncertainRows: res.UncertainRows,
+			UncertainCredits: res.UncertainCredits, Complete: res.Complete, Warnings: res.Warnings}); jerr != nil {
 			return jerr
 		}
 	} else {
-		a.say("%d of %d shards landed (%d submitted, %d picked up, %d downloaded again, %d already there); %d rows landed, %d planned; %d rows charged, %s credits",
-			res.Landed, res.Shards, res.Submitted, res.Reattached, res.Redownloaded, res.Skipped, res.LandedRows, res.PlannedRows, res.ChargedRows, number(res.CreditsCharged))
+		a.say("%d of %d shards landed (%d submitted, %d picked up, %d downloaded again, %d already there); %d rows landed, %d planned; %s",
+			res.Landed, res.Shards, res.Submitted, res.Reattached, res.Redownloaded, res.Skipped, res.LandedRows, res.PlannedRows, charges(res, plan))
 		switch {
 		case res.Complete:
 			a.say("verified: every file decodes and holds its job's rows, no id appears twice; wrote %s", filepath.Join(fl.out, export.SuccessFile))
-		case err == nil && len(res.Pending) > 0:
+		case err == nil && len(res.Pending) > 0 && len(fl.shards) > 0:
 			a.say("%d shards not landed yet; run the command without --shard to finish the export", len(res.Pending))
+		case err == nil && len(res.Pending) > 0:
+			a.say("%d shards not landed yet (another process works on them?); run the same command again to finish the export", len(res.Pending))
 		}
 	}
 	return err
+}
+
+// charges is the summary's account of what the service charged and may
+// have charged.
+func charges(res *export.Result, p *export.Plan) string {
+	s := fmt.Sprintf("%d rows charged, %s credits", res.ChargedRows, number(res.CreditsCharged))
+	if len(res.Uncertain) == 0 {
+		return s
+	}
+	jobs := 0
+	for _, u := range res.Uncertain {
+		jobs += u.Jobs
+	}
+	more := fmt.Sprintf("%d rows", res.UncertainRows)
+	if p.CreditsPerRow > 0 {
+		more += ", " + number(res.UncertainCredits) + " credits"
+	}
+	return fmt.Sprintf("%s, and up to %s more may be charged by %d submits whose answer was lost (%d rows in all; the estimate is the shards' planned rows)",
+		s, more, jobs, res.ChargedRows+res.UncertainRows)
 }
 
 // sayAbove prints a message above the progress bar.
@@ -447,3 +515,83 @@ func exporterFor[T any](src export.Source[T], name string) exporter {
 		},
 	}
 }
+
+// checkWritable fails when dir cannot be created or written, before
+// anything is planned or submitted. It creates nothing: a missing dir is
+// checked at the nearest directory that exists.
+func checkWritable(dir string) error {
+	for d := dir; ; {
+		fi, err := os.Stat(d)
+		switch {
+		case err == nil && !fi.IsDir():
+			return fmt.Errorf("%s is not a directory", d)
+		case err == nil:
+			f, err := os.CreateTemp(d, ".lendgraph-write-check-*")
+			if err != nil {
+				return err
+			}
+			_ = f.Close()
+			return os.Remove(f.Name())
+		case !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return err
+		}
+		d = parent
+	}
+}
+
+// checkShards refuses a --shard the plan does not have.
+func checkShards(p *export.Plan, names []string) error {
+	for _, n := range names {
+		if _, ok := p.Shard(n); !ok {
+			example := ""
+			if len(p.Shards) > 0 {
+				example = fmt.Sprintf(", e.g. --shard %q", p.Shards[0].Name)
+			}
+			return usagef("--shard %q: the plan has no such shard; its %d shards are named like \"%s=VALUE\"%s (--plan-only lists them)", n, len(p.Shards), p.By[0], example)
+		}
+	}
+	return nil
+}
+
+// optionFlags are the export package's options as the command's flags:
+// its errors name the options, the command's name the flags.
+var optionFlags = map[string]string{
+	"PlanOptions.MaxRows":          "--max-rows N",
+	"PlanOptions.IncludeMissing":   "--include-missing",
+	"PlanOptions.AllowEmpty":       "--allow-empty",
+	"PlanOptions.Values":           "--values FIELD=V1,V2,...",
+	"RunOptions.ResubmitUncertain": "--resubmit-uncertain",
+}
+
+// argFlags are the flags of the export package's InvalidArgumentError.Arg.
+var argFlags = map[string]string{"By": "--by", "Concurrency": "--concurrency", "Shards": "--shard", "Dir": "--out", "Format": "--format"}
+
+// exportError rewords an error of the export package for the command line:
+// flags instead of Go options.
+func exportError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	var bad *lendgraph.InvalidArgumentError
+	if errors.As(err, &bad) && argFlags[bad.Arg] != "" && msg == bad.Error() {
+		msg = argFlags[bad.Arg] + ": " + bad.Problem
+	}
+	for option, flag := range optionFlags {
+		msg = strings.ReplaceAll(msg, option, flag)
+	}
+	return &wordedError{msg: msg, err: err}
+}
+
+// wordedError is an error with the command line's wording.
+type wordedError struct {
+	msg string
+	err error
+}
+
+func (e *wordedError) Error() string { return e.msg }
+func (e *wordedError) Unwrap() error { return e.err }

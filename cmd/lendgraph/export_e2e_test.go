@@ -107,6 +107,16 @@ func TestExportEndToEndWithDuckDB(t *testing.T) {
 		t.Fatalf("_SUCCESS after a killed run with %d of %d shards landed", landed, len(m.Shards))
 	}
 	t.Logf("killed with %d of %d shards landed", landed, len(m.Shards))
+	// A kill between a submit and its answer leaves the shard submitting:
+	// the service may hold its job, and only the user's say-so submits it
+	// again (TestExportNeverChargesTwiceAfterLostAnswers tests the refusal).
+	for _, s := range m.Shards {
+		if s.State == export.StateSubmitting {
+			t.Logf("shard %s was killed mid-submit: the second run passes --resubmit-uncertain", s.Name)
+			args = append(args, "--resubmit-uncertain")
+			break
+		}
+	}
 
 	// Second run: the same command resumes and completes.
 	second := exec.CommandContext(ctx, binary, args...)

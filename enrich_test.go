@@ -551,3 +551,40 @@ func TestPropertiesService_EnrichRepeatAfterLostAnswer(t *testing.T) {
 		t.Fatalf("after a 429: %+v, %v", r, err)
 	}
 }
+
+// Every documented enrichment error can be reached in the fake, as
+// lendgraphtest's docs say.
+func TestPropertiesService_EnrichEveryDocumentedError(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(200))
+	c, ctx := srv.Client(lendgraph.WithMaxRetries(0)), context.Background()
+	ids := idsWith(t, srv, lendgraphtest.OutcomeMatch, 3)
+
+	srv.ClearAddress(ids[0])
+	if o := srv.EnrichOutcome(ids[0]); o != lendgraphtest.OutcomeNoAddress {
+		t.Fatalf("EnrichOutcome = %s after ClearAddress", o)
+	}
+	start := srv.Credits(lendgraphtest.DefaultOrg)
+	_, err := c.Properties.Enrich(ctx, ids[0], nil)
+	if apiErr := wantStatus(t, err, 400); !strings.Contains(apiErr.Message, "no usable address") {
+		t.Fatalf("400 message %q", apiErr.Message)
+	}
+	if srv.Credits(lendgraphtest.DefaultOrg) != start {
+		t.Fatal("a property without an address was charged")
+	}
+
+	srv.FailEnrichment(1)
+	_, err = c.Properties.Enrich(ctx, ids[1], nil)
+	wantStatus(t, err, 502)
+
+	_, err = c.Properties.Enrich(ctx, "prop-does-not-exist", nil)
+	if !errors.Is(err, lendgraph.ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+
+	srv.SetCredits(lendgraphtest.DefaultOrg, 0)
+	_, err = c.Properties.Enrich(ctx, ids[2], nil)
+	var ic *lendgraph.InsufficientCreditsError
+	if !errors.As(err, &ic) || ic.Cost != 1 {
+		t.Fatalf("402: %v", err)
+	}
+}

@@ -230,8 +230,8 @@ func OperationFrom(ctx context.Context) string {
 // withOperation names the operation of the requests made with ctx, unless
 // an enclosing method already did (a Wait's polls keep the Wait's name).
 func withOperation(ctx context.Context, name string) context.Context {
-	if name == "" || OperationFrom(ctx) != "" {
-		return ctx
+	if ctx == nil || name == "" || OperationFrom(ctx) != "" {
+		return ctx // a nil ctx is refused by the call itself
 	}
 	return context.WithValue(ctx, operationKey{}, name)
 }

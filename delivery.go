@@ -261,6 +261,7 @@ func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
 // range a connection in memory (16 MiB with the defaults). To write to a file that a later call
 // can continue after a crash, use DownloadFile.
 func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, error) {
+	ctx = withOperation(ctx, "DeliveryJob.Download")
 	st, err := j.completed(ctx)
 	if err != nil {
 		return 0, err
@@ -287,6 +288,7 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, erro
 // without a readable record is overwritten. One download at a time may
 // write to a path.
 func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...DownloadOption) (int64, error) {
+	ctx = withOperation(ctx, "DeliveryJob.DownloadFile")
 	p, err := openPartial(path, j.ID)
 	if err != nil {
 		return 0, err
@@ -323,6 +325,7 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 	if err := checkCtx(ctx); err != nil {
 		return errSeq[T](err)
 	}
+	ctx = withOperation(ctx, "DeliveryJob.Rows")
 	return func(yield func(T, error) bool) {
 		var zero T
 		// fail yields err, or the context's error once ctx has ended (a

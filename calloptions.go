@@ -31,7 +31,9 @@ type callOptionsKey struct{}
 // client's options. Every SDK call takes a context first, so this reaches
 // every call without changing its signature: a single call, each page of
 // an iterator (All, AllChart, ...), each status poll of a job's Wait, the
-// status fetches and re-signs of a download, a search-host query.
+// status fetches, re-signs and storage requests of a download (whose
+// resumption after a cut connection has its own bound), a search-host
+// query. Call headers go to the API host only.
 //
 //	ctx := lendgraph.WithCallOptions(ctx,
 //		lendgraph.CallMaxRetries(0),

@@ -161,7 +161,7 @@ func (s *DeliveryService[T]) Deliver(ctx context.Context, req *DeliveryRequest) 
 		return nil, err
 	}
 	var h deliveryHandle
-	_, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.name + "/bulk-delivery", body: req, kind: retry.Launch}, &h)
+	_, err := s.client.send(ctx, request{op: opName(s.name, "Deliver"), method: http.MethodPost, path: "/v1/" + s.name + "/bulk-delivery", body: req, kind: retry.Launch}, &h)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +261,7 @@ func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
 // range a connection in memory (16 MiB with the defaults). To write to a file that a later call
 // can continue after a crash, use DownloadFile.
 func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, error) {
+	ctx = withOperation(ctx, "DeliveryJob.Download")
 	st, err := j.completed(ctx)
 	if err != nil {
 		return 0, err
@@ -287,6 +288,7 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, erro
 // without a readable record is overwritten. One download at a time may
 // write to a path.
 func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...DownloadOption) (int64, error) {
+	ctx = withOperation(ctx, "DeliveryJob.DownloadFile")
 	p, err := openPartial(path, j.ID)
 	if err != nil {
 		return 0, err
@@ -323,6 +325,7 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 	if err := checkCtx(ctx); err != nil {
 		return errSeq[T](err)
 	}
+	ctx = withOperation(ctx, "DeliveryJob.Rows")
 	return func(yield func(T, error) bool) {
 		var zero T
 		// fail yields err, or the context's error once ctx has ended (a
@@ -357,6 +360,10 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 		}
 		defer rc.Close()
 		done := ctx.Done()
+		if j.client != nil && j.client.lenientDecoding(ctx) {
+			// The client's or the call's setting; an option given here wins.
+			opts = append([]DecodeOption{WithLenientRows(true)}, opts...)
+		}
 		for row, err := range decodeRows[T](rc, st.Format, opts...) {
 			select {
 			case <-done:

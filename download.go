@@ -327,7 +327,7 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 	if err := c.checkLinkString("results link", link.Reveal()); err != nil {
 		return 0, false, false, &permanentError{err}
 	}
-	req, err := retryablehttp.NewRequestWithContext(retry.WithKind(streaming(ctx), retry.Idempotent), http.MethodGet, link.Reveal(), nil)
+	req, err := retryablehttp.NewRequestWithContext(retry.WithCall(streaming(ctx), retry.Idempotent, c.maxRetries(ctx)), http.MethodGet, link.Reveal(), nil)
 	if err != nil {
 		return 0, false, false, &permanentError{fmt.Errorf("bad link %s: %v", link, redactError(err))}
 	}

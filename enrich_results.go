@@ -42,6 +42,7 @@ type EnrichmentResultEntry struct {
 // API key. A job that has not completed gives an error (a *JobError for a
 // failed or cancelled one).
 func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (int64, error) {
+	ctx = withOperation(ctx, "EnrichJob.Download")
 	if j.double != nil {
 		return copyDouble(ctx, j.Results, w)
 	}
@@ -77,6 +78,7 @@ func (j *EnrichJob) ResultRows(ctx context.Context) iter.Seq2[EnrichmentResultEn
 	if err := checkCtx(ctx); err != nil {
 		return errSeq[EnrichmentResultEntry](err)
 	}
+	ctx = withOperation(ctx, "EnrichJob.ResultRows")
 	return func(yield func(EnrichmentResultEntry, error) bool) {
 		fail := func(err error) {
 			if cerr := ctxErr(ctx); cerr != nil {

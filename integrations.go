@@ -161,7 +161,7 @@ func (s *IntegrationsService) PushCRM(ctx context.Context, req *CRMPushRequest) 
 }
 
 func (s *IntegrationsService) push(ctx context.Context, req *CRMPushRequest) (*CRMPushResponse, error) {
-	return call[CRMPushResponse](ctx, s.client, request{method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
+	return call[CRMPushResponse](ctx, s.client, request{op: "Integrations.PushCRM", method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
 }
 
 // outcomeKnown reports whether a failed push certainly wrote nothing (see
@@ -239,5 +239,5 @@ type CRMStatus struct {
 // shown by the reference; the SDK follows the API's pattern:
 // GET /v1/integrations/crm/status.
 func (s *IntegrationsService) CRMStatus(ctx context.Context) (*CRMStatus, error) {
-	return call[CRMStatus](ctx, s.client, request{method: http.MethodGet, path: "/v1/integrations/crm/status", kind: retry.Idempotent})
+	return call[CRMStatus](ctx, s.client, request{op: "Integrations.CRMStatus", method: http.MethodGet, path: "/v1/integrations/crm/status", kind: retry.Idempotent})
 }

@@ -22,11 +22,20 @@ func WithBaseURL(u string) Option { return func(s *settings) { s.baseURL = &u } 
 
 // WithHTTPClient makes the SDK send through hc. Its Transport (and
 // CheckRedirect, Jar, Timeout) are kept; the SDK wraps the transport with its
-// own layers and never replaces or mutates hc.
-func WithHTTPClient(hc *http.Client) Option { return func(s *settings) { s.httpClient = hc } }
+// own layers and never replaces or mutates hc. A nil hc is refused by
+// NewClient: leave the option out for the SDK's own client.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(s *settings) {
+		if hc == nil {
+			s.invalid = append(s.invalid, invalidArg("WithHTTPClient", "the *http.Client is nil; leave the option out for the SDK's own client"))
+			return
+		}
+		s.httpClient = hc
+	}
+}
 
 // WithMaxRetries sets how many times one call is retried at most (default 3;
-// 0 disables retries).
+// 0 disables retries). CallMaxRetries changes it for one call.
 func WithMaxRetries(n int) Option { return func(s *settings) { s.maxRetries = n } }
 
 // WithRetryBackoff sets the first step and the bound of the exponential
@@ -78,12 +87,15 @@ func WithInsecureHTTPLinks() Option { return func(s *settings) { s.insecureLinks
 // ResponseHeaderTimeout): the error of such an attempt is a net.Error
 // whose Timeout reports true, and matches context.DeadlineExceeded only
 // when the call's own context ended. Those timeouts are the given
-// client's own, and cut a bulk delivery submit too.
+// client's own, and cut a bulk delivery submit too. CallAttemptTimeout
+// changes d for one call.
 func WithAttemptTimeout(d time.Duration) Option { return func(s *settings) { s.attemptTimeout = d } }
 
 // WithRateLimit limits the requests this client sends to the API host to r
 // per second with bursts of burst. Every attempt, retries included, takes a
-// token; waiting honours the call's context.
+// token; waiting honours the call's context. When the next token comes after
+// the context's deadline, the call fails at once with a
+// *ClientRateLimitError: nothing was sent.
 func WithRateLimit(r rate.Limit, burst int) Option {
 	return func(s *settings) {
 		s.limiter = rate.NewLimiter(r, burst)
@@ -93,8 +105,13 @@ func WithRateLimit(r rate.Limit, burst int) Option {
 	}
 }
 
-// WithLogger logs each attempt (method, path, status, duration; never a key,
-// token, header or query string) at debug level. Nothing is logged by default.
+// WithLogger logs each attempt at debug level: the operation ("Agents.List",
+// see OperationFrom), the attempt number, for a retry its reason ("status
+// 503", "transport error", "response body cut") and the backoff slept, the
+// method, host, path, status, request id and duration; never a key, token,
+// header or query string. A call that fails after retries logs one more
+// line, at warn level, with the attempts and the error. Nothing is logged
+// by default.
 func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
 
 // WithUserAgent prepends ua to the SDK's User-Agent header.

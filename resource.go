@@ -58,7 +58,7 @@ func (s *ResourceService[T]) List(ctx context.Context, req *ListRequest) (*Page[
 }
 
 func (s *ResourceService[T]) list(ctx context.Context, body *ListRequest) (*Page[T], error) {
-	return call[Page[T]](ctx, s.client, request{method: http.MethodPost, path: "/v1/" + s.name, body: body, kind: retry.Idempotent})
+	return call[Page[T]](ctx, s.client, request{op: opName(s.name, "List"), method: http.MethodPost, path: "/v1/" + s.name, body: body, kind: retry.Idempotent})
 }
 
 // Pager returns a pager over every record matching req, starting at
@@ -90,7 +90,7 @@ func (s *ResourceService[T]) Get(ctx context.Context, id string) (*T, error) {
 	if id == "" {
 		return nil, invalidArg("id", "must not be empty")
 	}
-	return call[T](ctx, s.client, request{method: http.MethodGet, path: "/v1/" + s.name + "/" + url.PathEscape(id), kind: retry.Idempotent})
+	return call[T](ctx, s.client, request{op: opName(s.name, "Get"), method: http.MethodGet, path: "/v1/" + s.name + "/" + url.PathEscape(id), kind: retry.Idempotent})
 }
 
 // LoansAPI is what c.Loans offers.

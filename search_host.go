@@ -241,7 +241,7 @@ func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSea
 		return nil, err
 	}
 	var res HostSearchResult
-	if _, err := h.do(ctx, hostCall{method: http.MethodPost, path: searchPath(index), body: body, index: index}, &res); err != nil {
+	if _, err := h.do(ctx, hostCall{op: "SearchHost.Search", method: http.MethodPost, path: searchPath(index), body: body, index: index}, &res); err != nil {
 		return nil, err
 	}
 	res.Hits = nonNil(res.Hits)
@@ -250,6 +250,7 @@ func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSea
 
 // hostCall is one request to the search host.
 type hostCall struct {
+	op     string // the operation's name (request.op)
 	method string
 	path   string // escaped, relative to the token's host
 	query  url.Values
@@ -321,7 +322,7 @@ func (h *SearchHost) send(ctx context.Context, tok *SearchToken, hc hostCall, ou
 		q = hc.query
 	}
 	return h.client.send(ctx, request{
-		method: hc.method, path: hc.path, query: q, body: hc.body, kind: retry.Idempotent, header: hc.header,
+		op: hc.op, method: hc.method, path: hc.path, query: q, body: hc.body, kind: retry.Idempotent, header: hc.header,
 		host: &otherHost{base: base, bearer: tok.Token, parseError: func(status int, hdr http.Header, b []byte, truncated bool) error {
 			return newSearchHostError(hc.method, hc.path, hc.index, status, hdr, b, truncated)
 		}},
@@ -377,7 +378,7 @@ func (t hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var raw json.RawMessage
 	var hdr http.Header
-	status, err := t.h.do(req.Context(), hostCall{method: req.Method, path: path, query: query, body: body, index: index, header: &hdr}, &raw)
+	status, err := t.h.do(req.Context(), hostCall{op: "SearchHost.Transport", method: req.Method, path: path, query: query, body: body, index: index, header: &hdr}, &raw)
 	var he *SearchHostError
 	switch {
 	case errors.As(err, &he) && he.APIError != nil:

@@ -361,7 +361,9 @@ func (m *meter) stats() (maxInFlight int, ranges []string) {
 
 // askedParts checks that the Range headers of a parallel download asked
 // for every part of a file of size bytes, each a bounded range, and not
-// much more (a retried or resumed part may ask again).
+// much more (a retried or resumed part may ask again, and at the end the
+// connections take over halves of each other's last parts: up to
+// tailSteals more requests).
 func askedParts(ranges []string, size, part int64) error {
 	asked := map[string]bool{}
 	for _, r := range ranges {
@@ -377,11 +379,15 @@ func askedParts(ranges []string, size, part int64) error {
 			return fmt.Errorf("part %s never asked for", r)
 		}
 	}
-	if len(ranges) > parts+parts/4 {
+	if len(ranges) > parts+parts/4+tailSteals {
 		return fmt.Errorf("%d ranged requests for %d parts", len(ranges), parts)
 	}
 	return nil
 }
+
+// tailSteals bounds the requests of the takeovers at the end of a
+// parallel download (each connection halves a remainder a few times).
+const tailSteals = 24
 
 type meteredBody struct {
 	io.ReadCloser

@@ -36,7 +36,8 @@ import (
 //   - LENDGRAPH_BENCH_CONNS: the connection counts of Download
 //     (1 and the default); DownloadFile and Rows run at the largest;
 //   - LENDGRAPH_BENCH_FORMATS: the formats of the Rows against Download
-//     comparison (csv,ndjson,json,parquet; at the first size only).
+//     comparison (csv,ndjson,json,parquet; files of the first size in
+//     each format: ndjson.gz and parquet hold more rows for their size).
 //
 // Sub-benchmarks: Download/conns=N (to io.Discard through sha256),
 // DownloadFile/conns=N, Rows/conns=N (csv, Agent rows), and per format
@@ -78,13 +79,15 @@ func BenchmarkMinIODownload(b *testing.B) {
 		return srv.Client(lendgraph.WithDownloadConnections(n), lendgraph.WithHTTPClient(&http.Client{Transport: tr}))
 	}
 	direct := srv.Client(lendgraph.WithDownloadConnections(1))
-	// A csv row of the fake is about 257 bytes: learn it from a small file.
-	_, probe := deliverFile(b, direct, lendgraph.FormatCSV, 10_000)
-	perRow := float64(probe.size) / 10_000
+	// rowsFor is how many rows make a file of a little over mib MiB in
+	// format (16 MiB is the parallel threshold), learnt from a small file.
+	rowsFor := func(format lendgraph.Format, mib int) int {
+		_, probe := deliverFile(b, direct, format, 10_000)
+		return int(float64(mib<<20)*1.005/(float64(probe.size)/10_000)) + 1
+	}
 	formats := strings.Split(envString("LENDGRAPH_BENCH_FORMATS", "csv,ndjson,json,parquet"), ",")
 	for i, mib := range sizes {
-		rows := int(float64(mib<<20)*1.005/perRow) + 1 // a little over: 16 MiB is the parallel threshold
-		job, f := deliverFile(b, direct, lendgraph.FormatCSV, rows)
+		job, f := deliverFile(b, direct, lendgraph.FormatCSV, rowsFor(lendgraph.FormatCSV, mib))
 		name := fmt.Sprintf("MiB=%d", mib)
 		for _, n := range conns {
 			b.Run(name+fmt.Sprintf("/Download/conns=%d", n), func(b *testing.B) {
@@ -122,7 +125,7 @@ func BenchmarkMinIODownload(b *testing.B) {
 		// Decoding never slows a capped download: Rows against Download to
 		// io.Discard, every format, alternately.
 		for _, format := range formats {
-			fj, ff := deliverFile(b, direct, lendgraph.Format(format), rows)
+			fj, ff := deliverFile(b, direct, lendgraph.Format(format), rowsFor(lendgraph.Format(format), mib))
 			for _, what := range []string{"Discard", "Rows"} {
 				b.Run(fmt.Sprintf("%s/format=%s/%s/conns=%d", name, format, what, most), func(b *testing.B) {
 					j := client(b, most).Agents.DeliveryJob(fj)

@@ -73,23 +73,6 @@ func parts(off, end, size int64) []span {
 	return out
 }
 
-// taperedParts splits [0, size) into the parts of a rangedStream: of at
-// most most bytes, shrinking towards the end of the file to a share of what
-// is left (half of it over the connections, at least least bytes). The
-// reader takes the bytes in order, so the parts that arrive with the last
-// one wait for it unread; small last parts leave little to decode once the
-// last byte is in, where equal parts would leave up to conns-1 of them.
-func taperedParts(size, most, least int64, conns int) []span {
-	var out []span
-	for off := int64(0); off < size; {
-		n := min(most, ceilDiv(size-off, 2*int64(conns)))
-		n = min(size-off, max(n, least))
-		out = append(out, span{off, off + n})
-		off += n
-	}
-	return out
-}
-
 // rangedStream is a parallel download read in order. Workers (c.conns of
 // them) fetch the parts (at most c.streamPart() bytes each, and at least
 // one a connection) into a window of as many part buffers as there are
@@ -115,12 +98,7 @@ type rangedStream struct {
 	parts  []*streamPart // the parts the file was cut into, in order
 	sched  *sched[*streamPart]
 	slots  chan []byte // the window: free buffers (nil: not allocated yet)
-	// The reader waits on waitingOn, which has bytes left to take over: a
-	// worker that finds no free buffer steals from it (helpReader); wake
-	// rouses one that waits for a buffer.
-	wake      chan struct{}
-	waitingOn atomic.Pointer[streamPart]
-	wg        sync.WaitGroup
+	wg     sync.WaitGroup
 
 	errMu sync.Mutex
 	err   error // the first failure of a worker
@@ -160,9 +138,9 @@ func newStreamPart(sp span, chunk int64) *streamPart {
 func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *objectCheck) *rangedStream {
 	size, _, _ := obj.validators()
 	wctx, cancel := context.WithCancel(ctx)
-	s := &rangedStream{c: c, parent: ctx, ctx: wctx, cancel: cancel, src: src, obj: obj, size: size, wake: make(chan struct{}, 1)}
+	s := &rangedStream{c: c, parent: ctx, ctx: wctx, cancel: cancel, src: src, obj: obj, size: size}
 	part := c.partFor(size, c.streamPart())
-	for _, sp := range taperedParts(size, part, c.stealMin(), c.conns) {
+	for _, sp := range parts(0, size, part) {
 		p := newStreamPart(sp, c.stealMin())
 		if n := len(s.parts); n > 0 {
 			s.parts[n-1].next = p
@@ -191,22 +169,11 @@ func (s *rangedStream) work(part int64) {
 		var buf []byte
 		select {
 		case buf = <-s.slots:
-		default:
-			// The window is full. If the reader waits on a part with bytes
-			// left to take over, help it along (its buffer is already in
-			// the window); then wait for a free buffer.
-			if !s.helpReader() {
-				return
-			}
-			select {
-			case buf = <-s.slots:
-			case <-s.sched.drained:
-				// No part left to start: steal rather than wait for a buffer.
-			case <-s.wake:
-				continue
-			case <-s.ctx.Done():
-				return
-			}
+		case <-s.sched.drained:
+			// No part left to start: steal rather than wait for a buffer
+			// that a reader stuck on a slow part cannot free.
+		case <-s.ctx.Done():
+			return
 		}
 		p, ok := s.sched.take(func(i int) *streamPart { return s.parts[i] })
 		if !ok {
@@ -221,7 +188,6 @@ func (s *rangedStream) work(part int64) {
 		p.c.mu.Lock()
 		p.base, p.buf, p.frees = buf, buf[:p.end-p.off], true
 		p.c.mu.Unlock()
-		p.signal() // the reader may wait on it
 		if !s.fetch(p) {
 			return
 		}
@@ -230,24 +196,6 @@ func (s *rangedStream) work(part int64) {
 		p, ok := s.sched.steal(split)
 		if !ok || !s.fetch(p) {
 			return
-		}
-	}
-}
-
-// helpReader takes over halves of the part the reader waits on until it
-// has too little left to split, and reports false on a failure.
-func (s *rangedStream) helpReader() bool {
-	for {
-		v := s.waitingOn.Load()
-		if v == nil {
-			return true
-		}
-		p, ok := s.sched.stealFrom(v, split)
-		if !ok {
-			return true
-		}
-		if !s.fetch(p) {
-			return false
 		}
 	}
 }
@@ -374,7 +322,6 @@ func (s *rangedStream) peek() ([]byte, error) {
 		p.c.mu.Lock()
 		avail := p.buf[p.read : p.c.pos-p.off]
 		done, err, next := p.done, p.err, p.next
-		stealable := p.buf != nil && p.c.left() >= 2*s.sched.stealMin
 		p.c.mu.Unlock()
 		switch {
 		case len(avail) > 0:
@@ -394,20 +341,10 @@ func (s *rangedStream) peek() ([]byte, error) {
 			s.head = next
 			continue
 		}
-		if stealable {
-			s.waitingOn.Store(p)
-			select {
-			case s.wake <- struct{}{}:
-			default:
-			}
-		}
 		select {
 		case <-p.notify:
 		case <-s.ctx.Done():
 			return nil, s.failure()
-		}
-		if stealable {
-			s.waitingOn.Store(nil)
 		}
 	}
 	return nil, io.EOF

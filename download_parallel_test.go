@@ -100,9 +100,8 @@ func (failingWriter) Write(p []byte) (int, error) {
 }
 
 // The schedule keeps every connection busy to the end: a connection that
-// runs out of parts (or, reading in order, of window buffers) takes over
-// half of what another has left, so none gives up while a span still has
-// two steals' worth of bytes to come.
+// runs out of parts takes over half of what another has left, so none
+// gives up while a span still has two steals' worth of bytes to come.
 // One response (the first part's) stalls before its first byte until a
 // connection gives up; the others must by then have taken over all but a
 // sliver of its part, which the transport sees as the bytes that stalled
@@ -117,12 +116,10 @@ func TestParallel_NoConnectionIdleWhileWorkRemains(t *testing.T) {
 	if _, err := lendgraph.DeliveryJobAs[lendgraph.Agent](probe.Agents.DeliveryJob(job.ID)).Download(context.Background(), &want); err != nil {
 		t.Fatal(err)
 	}
-	// Eight connections and parts of size/2: DownloadFile starts with
-	// eight spans of size/8, one a connection; Download with parts of at
-	// most size/16, shrinking towards the end, so its reader stalls on the
-	// first part with the window full (the workers that find no free
-	// buffer take that part over). Steals take at least part/32 = size/64
-	// bytes.
+	// Eight connections and parts of size/2: every download starts with
+	// eight spans of about size/8, one a connection, all handed out at
+	// once (so the stalled one holds no window buffer another part waits
+	// for), and steals take at least part/32 = size/64 bytes.
 	const conns = 8
 	part := st.Bytes / 2
 	stealMin := part / 32

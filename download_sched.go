@@ -144,63 +144,36 @@ func (s *sched[P]) steal(split func(victim P, mid, end int64) P) (P, bool) {
 	for {
 		var victim P
 		var most int64
+		found := false
 		for p := range s.active {
 			c := p.cur()
 			c.mu.Lock()
 			if l := c.left(); l > most {
-				victim, most = p, l
+				victim, most, found = p, l, true
 			}
 			c.mu.Unlock()
 		}
-		if most < 2*s.stealMin {
+		if !found || most < 2*s.stealMin {
 			if s.idle != nil {
 				s.idle(most)
 			}
 			var zero P
 			return zero, false
 		}
-		if p, ok := s.cut(victim, split); ok {
-			return p, true
-		}
-		// Its writer claimed more meanwhile: look again.
-	}
-}
-
-// stealFrom is steal from the span v, if it is being fetched and has
-// 2 × stealMin bytes left (idle hears when it has fewer).
-func (s *sched[P]) stealFrom(v P, split func(victim P, mid, end int64) P) (P, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.active[v]; !ok {
-		var zero P
-		return zero, false
-	}
-	p, ok := s.cut(v, split)
-	if !ok && s.idle != nil {
-		c := v.cur()
+		c := victim.cur()
 		c.mu.Lock()
-		s.idle(c.left())
+		l := c.left()
+		if l < 2*s.stealMin { // its writer claimed more meanwhile: look again
+			c.mu.Unlock()
+			continue
+		}
+		mid, end := c.resv+l/2, c.end
+		c.end, c.cut = mid, true
+		p := split(victim, mid, end)
 		c.mu.Unlock()
+		s.active[p] = struct{}{}
+		return p, true
 	}
-	return p, ok
-}
-
-// cut splits v's unclaimed bytes in two and returns the second half as a
-// new active span, if v has 2 × stealMin bytes left; s.mu is held.
-func (s *sched[P]) cut(v P, split func(victim P, mid, end int64) P) (P, bool) {
-	c := v.cur()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.left()
-	if l < 2*s.stealMin {
-		var zero P
-		return zero, false
-	}
-	mid, end := c.resv+l/2, c.end
-	c.end, c.cut = mid, true
-	p := split(v, mid, end)
-	s.active[p] = struct{}{}
-	return p, true
 }
 
 // ceilDiv is a/b rounded up, for a, b > 0.

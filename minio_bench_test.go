@@ -36,8 +36,10 @@ import (
 //   - LENDGRAPH_BENCH_CONNS: the connection counts of Download
 //     (1 and the default); DownloadFile and Rows run at the largest;
 //   - LENDGRAPH_BENCH_FORMATS: the formats of the Rows against Download
-//     comparison (csv,ndjson,json,parquet; files of the first size in
-//     each format: ndjson.gz and parquet hold more rows for their size).
+//     comparison (csv,ndjson,json,parquet), each a file of the rows of the
+//     first size's csv file (the fake's ndjson.gz and parquet files are
+//     much smaller, under the 16 MiB of a parallel download: its rows
+//     compress about 20-fold).
 //
 // Sub-benchmarks: Download/conns=N (to io.Discard through sha256),
 // DownloadFile/conns=N, Rows/conns=N (csv, Agent rows), and per format
@@ -79,15 +81,24 @@ func BenchmarkMinIODownload(b *testing.B) {
 		return srv.Client(lendgraph.WithDownloadConnections(n), lendgraph.WithHTTPClient(&http.Client{Transport: tr}))
 	}
 	direct := srv.Client(lendgraph.WithDownloadConnections(1))
-	// rowsFor is how many rows make a file of a little over mib MiB in
-	// format (16 MiB is the parallel threshold), learnt from a small file.
-	rowsFor := func(format lendgraph.Format, mib int) int {
-		_, probe := deliverFile(b, direct, format, 10_000)
-		return int(float64(mib<<20)*1.005/(float64(probe.size)/10_000)) + 1
+	// sized delivers a file of a little over mib MiB in format (16 MiB is
+	// the parallel threshold): rows in proportion to a smaller file's size,
+	// until it is large enough (gzip packs more rows a byte in a larger
+	// file).
+	sized := func(format lendgraph.Format, mib int) (string, *benchFile) {
+		want := int64(mib) << 20
+		rows := 10_000
+		for {
+			job, f := deliverFile(b, direct, format, rows)
+			if f.size >= want {
+				return job, f
+			}
+			rows = int(float64(rows)*float64(want)/float64(f.size)*1.005) + 1
+		}
 	}
 	formats := strings.Split(envString("LENDGRAPH_BENCH_FORMATS", "csv,ndjson,json,parquet"), ",")
 	for i, mib := range sizes {
-		job, f := deliverFile(b, direct, lendgraph.FormatCSV, rowsFor(lendgraph.FormatCSV, mib))
+		job, f := sized(lendgraph.FormatCSV, mib)
 		name := fmt.Sprintf("MiB=%d", mib)
 		for _, n := range conns {
 			b.Run(name+fmt.Sprintf("/Download/conns=%d", n), func(b *testing.B) {
@@ -125,7 +136,7 @@ func BenchmarkMinIODownload(b *testing.B) {
 		// Decoding never slows a capped download: Rows against Download to
 		// io.Discard, every format, alternately.
 		for _, format := range formats {
-			fj, ff := deliverFile(b, direct, lendgraph.Format(format), rowsFor(lendgraph.Format(format), mib))
+			fj, ff := deliverFile(b, direct, lendgraph.Format(format), f.rows)
 			for _, what := range []string{"Discard", "Rows"} {
 				b.Run(fmt.Sprintf("%s/format=%s/%s/conns=%d", name, format, what, most), func(b *testing.B) {
 					j := client(b, most).Agents.DeliveryJob(fj)

@@ -69,6 +69,10 @@ type Client struct {
 	conns         int   // connections of one download (WithDownloadConnections)
 	part          int64 // bytes of one ranged request of a parallel download
 	lenient       bool  // WithLenientDecoding
+
+	// idleHook (tests) hears each time a connection of a parallel download
+	// gives up, with the bytes left on the busiest other (download_sched.go).
+	idleHook func(left int64)
 }
 
 type settings struct {

@@ -256,9 +256,9 @@ func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
 // (restarting cleanly when the host ignores Range); the final length is
 // checked against the size the host announced, and every response must
 // carry the same ETag (or Last-Modified) as the first. A file of 16 MiB or
-// more comes down in 4 MiB ranges over several connections at once (see
-// WithDownloadConnections), written to w in order from a window of one
-// range a connection in memory (16 MiB with the defaults). To write to a file that a later call
+// more comes down in ranges of up to 4 MiB over several connections at
+// once (see WithDownloadConnections), written to w in order from a window
+// of one range a connection in memory (32 MiB with the defaults). To write to a file that a later call
 // can continue after a crash, use DownloadFile.
 func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, error) {
 	ctx = withOperation(ctx, "DeliveryJob.Download")

@@ -252,7 +252,10 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 // connection drops it resumes with a Range request from the bytes already
 // written; when the link has expired it asks src for a fresh one. It gives
 // up after maxStalls attempts in a row without a new byte, when w fails,
-// or on an answer that repeating cannot change.
+// or on an answer that repeating cannot change. A w with a bound method
+// (a span of a parallel download, see download_sched.go) may end sooner
+// than end: each attempt asks up to its bound, and the fetch is complete
+// when w answers errSpanTaken.
 func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, off, end int64, w io.Writer) (int64, error) {
 	var written int64
 	stalls := 0
@@ -264,6 +267,12 @@ func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, o
 		if stalls > 0 {
 			if retry.Wait(ctx, c.policy.Jitter(stalls-1)) != nil {
 				return written, ctxErr(ctx)
+			}
+		}
+		if b, ok := w.(interface{ bound() int64 }); ok {
+			// A span another connection took part of ends sooner.
+			if end = b.bound(); end >= 0 && off+written >= end {
+				return written, nil
 			}
 		}
 		link, gen, err := src.get(ctx)
@@ -279,7 +288,7 @@ func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, o
 			stalls = 0
 		}
 		written += n
-		if done {
+		if done || errors.Is(err, errSpanTaken) {
 			return written, nil
 		}
 		var werr *writeError

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -46,20 +45,7 @@ func setupDownloadBench(b *testing.B) *downloadBench {
 	}
 	b.Cleanup(srv.Close)
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: int64(rows)})
-	c := srv.Client()
-	ctx := context.Background()
-	job, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := job.Wait(ctx, lendgraph.WithPollInterval(50*time.Millisecond, 200*time.Millisecond)); err != nil {
-		b.Fatal(err)
-	}
-	h := sha256.New()
-	size, err := job.Download(ctx, h)
-	if err != nil {
-		b.Fatal(err)
-	}
+	job, f := deliverFile(b, srv.Client(), lendgraph.FormatCSV, rows)
 	storage := srv.StorageURL()
 	p, err := toxiServer(b).NewProxy(fmt.Sprintf("p%d", toxiProxies.Add(1)), storage[len("http://"):])
 	if err != nil {
@@ -70,7 +56,7 @@ func setupDownloadBench(b *testing.B) *downloadBench {
 	if err := p.AddToxic("bandwidth", "downstream", map[string]any{"rate": rate}); err != nil {
 		b.Fatal(err)
 	}
-	d := &downloadBench{srv: srv, job: job.ID, size: size, sum: h.Sum(nil), rows: rows}
+	d := &downloadBench{srv: srv, job: job, size: f.size, sum: f.sum, rows: rows}
 	d.dial.divert(storage, p.Listen)
 	return d
 }

@@ -223,18 +223,20 @@ func (c *Client) downloadTo(ctx context.Context, f *os.File, first SignedURL, li
 }
 
 // fill downloads the object's missing spans into a file, each written in
-// place at its offset, over up to c.conns connections when the file is
-// large enough (one otherwise). The progress it keeps (and, for
-// DownloadFile, checkpoints beside the file) is in st.
+// place at its offset, over c.conns connections when the file is large
+// enough (one otherwise): at most c.part bytes a span, and at least one
+// span a connection. A connection that finds no span left takes over half
+// of the remainder of another (download_sched.go). The progress it keeps
+// (and, for DownloadFile, checkpoints beside the file) is in st.
 type fill struct {
-	c    *Client
-	src  *linkSource
-	obj  *objectCheck
-	f    io.WriterAt
-	st   *fillState
-	todo []span // set by run
-	next atomic.Int64
-	open bool // one connection: a span ending at the end of the object is requested open-ended
+	c     *Client
+	src   *linkSource
+	obj   *objectCheck
+	f     io.WriterAt
+	st    *fillState
+	todo  []span // set by run
+	open  bool   // one connection: a span ending at the end of the object is requested open-ended
+	sched *sched[*activeSpan]
 
 	errMu sync.Mutex
 	err   error
@@ -244,15 +246,18 @@ type fill struct {
 // host proves to ignore Range it fetches the rest over one connection.
 func (fl *fill) run(ctx context.Context) error {
 	size := fl.st.size
-	workers, part := 1, int64(math.MaxInt64)
+	workers := 1
+	fl.todo = fl.st.missing(math.MaxInt64)
 	if fl.c.parallel(size) {
-		part = fl.c.part
-	}
-	fl.todo = fl.st.missing(part)
-	if fl.c.parallel(size) {
-		workers = min(fl.c.conns, len(fl.todo))
+		var todo int64
+		for _, sp := range fl.todo {
+			todo += sp.end - sp.off
+		}
+		workers = fl.c.conns
+		fl.todo = fl.st.missing(fl.c.partFor(max(todo, 1), fl.c.part))
 	}
 	fl.open = workers == 1
+	fl.sched = newSched[*activeSpan](len(fl.todo), fl.c.stealMin(), fl.c.idleHook)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -267,7 +272,7 @@ func (fl *fill) run(ctx context.Context) error {
 	err := fl.err
 	if errors.Is(err, errRangeIgnored) && ctx.Err() == nil {
 		off := fl.st.firstMissing()
-		a := fl.st.begin(off)
+		a := fl.st.begin(off, -1)
 		_, err = fl.c.fetch(ctx, fl.src, fl.obj, off, -1, &spanWriter{f: fl.f, a: a, st: fl.st})
 		fl.st.end(a)
 	}
@@ -278,18 +283,23 @@ func (fl *fill) run(ctx context.Context) error {
 }
 
 func (fl *fill) work(ctx context.Context, cancel context.CancelFunc) {
-	for {
-		i := fl.next.Add(1) - 1
-		if i >= int64(len(fl.todo)) || ctx.Err() != nil {
+	for ctx.Err() == nil {
+		a, ok := fl.sched.take(func(i int) *activeSpan {
+			sp := fl.todo[i]
+			end := sp.end
+			if fl.open && end == fl.st.size {
+				end = -1 // one connection: the tail as one request, which a host ignoring Range also serves
+			}
+			return fl.st.begin(sp.off, end)
+		})
+		if !ok {
+			a, ok = fl.sched.steal(func(_ *activeSpan, mid, end int64) *activeSpan { return fl.st.begin(mid, end) })
+		}
+		if !ok {
 			return
 		}
-		sp := fl.todo[i]
-		end := sp.end
-		if fl.open && end == fl.st.size {
-			end = -1 // one connection: the tail as one request, which a host ignoring Range also serves
-		}
-		a := fl.st.begin(sp.off)
-		_, err := fl.c.fetch(ctx, fl.src, fl.obj, sp.off, end, &spanWriter{f: fl.f, a: a, st: fl.st})
+		_, err := fl.c.fetch(ctx, fl.src, fl.obj, a.off, a.c.bound(), &spanWriter{f: fl.f, a: a, st: fl.st})
+		fl.sched.finish(a)
 		fl.st.end(a)
 		if err != nil {
 			fl.errMu.Lock()
@@ -311,11 +321,19 @@ type spanWriter struct {
 }
 
 func (w *spanWriter) Write(b []byte) (int, error) {
-	n, err := w.f.WriteAt(b, w.a.off+w.a.n.Load())
+	at, k := w.a.c.claim(int64(len(b)))
+	n, err := w.f.WriteAt(b[:k], at)
+	w.a.c.commit(int64(n))
 	w.a.n.Add(int64(n))
 	w.st.wrote(int64(n))
+	if err == nil && n < len(b) {
+		err = errSpanTaken // k < len(b): the span ends here
+	}
 	return n, err
 }
+
+// bound is where the span ends now: a steal may have cut it short.
+func (w *spanWriter) bound() int64 { return w.a.c.bound() }
 
 // fillState is what a file download has on disk: the spans complete, the
 // spans being written, the bytes in all of them. checkpoint, when set, is
@@ -340,11 +358,15 @@ type fillState struct {
 // while bytes arrive.
 const checkpointEvery = time.Second
 
-// activeSpan is a span being written: its first n bytes from off are on disk.
+// activeSpan is a span being written: its first n bytes from off are on
+// disk; c is where its writes stand and where it ends.
 type activeSpan struct {
 	off int64
 	n   atomic.Int64
+	c   cursor
 }
+
+func (a *activeSpan) cur() *cursor { return &a.c }
 
 func newFillState(size int64, done []span) *fillState {
 	st := &fillState{size: size, active: map[*activeSpan]struct{}{}}
@@ -406,8 +428,10 @@ func (st *fillState) firstMissingLocked() int64 {
 	return 0
 }
 
-func (st *fillState) begin(off int64) *activeSpan {
-	a := &activeSpan{off: off}
+// begin adds the span [off, end) (end -1: to the end of the object) as
+// being written.
+func (st *fillState) begin(off, end int64) *activeSpan {
+	a := &activeSpan{off: off, c: newCursor(off, end)}
 	st.mu.Lock()
 	st.active[a] = struct{}{}
 	st.mu.Unlock()

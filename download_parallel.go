@@ -9,9 +9,11 @@ import (
 )
 
 // Parallel ranged downloads. Object stores cap the speed of each
-// connection, so a large file comes down in parts of c.part bytes, each
-// fetched with its own ranged request, over up to c.conns connections at
-// once (aws s3 cp and s5cmd do the same). Each part resumes and re-signs on
+// connection, so a large file comes down in parts of at most c.part bytes
+// (and at least one a connection), each fetched with its own ranged
+// request, over c.conns connections at once (aws s3 cp and s5cmd do the
+// same); a connection that runs out of parts takes over half of another's
+// remainder (download_sched.go). Each part resumes and re-signs on
 // its own (fetch); the parts share one linkSource, so an expired link is
 // refreshed once for all of them. Two ways to put the parts together:
 // rangedStream (here) hands the bytes over in order from a bounded window
@@ -21,15 +23,19 @@ import (
 
 const (
 	// DefaultDownloadConnections is how many connections one download of a
-	// large file opens at once unless WithDownloadConnections says otherwise.
-	DefaultDownloadConnections = 4
+	// large file opens at once unless WithDownloadConnections says
+	// otherwise. Chosen by measurement (BENCHMARKS.md): against MinIO
+	// behind a per-connection cap, 8 connections download twice as fast as
+	// 4 (16 twice again, with a 64 MiB window); uncapped on loopback, 4, 8
+	// and 16 were alike.
+	DefaultDownloadConnections = 8
 	// maxDownloadConnections bounds WithDownloadConnections.
 	maxDownloadConnections = 64
-	// defaultPartSize is the span one ranged request of a parallel download
-	// to a file asks for: aws s3 cp's default part size. Files of at least
-	// two parts come down in parallel. A download read in order (a
-	// rangedStream) asks for half as much: it holds up to conns parts in
-	// memory.
+	// defaultPartSize is the most one ranged request of a parallel
+	// download to a file asks for: aws s3 cp's default part size. Files of
+	// at least two parts come down in parallel. A download read in order (a
+	// rangedStream) asks for at most half as much: it holds up to conns
+	// parts in memory.
 	defaultPartSize = 8 << 20
 )
 
@@ -39,8 +45,20 @@ func (c *Client) parallel(size int64) bool {
 	return c.conns > 1 && size >= 2*c.part
 }
 
-// streamPart is the part size of a rangedStream.
+// partFor is the size of the spans a parallel download of todo bytes
+// starts with: at most max, and small enough that every connection has one
+// (a file of 16 MiB is four spans of 4 MiB on four connections, not two
+// of 8 MiB).
+func (c *Client) partFor(todo, max int64) int64 {
+	return min(max, ceilDiv(todo, int64(c.conns)))
+}
+
+// streamPart is the largest part of a rangedStream.
 func (c *Client) streamPart() int64 { return max(c.part/2, 1) }
+
+// stealMin is the least a connection takes over from another: 256 KiB
+// with the default part size.
+func (c *Client) stealMin() int64 { return max(c.part/32, 1) }
 
 // span is the object's bytes [off, end).
 type span struct{ off, end int64 }
@@ -59,15 +77,20 @@ func parts(off, end, size int64) []span {
 	return out
 }
 
-// rangedStream is a parallel download read in order. Workers (at most
-// c.conns) fetch the parts (c.streamPart() bytes each) into a window of as
-// many part buffers; the reader takes the bytes in file order, the first
-// part's as they arrive, and a part read to its end frees its buffer for
-// the next part. (A spare buffer made no measurable difference, so the
-// window holds conns parts: 16 MiB with the defaults.) A worker takes a free buffer before it takes the next part, so
-// the parts being fetched are always the first ones not yet read and the
-// window cannot deadlock. When the host turns out to ignore Range, the
-// rest of the file comes over one connection (openSequential).
+// rangedStream is a parallel download read in order. Workers (c.conns of
+// them) fetch the parts (at most c.streamPart() bytes each, and at least
+// one a connection) into a window of as many part buffers as there are
+// workers; the reader takes the bytes in file order, each part's as they
+// arrive, and a part read to its end frees its buffer for the next part. (A
+// spare buffer made no measurable difference, so the window holds conns
+// parts: 32 MiB with the defaults.) A worker takes a free buffer before it
+// takes the next part, so the parts being fetched are always the first
+// ones not yet read and the window cannot deadlock. A worker that finds no
+// part left steals (download_sched.go): it fetches the second half of the
+// remainder of the part with the most bytes to come straight into that
+// part's buffer, as a part of its own that follows it in the reading order.
+// When the host turns out to ignore Range, the rest of the file comes over
+// one connection (openSequential).
 type rangedStream struct {
 	c      *Client
 	parent context.Context
@@ -76,16 +99,16 @@ type rangedStream struct {
 	src    *linkSource
 	obj    *objectCheck
 	size   int64
-	parts  []*streamPart
+	parts  []*streamPart // the parts the file was cut into, in order
+	sched  *sched[*streamPart]
 	slots  chan []byte // the window: free buffers (nil: not allocated yet)
-	next   atomic.Int64
 	wg     sync.WaitGroup
 
 	errMu sync.Mutex
 	err   error // the first failure of a worker
 
 	// The reader's side.
-	head int           // the part being read
+	head *streamPart   // the part being read; nil after the last
 	pos  int64         // bytes handed over
 	rest io.ReadCloser // the single-connection remainder once Range proved ignored
 	// closed and rest are also touched by Close, which a loop's break calls
@@ -94,71 +117,116 @@ type rangedStream struct {
 	restMu sync.Mutex
 }
 
-// streamPart is one part of a rangedStream: the worker appends to buf, the
-// reader consumes it.
+// streamPart is one part of a rangedStream: its worker writes into buf, the
+// reader consumes it. Its cursor's mutex guards the fields below it.
 type streamPart struct {
-	span
-	mu     sync.Mutex
-	buf    []byte // nil until a worker takes the part
-	filled int
-	read   int
+	span         // where the part starts (off), and where it ended when it started
+	chunk  int64 // the most one read claims (the steal minimum): a stalled read holds no more
+	c      cursor
+	base   []byte // the window buffer buf is a slice of
+	buf    []byte // buf[i] is the object's byte off+i; nil until a worker takes the part
+	read   int64  // bytes of the part handed over
 	done   bool
 	err    error
+	frees  bool          // the last part in buf's window buffer: reading it to its end frees the buffer
+	next   *streamPart   // the next part in file order
 	notify chan struct{} // signalled (without blocking) on every change
+}
+
+func (p *streamPart) cur() *cursor { return &p.c }
+
+func newStreamPart(sp span, chunk int64) *streamPart {
+	return &streamPart{span: sp, c: newCursor(sp.off, sp.end), chunk: chunk, notify: make(chan struct{}, 1)}
 }
 
 func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *objectCheck) *rangedStream {
 	size, _, _ := obj.validators()
 	wctx, cancel := context.WithCancel(ctx)
 	s := &rangedStream{c: c, parent: ctx, ctx: wctx, cancel: cancel, src: src, obj: obj, size: size}
-	for _, sp := range parts(0, size, c.streamPart()) {
-		s.parts = append(s.parts, &streamPart{span: sp, notify: make(chan struct{}, 1)})
+	part := c.partFor(size, c.streamPart())
+	for _, sp := range parts(0, size, part) {
+		p := newStreamPart(sp, c.stealMin())
+		if n := len(s.parts); n > 0 {
+			s.parts[n-1].next = p
+		}
+		s.parts = append(s.parts, p)
 	}
-	workers := min(c.conns, len(s.parts))
+	if len(s.parts) > 0 {
+		s.head = s.parts[0]
+	}
+	s.sched = newSched[*streamPart](len(s.parts), c.stealMin(), c.idleHook)
+	workers := c.conns
 	s.slots = make(chan []byte, min(workers, len(s.parts)))
 	for range cap(s.slots) {
 		s.slots <- nil
 	}
 	s.wg.Add(workers)
 	for range workers {
-		go s.work()
+		go s.work(part)
 	}
 	return s
 }
 
-func (s *rangedStream) work() {
+func (s *rangedStream) work(part int64) {
 	defer s.wg.Done()
 	for {
 		var buf []byte
 		select {
 		case buf = <-s.slots:
+		case <-s.sched.drained:
+			// No part left to start: steal rather than wait for a buffer
+			// that a reader stuck on a slow part cannot free.
 		case <-s.ctx.Done():
 			return
 		}
-		i := s.next.Add(1) - 1
-		if i >= int64(len(s.parts)) {
-			s.slots <- buf
-			return
+		p, ok := s.sched.take(func(i int) *streamPart { return s.parts[i] })
+		if !ok {
+			if buf != nil {
+				s.slots <- buf
+			}
+			break
 		}
-		p := s.parts[i]
 		if buf == nil {
-			buf = make([]byte, s.c.streamPart())
+			buf = make([]byte, part)
 		}
-		p.mu.Lock()
-		p.buf = buf[:p.end-p.off]
-		p.mu.Unlock()
-		_, err := s.c.fetch(s.ctx, s.src, s.obj, p.off, p.end, p)
-		if err != nil {
-			s.fail(err) // before the reader can see the part fail
-		}
-		p.mu.Lock()
-		p.done, p.err = true, err
-		p.mu.Unlock()
-		p.signal()
-		if err != nil {
+		p.c.mu.Lock()
+		p.base, p.buf, p.frees = buf, buf[:p.end-p.off], true
+		p.c.mu.Unlock()
+		if !s.fetch(p) {
 			return
 		}
 	}
+	for s.ctx.Err() == nil {
+		p, ok := s.sched.steal(split)
+		if !ok || !s.fetch(p) {
+			return
+		}
+	}
+}
+
+// split makes the part [mid, end) out of the tail of v's buffer, next after
+// v in the reading order; v's cursor is locked.
+func split(v *streamPart, mid, end int64) *streamPart {
+	p := newStreamPart(span{mid, end}, v.chunk)
+	p.base, p.buf = v.base, v.buf[mid-v.off:end-v.off]
+	p.frees, v.frees = v.frees, false
+	p.next, v.next = v.next, p
+	return p
+}
+
+// fetch fetches part p (an active part of s.sched) and reports whether it
+// succeeded.
+func (s *rangedStream) fetch(p *streamPart) bool {
+	_, err := s.c.fetch(s.ctx, s.src, s.obj, p.off, p.end, p)
+	s.sched.finish(p)
+	if err != nil {
+		s.fail(err) // before the reader can see the part fail
+	}
+	p.c.mu.Lock()
+	p.done, p.err = true, err
+	p.c.mu.Unlock()
+	p.signal()
+	return err == nil
 }
 
 func (p *streamPart) signal() {
@@ -168,39 +236,53 @@ func (p *streamPart) signal() {
 	}
 }
 
-// Write appends the part's next bytes. Only the part's worker writes, so
-// the bytes past filled are its own until it publishes them.
+// bound is where the part ends now: a steal may have cut it short.
+func (p *streamPart) bound() int64 { return p.c.bound() }
+
+// Write appends the part's next bytes (copyTo reads straight into the
+// buffer instead; see readFrom).
 func (p *streamPart) Write(b []byte) (int, error) {
-	if p.filled+len(b) > len(p.buf) {
-		return 0, errors.New("the storage host sent more bytes than the range holds")
-	}
-	copy(p.buf[p.filled:], b)
-	p.mu.Lock()
-	p.filled += len(b)
-	p.mu.Unlock()
+	at, k := p.c.claim(int64(len(b)))
+	copy(p.buf[at-p.off:], b[:k])
+	p.c.commit(k)
 	p.signal()
+	if int(k) < len(b) {
+		return int(k), p.overrun()
+	}
 	return len(b), nil
 }
 
+// overrun is the error for bytes past the part's end: the rest went to
+// another connection, or the host sent more than the range holds.
+func (p *streamPart) overrun() error {
+	if _, cut := p.c.finished(); cut {
+		return errSpanTaken
+	}
+	return errors.New("the storage host sent more bytes than the range holds")
+}
+
 // readFrom reads the part's next bytes from src straight into its buffer
-// (copyTo's way for a part: no copy buffer), until src ends or fails.
+// (copyTo's way for a part: no copy buffer), until src ends or fails, or
+// the part is complete.
 func (p *streamPart) readFrom(src io.Reader) (int64, error) {
 	var n int64
 	for {
-		if p.filled == len(p.buf) {
+		at, k := p.c.claim(p.chunk)
+		if k == 0 {
+			if _, cut := p.c.finished(); cut {
+				return n, &writeError{errSpanTaken}
+			}
 			var one [1]byte
 			if k, _ := src.Read(one[:]); k > 0 {
 				return n, &writeError{errors.New("the storage host sent more bytes than the range holds")}
 			}
 			return n, nil
 		}
-		k, err := src.Read(p.buf[p.filled:])
-		if k > 0 {
-			p.mu.Lock()
-			p.filled += k
-			p.mu.Unlock()
+		r, err := src.Read(p.buf[at-p.off : at-p.off+k])
+		p.c.commit(int64(r))
+		if r > 0 {
 			p.signal()
-			n += int64(k)
+			n += int64(r)
 		}
 		if err == io.EOF {
 			return n, nil
@@ -239,25 +321,28 @@ func (s *rangedStream) failure() error {
 // peek waits for the next bytes in file order and returns them; they stay
 // valid until advance. It returns io.EOF after the last part.
 func (s *rangedStream) peek() ([]byte, error) {
-	for s.head < len(s.parts) {
-		p := s.parts[s.head]
-		p.mu.Lock()
-		avail := p.buf[p.read:p.filled]
-		done, err := p.done, p.err
-		p.mu.Unlock()
+	for s.head != nil {
+		p := s.head
+		p.c.mu.Lock()
+		avail := p.buf[p.read : p.c.pos-p.off]
+		done, err, next := p.done, p.err, p.next
+		p.c.mu.Unlock()
 		switch {
 		case len(avail) > 0:
 			return avail, nil
 		case err != nil:
 			return nil, s.failure()
 		case done:
-			// Read to its end: the buffer goes back to the window.
-			p.mu.Lock()
-			buf := p.buf[:cap(p.buf)]
-			p.buf = nil
-			p.mu.Unlock()
-			s.slots <- buf
-			s.head++
+			// Read to its end: the buffer goes back to the window once no
+			// later part shares it.
+			p.c.mu.Lock()
+			base, frees := p.base, p.frees
+			p.buf, p.base = nil, nil
+			p.c.mu.Unlock()
+			if frees {
+				s.slots <- base[:cap(base)]
+			}
+			s.head = next
 			continue
 		}
 		select {
@@ -270,10 +355,10 @@ func (s *rangedStream) peek() ([]byte, error) {
 }
 
 func (s *rangedStream) advance(n int) {
-	p := s.parts[s.head]
-	p.mu.Lock()
-	p.read += n
-	p.mu.Unlock()
+	p := s.head
+	p.c.mu.Lock()
+	p.read += int64(n)
+	p.c.mu.Unlock()
 	s.pos += int64(n)
 }
 

@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,4 +97,126 @@ type failingWriter struct{}
 
 func (failingWriter) Write(p []byte) (int, error) {
 	return 0, errors.New("disk full")
+}
+
+// The schedule keeps every connection busy to the end: a connection that
+// runs out of parts takes over half of what another has left, so none
+// gives up while a span still has two steals' worth of bytes to come.
+// One response (the first part's) stalls before its first byte until a
+// connection gives up; the others must by then have taken over all but a
+// sliver of its part, which the transport sees as the bytes that stalled
+// response delivers. Without stealing it delivers its whole part (and the
+// stall lasts until the test's safety timeout). Deterministic: the stall
+// ends on the scheduler's own report, not on a timer.
+func TestParallel_NoConnectionIdleWhileWorkRemains(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
+	probe, _ := parallelClient(srv, 1)
+	job, st := largeDelivery(t, srv, probe, lendgraph.FormatCSV)
+	var want bytes.Buffer
+	if _, err := lendgraph.DeliveryJobAs[lendgraph.Agent](probe.Agents.DeliveryJob(job.ID)).Download(context.Background(), &want); err != nil {
+		t.Fatal(err)
+	}
+	// Eight connections and parts of size/2: every download starts with
+	// eight spans of about size/8, one a connection, all handed out at
+	// once (so the stalled one holds no window buffer another part waits
+	// for), and steals take at least part/32 = size/64 bytes.
+	const conns = 8
+	part := st.Bytes / 2
+	stealMin := part / 32
+	for _, tc := range []struct {
+		name string
+		run  func(job *lendgraph.DeliveryJob[lendgraph.Agent]) ([]byte, error)
+	}{
+		{"Download", func(job *lendgraph.DeliveryJob[lendgraph.Agent]) ([]byte, error) {
+			var b bytes.Buffer
+			_, err := job.Download(context.Background(), &b)
+			return b.Bytes(), err
+		}},
+		{"DownloadFile", func(job *lendgraph.DeliveryJob[lendgraph.Agent]) ([]byte, error) {
+			path := filepath.Join(t.TempDir(), "agents.csv")
+			if _, err := job.DownloadFile(context.Background(), path); err != nil {
+				return nil, err
+			}
+			return os.ReadFile(path)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMeter(strings.TrimPrefix(srv.StorageURL(), "http://"))
+			stall := &stallFirst{next: m, host: m.host, release: make(chan struct{})}
+			c := srv.Client(lendgraph.WithDownloadConnections(conns), lendgraph.WithHTTPClient(&http.Client{Transport: stall}))
+			lendgraph.SetDownloadPartSize(c, part)
+			var mu sync.Mutex
+			var idle []int64
+			lendgraph.SetDownloadIdleHook(c, func(left int64) {
+				mu.Lock()
+				idle = append(idle, left)
+				mu.Unlock()
+				stall.once.Do(func() { close(stall.release) })
+			})
+			go func() { // the safety net of a schedule that never gives up
+				select {
+				case <-stall.release:
+				case <-time.After(20 * time.Second):
+					stall.timedOut.Store(true)
+					stall.once.Do(func() { close(stall.release) })
+				}
+			}()
+			got, err := tc.run(c.Agents.DeliveryJob(job.ID))
+			if err != nil || !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("%d bytes of %d: %v", len(got), want.Len(), err)
+			}
+			stalled := stall.bytes.Load()
+			if stall.timedOut.Load() || stall.stalled.Load() != 1 {
+				t.Fatalf("no connection gave up within 20s (%d stalled responses)", stall.stalled.Load())
+			}
+			// The stalled response delivers at most what its reader had
+			// claimed (one steal minimum), what was left too small to
+			// split (under two), and one read past the cut.
+			if limit := 3*stealMin + stallRead; stalled > limit {
+				t.Fatalf("the stalled response delivered %d of its part's ~%d bytes (want <= %d): the other connections did not take it over",
+					stalled, st.Bytes/conns, limit)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			_, ranges := m.stats()
+			t.Logf("stalled response delivered %d bytes; %d ranged requests; connections gave up with %v bytes left elsewhere", stalled, len(ranges), idle)
+		})
+	}
+}
+
+// stallRead is the most a stalled response's body returns a read.
+const stallRead = 512
+
+// stallFirst holds the body of the first response to a request for the
+// file's first byte until release is closed, then hands it over at most
+// stallRead bytes a read, counting them.
+type stallFirst struct {
+	next     http.RoundTripper
+	host     string
+	release  chan struct{}
+	once     sync.Once
+	stalled  atomic.Int32
+	timedOut atomic.Bool
+	bytes    atomic.Int64
+}
+
+func (s *stallFirst) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(r)
+	if err != nil || r.URL.Host != s.host || !strings.HasPrefix(r.Header.Get("Range"), "bytes=0-") || !s.stalled.CompareAndSwap(0, 1) {
+		return resp, err
+	}
+	resp.Body = &stalledBody{ReadCloser: resp.Body, s: s}
+	return resp, nil
+}
+
+type stalledBody struct {
+	io.ReadCloser
+	s *stallFirst
+}
+
+func (b *stalledBody) Read(p []byte) (int, error) {
+	<-b.s.release
+	n, err := b.ReadCloser.Read(p[:min(len(p), stallRead)])
+	b.s.bytes.Add(int64(n))
+	return n, err
 }

@@ -7,6 +7,12 @@ import "time"
 // tests exercise many parts with small files.
 func SetDownloadPartSize(c *Client, n int64) { c.part = n }
 
+// SetDownloadIdleHook makes fn hear, each time a connection of one of c's
+// parallel downloads finds nothing left to take over, how many bytes were
+// left unclaimed on the busiest of the others (fn must be quick: it runs
+// inside the schedule's lock).
+func SetDownloadIdleHook(c *Client, fn func(left int64)) { c.idleHook = fn }
+
 // SetSearchClock makes c's search token source judge expiry by now (the
 // fake server's clock in tests). Call it before the first search call.
 func SetSearchClock(c *Client, now func() time.Time) { c.Search.now = now }

@@ -2,6 +2,7 @@ package lendgraph_test
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -362,28 +364,43 @@ func (m *meter) stats() (maxInFlight int, ranges []string) {
 }
 
 // askedParts checks that the Range headers of a parallel download asked
-// for every part of a file of size bytes, each a bounded range, and not
-// much more (a retried or resumed part may ask again).
+// for every byte of a file of size bytes, each in a bounded range of at
+// most part bytes, and not much more: parts shrink towards the end of a
+// download read in order, a retried or resumed part may ask again, and
+// at the end the connections take over halves of each other's last parts
+// (tailRequests bounds those).
 func askedParts(ranges []string, size, part int64) error {
-	asked := map[string]bool{}
+	var spans [][2]int64
 	for _, r := range ranges {
-		if !strings.HasPrefix(r, "bytes=") || strings.HasSuffix(r, "-") {
+		var a, b int64
+		if _, err := fmt.Sscanf(r, "bytes=%d-%d", &a, &b); err != nil || strings.HasSuffix(r, "-") {
 			return fmt.Errorf("a request with Range %q, want a bounded range", r)
 		}
-		asked[r] = true
-	}
-	parts := 0
-	for off := int64(0); off < size; off += part {
-		parts++
-		if r := fmt.Sprintf("bytes=%d-%d", off, min(off+part, size)-1); !asked[r] {
-			return fmt.Errorf("part %s never asked for", r)
+		if b-a+1 > part {
+			return fmt.Errorf("a request with Range %q: more than a part of %d bytes", r, part)
 		}
+		spans = append(spans, [2]int64{a, b + 1})
 	}
-	if len(ranges) > parts+parts/4 {
+	slices.SortFunc(spans, func(x, y [2]int64) int { return cmp.Compare(x[0], y[0]) })
+	covered := int64(0)
+	for _, sp := range spans {
+		if sp[0] > covered {
+			return fmt.Errorf("bytes %d-%d never asked for", covered, sp[0]-1)
+		}
+		covered = max(covered, sp[1])
+	}
+	if covered < size {
+		return fmt.Errorf("bytes %d-%d never asked for", covered, size-1)
+	}
+	if parts := (size + part - 1) / part; int64(len(ranges)) > 2*parts+tailRequests {
 		return fmt.Errorf("%d ranged requests for %d parts", len(ranges), parts)
 	}
 	return nil
 }
+
+// tailRequests bounds the requests of the shrinking parts at the end of a
+// parallel download and of the takeovers.
+const tailRequests = 64
 
 type meteredBody struct {
 	io.ReadCloser

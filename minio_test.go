@@ -34,7 +34,7 @@ import (
 // expiry, Range, ETag.
 
 // minioBinary returns the MinIO server binary, or skips the test.
-func minioBinary(t *testing.T) string {
+func minioBinary(t testing.TB) string {
 	if bin := os.Getenv("LENDGRAPH_MINIO"); bin != "" {
 		return bin
 	}
@@ -47,7 +47,7 @@ func minioBinary(t *testing.T) string {
 
 // startMinIO runs a MinIO server on loopback for the test, with its data in
 // a temporary directory, and returns the store the fake should use.
-func startMinIO(t *testing.T) lendgraphtest.S3Store {
+func startMinIO(t testing.TB) lendgraphtest.S3Store {
 	bin := minioBinary(t)
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -34,7 +34,7 @@ filters, waits for it, and downloads the file to FILE ("-o -" writes to
 stdout). Progress goes to stderr: a bar on a terminal, plain lines elsewhere.
 
 A large file comes down over several connections at once (--connections,
-default 4). The bytes go to FILE.part, renamed to FILE when complete; beside
+default 8). The bytes go to FILE.part, renamed to FILE when complete; beside
 it FILE.part.meta records the job, the file's ETag and the ranges on disk.
 When the download is interrupted (Ctrl-C, a lost network, a killed
 process), FILE.part stays and the same command with --job ID continues from

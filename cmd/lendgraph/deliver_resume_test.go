@@ -127,8 +127,11 @@ func TestDeliverContinuesAfterKill(t *testing.T) {
 			if err != nil || !bytes.Equal(got, want.Bytes()) {
 				t.Fatalf("the continued file differs from the delivery (%d bytes of %d, %v)", len(got), size, err)
 			}
-			if sent != size-kept {
-				t.Fatalf("the storage host sent %d bytes to the second run, want the %d missing (%d of %d were on disk)", sent, size-kept, kept, size)
+			// At the end, a connection that runs out of ranges takes over half
+			// of another's: that one's response is cut short, and the bytes
+			// already in flight past the cut are sent and dropped.
+			if missing := size - kept; sent < missing || sent > missing+missing/4 {
+				t.Fatalf("the storage host sent %d bytes to the second run, want the %d missing (%d of %d were on disk), plus at most a quarter in flight past takeovers", sent, missing, kept, size)
 			}
 			for _, left := range []string{out + ".part", out + ".part.meta"} {
 				if _, err := os.Stat(left); !os.IsNotExist(err) {

@@ -65,8 +65,9 @@ type Client struct {
 	api           *retryablehttp.Client // API host: key added, client-side rate limit
 	plain         *retryablehttp.Client // signed links and other hosts: never a credential
 	now           func() time.Time
-	conns         int   // connections of one download (WithDownloadConnections)
-	part          int64 // bytes of one ranged request of a parallel download
+	conns         int      // connections of one download (WithDownloadConnections)
+	part          int64    // bytes of one ranged request of a parallel download
+	observer      Observer // WithObserver; nil: nothing is observed
 }
 
 type settings struct {
@@ -89,6 +90,7 @@ type settings struct {
 	attemptTimeout time.Duration
 	// downloadConns is nil for the default.
 	downloadConns *int
+	observer      Observer
 }
 
 // NewClient returns a client configured by opts. Bad options (an empty or
@@ -169,6 +171,7 @@ func NewClient(opts ...Option) (*Client, error) {
 		now:           time.Now,
 		conns:         conns,
 		part:          defaultPartSize,
+		observer:      s.observer,
 	}
 	hc := s.httpClient
 	if hc == nil {
@@ -182,7 +185,10 @@ func NewClient(opts ...Option) (*Client, error) {
 		inner = &attemptTransport{next: inner, timeout: s.attemptTimeout}
 	}
 	// Every response's headers are redacted before anything reads them.
-	logged := &logTransport{next: &redactTransport{next: inner, client: c}, logger: c.logger}
+	var logged http.RoundTripper = &logTransport{next: &redactTransport{next: inner, client: c}, logger: c.logger}
+	if c.observer != nil {
+		logged = &observeTransport{next: logged, client: c}
+	}
 	apiHC := *hc
 	apiHC.Transport = &apiTransport{next: logged, client: c, limiter: s.limiter}
 	apiHC.CheckRedirect = c.checkRedirect(hc.CheckRedirect)

@@ -253,6 +253,7 @@ func (fl *fill) run(ctx context.Context) error {
 		workers = min(fl.c.conns, len(fl.todo))
 	}
 	fl.open = workers == 1
+	opFrom(ctx).connections(workers)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -115,6 +115,7 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 		s.parts = append(s.parts, &streamPart{span: sp, notify: make(chan struct{}, 1)})
 	}
 	workers := min(c.conns, len(s.parts))
+	opFrom(ctx).connections(workers)
 	s.slots = make(chan []byte, min(workers, len(s.parts)))
 	for range cap(s.slots) {
 		s.slots <- nil

@@ -41,10 +41,12 @@ type EnrichmentResultEntry struct {
 // when the link expires mid-download; the storage host never receives the
 // API key. A job that has not completed gives an error (a *JobError for a
 // failed or cancelled one).
-func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (int64, error) {
+func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (_ int64, err error) {
 	if j.double != nil {
 		return copyDouble(ctx, j.Results, w)
 	}
+	ctx, op := j.client.startOp(ctx, "EnrichJob.Download")
+	defer func() { op.end(err) }()
 	link, err := j.resultsLink(ctx)
 	if err != nil {
 		return 0, err
@@ -55,14 +57,19 @@ func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (int64, error) {
 // Results opens the job's results file as a stream (see Download). Close
 // it when done; closing early stops the download.
 func (j *EnrichJob) Results(ctx context.Context) (io.ReadCloser, error) {
-	link, err := j.resultsLink(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if j.double != nil {
+		if _, err := j.resultsLink(ctx); err != nil {
+			return nil, err
+		}
 		return j.double.Open(ctx, j.ID)
 	}
-	return j.client.openDownload(ctx, link, j.resultsLink, -1), nil
+	ctx, op := j.client.startOp(ctx, "EnrichJob.Results")
+	link, err := j.resultsLink(ctx)
+	if err != nil {
+		op.end(err)
+		return nil, err
+	}
+	return op.closing(j.client.openDownload(ctx, link, j.resultsLink, -1)), nil
 }
 
 // ResultRows streams the job's results file and yields one typed entry a
@@ -77,6 +84,11 @@ func (j *EnrichJob) ResultRows(ctx context.Context) iter.Seq2[EnrichmentResultEn
 	if err := checkCtx(ctx); err != nil {
 		return errSeq[EnrichmentResultEntry](err)
 	}
+	return observeSeq(ctx, j.client, "EnrichJob.ResultRows", false, j.resultRows)
+}
+
+// resultRows is ResultRows, unobserved.
+func (j *EnrichJob) resultRows(ctx context.Context) iter.Seq2[EnrichmentResultEntry, error] {
 	return func(yield func(EnrichmentResultEntry, error) bool) {
 		fail := func(err error) {
 			if cerr := ctxErr(ctx); cerr != nil {

@@ -158,10 +158,18 @@ func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) e
 // within the client's cap on server-requested waits (WithMaxServerWait);
 // a longer Retry-After ends the wait at once with the *RateLimitError.
 // A state the SDK does not know counts as running.
-func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (*S, error) {
+func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (_ *S, err error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
+	ctx, op := c.startOp(ctx, jobOpName(kind)+".Wait")
+	var last *S
+	defer func() {
+		if err == nil && last != nil {
+			op.chargedBy(last)
+		}
+		op.end(err)
+	}()
 	cfg := waitConfig{poll: poll.Default}
 	for _, o := range opts {
 		o(&cfg)
@@ -178,9 +186,8 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 	if cfg.poll.Initial <= 0 || cfg.poll.Max < cfg.poll.Initial {
 		return nil, invalidArg("WithPollInterval", "need 0 < initial <= max, got %s and %s", cfg.poll.Initial, cfg.poll.Max)
 	}
-	var last *S
 	var eta poll.ETA
-	err := poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, poll.Hint, error) {
+	err = poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, poll.Hint, error) {
 		st, err := fetch(ctx)
 		if err != nil {
 			var rl *RateLimitError
@@ -188,6 +195,7 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 				if refused := c.refuseWait(rl.APIError, rl.RetryAfter); refused != nil {
 					return false, poll.Hint{}, refused
 				}
+				op.event(Event{Kind: EventServerWait, Reason: "poll throttled", Wait: max(rl.RetryAfter, cfg.poll.Max)})
 				// Throttled polling is not a failed job: wait as asked and poll again.
 				return false, poll.Hint{AtLeast: max(rl.RetryAfter, cfg.poll.Max)}, nil
 			}
@@ -198,6 +206,7 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 			progress(st)
 		}
 		s, _ := state(st)
+		op.polled(id, s)
 		if s.Terminal() {
 			return true, poll.Hint{}, nil
 		}
@@ -231,6 +240,30 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 		return last, &JobError{Kind: kind, JobID: id, Status: string(s), Message: msg}
 	}
 	return last, nil
+}
+
+// jobOpName is the type name of a job kind's handle, as operations name it.
+func jobOpName(kind string) string {
+	if kind == "enrichment" {
+		return "EnrichJob"
+	}
+	return "DeliveryJob"
+}
+
+// chargedBy records what a job's last status says was charged: a
+// delivery's creditsCharged (absent until billing landed), an enrichment's
+// chargedCount once completed.
+func (o *opState) chargedBy(st any) {
+	switch st := st.(type) {
+	case *DeliveryStatus:
+		if st.CreditsCharged != nil {
+			o.charged(*st.CreditsCharged)
+		}
+	case *EnrichJobStatus:
+		if st.Status == JobCompleted {
+			o.charged(float64(st.ChargedCount))
+		}
+	}
 }
 
 func (s *EnrichJobStatus) jobState() JobState { return s.Status }

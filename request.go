@@ -18,6 +18,7 @@ import (
 
 // request is one API call as the services describe it.
 type request struct {
+	op     string // the SDK operation ("Agents.List"); see opLabel
 	method string
 	path   string // relative to the base URL, e.g. "/v1/agents"
 	query  any    // a struct for go-querystring, or url.Values
@@ -50,6 +51,8 @@ func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
 	if err := c.ready(ctx); err != nil {
 		return 0, err
 	}
+	ctx, op := c.joinOp(ctx, r.opLabel())
+	ctx = c.trackRequest(ctx, r.target(), r.origin(c), r.path)
 	var acted *outcome
 	if r.kind == retry.Unrepeatable || r.kind == retry.Launch {
 		ctx, acted = trackOutcome(ctx, r.kind)
@@ -58,7 +61,36 @@ func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
 	if err != nil && acted != nil && acted.mayHaveActed() {
 		err = &outcomeUnknownError{err: err}
 	}
+	if err == nil {
+		opFrom(ctx).page()
+	}
+	op.end(err)
 	return status, err
+}
+
+// opLabel names r's operation: its op, or for a request no method names
+// (Client.Do) its method and templated path.
+func (r request) opLabel() string {
+	if r.op != "" {
+		return r.op
+	}
+	return r.method + " " + urlTemplate(r.path)
+}
+
+// target is the kind of host r goes to.
+func (r request) target() Target {
+	if r.host != nil {
+		return TargetSearchHost
+	}
+	return TargetAPI
+}
+
+// origin is the base URL r is sent under.
+func (r request) origin(c *Client) *url.URL {
+	if r.host != nil {
+		return r.host.base
+	}
+	return c.base
 }
 
 func (c *Client) sendRetrying(ctx context.Context, r request, out any) (int, error) {

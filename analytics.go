@@ -103,7 +103,7 @@ func (s *AnalyticsService) Chart(ctx context.Context, req *ChartRequest) (*Analy
 // analytics posts an analytics query. It is a read: safe to retry.
 func (s *AnalyticsService) analytics(ctx context.Context, kind string, body any) (*AnalyticsResult, error) {
 	var out AnalyticsResult
-	if _, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.name + "/analytics/" + kind, body: body, kind: retry.Idempotent}, &out.Raw); err != nil {
+	if _, err := s.client.send(ctx, request{op: opName(s.name, analyticsMethod[kind]), method: http.MethodPost, path: "/v1/" + s.name + "/analytics/" + kind, body: body, kind: retry.Idempotent}, &out.Raw); err != nil {
 		return nil, err
 	}
 	return &out, nil

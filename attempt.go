@@ -13,7 +13,7 @@ import (
 )
 
 // attemptTransport cuts an attempt that takes longer than timeout
-// (WithAttemptTimeout): an API or search-host attempt from sending the
+// (WithAttemptTimeout, or the call's CallAttemptTimeout; 0: never): an API or search-host attempt from sending the
 // request to the end of its body; a download (a streaming attempt) while
 // it waits for the headers and then whenever no byte arrives for timeout.
 // A cut attempt is a transport error like a reset connection, retried by
@@ -37,6 +37,14 @@ func streaming(ctx context.Context) context.Context {
 
 func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	parent := req.Context()
+	timeout := t.timeout
+	if o := callOptionsFrom(parent); o != nil && o.attemptTimeout != nil {
+		timeout = *o.attemptTimeout
+	}
+	if timeout <= 0 {
+		return t.next.RoundTrip(req)
+	}
+	t = &attemptTransport{next: t.next, timeout: timeout}
 	ctx, cancel := context.WithCancelCause(parent)
 	timer := time.AfterFunc(t.timeout, func() { cancel(errAttemptCut) })
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))

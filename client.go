@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -67,6 +68,7 @@ type Client struct {
 	now           func() time.Time
 	conns         int      // connections of one download (WithDownloadConnections)
 	part          int64    // bytes of one ranged request of a parallel download
+	lenient       bool     // WithLenientDecoding
 	observer      Observer // WithObserver; nil: nothing is observed
 }
 
@@ -90,7 +92,14 @@ type settings struct {
 	attemptTimeout time.Duration
 	// downloadConns is nil for the default.
 	downloadConns *int
-	observer      Observer
+	// middleware runs around each API attempt (WithMiddleware).
+	middleware []Middleware
+	// retryBudget is WithRetryBudget's size, nil for the default.
+	retryBudget *int
+	// lenient is WithLenientDecoding's setting.
+	lenient bool
+	// observer is WithObserver's.
+	observer Observer
 }
 
 // NewClient returns a client configured by opts. Bad options (an empty or
@@ -99,10 +108,11 @@ type settings struct {
 // need it fail with ErrMissingAPIKey.
 func NewClient(opts ...Option) (*Client, error) {
 	s := settings{maxRetries: 3}
-	for _, o := range opts {
-		if o != nil { // an option left out by a condition
-			o(&s)
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalidArg("option", "option %d of %d is nil; leave an option out of the list instead of passing nil", i+1, len(opts))
 		}
+		o(&s)
 	}
 	if len(s.invalid) > 0 {
 		return nil, s.invalid[0]
@@ -156,6 +166,12 @@ func NewClient(opts ...Option) (*Client, error) {
 		}
 		policy.MaxServerWait = *s.maxServerWait
 	}
+	if s.retryBudget != nil {
+		policy.Budget = nil // 0: no budget
+		if *s.retryBudget > 0 {
+			policy.Budget = retry.NewBudget(*s.retryBudget)
+		}
+	}
 	ua := "lendgraph-go/" + Version
 	if s.userAgent != "" {
 		ua = s.userAgent + " " + ua
@@ -171,6 +187,7 @@ func NewClient(opts ...Option) (*Client, error) {
 		now:           time.Now,
 		conns:         conns,
 		part:          defaultPartSize,
+		lenient:       s.lenient,
 		observer:      s.observer,
 	}
 	hc := s.httpClient
@@ -181,22 +198,21 @@ func NewClient(opts ...Option) (*Client, error) {
 	if inner == nil {
 		inner = http.DefaultTransport
 	}
-	if s.attemptTimeout > 0 {
-		inner = &attemptTransport{next: inner, timeout: s.attemptTimeout}
-	}
+	// Always there: a call may set its own attempt timeout (CallAttemptTimeout).
+	inner = &attemptTransport{next: inner, timeout: s.attemptTimeout}
 	// Every response's headers are redacted before anything reads them.
 	var logged http.RoundTripper = &logTransport{next: &redactTransport{next: inner, client: c}, logger: c.logger}
 	if c.observer != nil {
 		logged = &observeTransport{next: logged, client: c}
 	}
 	apiHC := *hc
-	apiHC.Transport = &apiTransport{next: logged, client: c, limiter: s.limiter}
+	apiHC.Transport = &callTransport{next: &apiTransport{next: logged, client: c, limiter: s.limiter}, client: c, middleware: s.middleware}
 	apiHC.CheckRedirect = c.checkRedirect(hc.CheckRedirect)
 	plainHC := *hc
 	plainHC.Transport = logged
 	plainHC.CheckRedirect = c.checkRedirect(hc.CheckRedirect)
-	c.api = c.newRetryClient(&apiHC, s.maxRetries)
-	c.plain = c.newRetryClient(&plainHC, s.maxRetries)
+	c.api = c.newRetryClient(&apiHC)
+	c.plain = c.newRetryClient(&plainHC)
 
 	c.Agents = &AgentsService{newResource[Agent](c, "agents"), &AnalyticsService{c, "agents"}, &DeliveryService[Agent]{c, "agents"}}
 	c.Originators = &OriginatorsService{newResource[Originator](c, "originators"), &AnalyticsService{c, "originators"}, &DeliveryService[Originator]{c, "originators"}, c}
@@ -216,7 +232,9 @@ func NewClient(opts ...Option) (*Client, error) {
 
 // parseBaseURL checks the API's base URL. Every path the SDK sends starts
 // with /v1, so a base URL that already ends in /v1 (as copied from the
-// reference) has it removed; a path prefix before it (a gateway) is kept.
+// reference, in any case: /V1 too) has it removed; a path prefix before it
+// (a gateway) is kept. A base URL ending in /v1/v1 is refused: it would
+// send /v1/v1/... whichever /v1 was meant.
 func parseBaseURL(raw string) (*url.URL, error) {
 	base, err := url.Parse(strings.TrimRight(raw, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
@@ -225,21 +243,38 @@ func parseBaseURL(raw string) (*url.URL, error) {
 	if base.RawQuery != "" || base.Fragment != "" || base.User != nil {
 		return nil, invalidArg("base URL", "%s must not carry a query, a fragment or credentials", base.Scheme+"://"+base.Host+base.Path)
 	}
-	base.Path = strings.TrimSuffix(strings.TrimRight(base.Path, "/"), "/v1")
+	p := strings.TrimRight(base.Path, "/")
+	if hasVersionSuffix(p) {
+		p = p[:len(p)-len("/v1")]
+		if hasVersionSuffix(p) {
+			return nil, invalidArg("base URL", "%s ends in /v1/v1; the SDK adds /v1 itself: end it before the version (%s)",
+				truncate(raw, maxQuoted), base.Scheme+"://"+base.Host+strings.TrimRight(p[:len(p)-len("/v1")], "/"))
+		}
+	}
+	base.Path = p
 	base.RawPath = ""
 	return base, nil
 }
 
-func (c *Client) newRetryClient(hc *http.Client, maxRetries int) *retryablehttp.Client {
+// newRetryClient returns the retry layer over hc. Its RetryMax is only a
+// backstop: the policy's CheckRetry stops each call at its own limit
+// (WithMaxRetries, or CallMaxRetries for the call).
+// hasVersionSuffix reports whether p ends in the path segment /v1, in any case.
+func hasVersionSuffix(p string) bool {
+	return len(p) >= 3 && strings.EqualFold(p[len(p)-3:], "/v1")
+}
+
+func (c *Client) newRetryClient(hc *http.Client) *retryablehttp.Client {
 	return &retryablehttp.Client{
-		HTTPClient:   hc,
-		Logger:       nil, // retryablehttp would print every URL to stderr
-		RetryWaitMin: c.policy.BaseDelay,
-		RetryWaitMax: c.policy.MaxDelay,
-		RetryMax:     maxRetries,
-		CheckRetry:   c.policy.CheckRetry,
-		Backoff:      c.policy.Backoff,
-		ErrorHandler: keepLastResponse,
+		HTTPClient:     hc,
+		Logger:         nil, // retryablehttp would print every URL to stderr
+		RetryWaitMin:   c.policy.BaseDelay,
+		RetryWaitMax:   c.policy.MaxDelay,
+		RetryMax:       math.MaxInt32,
+		CheckRetry:     c.policy.CheckRetry,
+		Backoff:        c.policy.Backoff,
+		ErrorHandler:   keepLastResponse,
+		RequestLogHook: beginAttempt,
 	}
 }
 

@@ -3,8 +3,13 @@ package lendgraph
 //go:generate go run ./internal/gen/jsongen
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -78,3 +83,157 @@ func decodeFrom(dec *jsontext.Decoder, out any) error {
 // kindOf returns the kind of the JSON value v: '"', '0', '{', '[', 't', 'f',
 // 'n', or 0 when v is empty or invalid.
 func kindOf(v json.RawMessage) jsontext.Kind { return jsontext.Value(v).Kind() }
+
+// lenientJSONOptions are jsonOptions with the records' lenient decoders
+// (WithLenientDecoding): a member of the wrong type is set aside in the
+// record's Extra instead of failing the whole value.
+var lenientJSONOptions = jsonv2.JoinOptions(jsonOptions,
+	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(recordUnmarshalersLenient, rawUnmarshaler)))
+
+// unmarshalReadMode is unmarshalRead, lenient or strict.
+func unmarshalReadMode(r io.Reader, out any, lenient bool) error {
+	if lenient {
+		return jsonv2.UnmarshalRead(r, out, lenientJSONOptions)
+	}
+	return unmarshalRead(r, out)
+}
+
+// lenientDecode decodes the next value of d into the record shape r (whose
+// Extra is extra) leniently: when the object does not fit r as a whole, it
+// is decoded member by member; a member that does not fit its field
+// leaves the field zero and is kept, as sent, in Extra under its own name,
+// where InvalidFields finds it. A value that is not an object, or is not
+// valid JSON, fails as in strict mode.
+func lenientDecode[T any](d *jsontext.Decoder, r *T, extra *Fields) error {
+	val, err := d.ReadValue()
+	if err != nil {
+		return err
+	}
+	opts := d.Options()
+	err = jsonv2.Unmarshal(val, r, opts)
+	if err == nil || val.Kind() != '{' {
+		return err
+	}
+	var zero T
+	*r = zero
+	dec := jsontext.NewDecoder(bytes.NewReader(val), opts)
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		name := tok.String() // before the next read voids tok
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		key, err := jsontext.AppendQuote(nil, name)
+		if err != nil {
+			return err
+		}
+		member := append(append(append(append([]byte{'{'}, key...), ':'), v...), '}')
+		if jsonv2.Unmarshal(member, r, opts) == nil {
+			continue
+		}
+		null := append(append(append([]byte{'{'}, key...), ':'), "null}"...)
+		_ = jsonv2.Unmarshal(null, r, opts) // the field as if never sent
+		if *extra == nil {
+			*extra = Fields{}
+		}
+		(*extra)[name] = json.RawMessage(slices.Clone(v))
+	}
+	return nil
+}
+
+// invalidFields returns, sorted, the members of extra that name a typed
+// field of the record shape T: members a lenient decode set aside because
+// their value did not fit the field.
+func invalidFields[T any](extra Fields) []string {
+	if len(extra) == 0 {
+		return nil
+	}
+	var out []string
+	for _, name := range typedNames(reflect.TypeFor[T]()) {
+		if extra.Has(name) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// typedNamesCache holds typedNames per record shape: computed once a type.
+var typedNamesCache sync.Map // reflect.Type -> []string
+
+// typedNames returns the JSON names of t's typed fields (not Extra).
+func typedNames(t reflect.Type) []string {
+	if v, ok := typedNamesCache.Load(t); ok {
+		return v.([]string)
+	}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" && opts == "" || strings.Contains(","+opts+",", ",unknown,") {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	typedNamesCache.Store(t, names)
+	return names
+}
+
+// marshalRecord encodes the record shape r (whose Extra is extra) to e. A
+// member a lenient decode set aside (see invalidFields) is written once,
+// with the value as the server sent it in place of the zero field.
+func marshalRecord[T any](e *jsontext.Encoder, r *T, extra Fields) error {
+	bad := invalidFields[T](extra)
+	if len(bad) == 0 {
+		return jsonv2.MarshalEncode(e, r)
+	}
+	b, err := jsonv2.Marshal(r, e.Options())
+	if err != nil {
+		return err
+	}
+	// Write the members as marshalled, each typed member that did not fit
+	// with its raw value, and skip the raw copy that Extra adds.
+	dec := jsontext.NewDecoder(bytes.NewReader(b), e.Options())
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	if err := e.WriteToken(jsontext.BeginObject); err != nil {
+		return err
+	}
+	written := map[string]bool{}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		if slices.Contains(bad, name) {
+			if written[name] {
+				continue
+			}
+			written[name] = true
+			v = jsontext.Value(extra[name])
+		}
+		if err := e.WriteToken(jsontext.String(name)); err != nil {
+			return err
+		}
+		if err := e.WriteValue(v); err != nil {
+			return err
+		}
+	}
+	return e.WriteToken(jsontext.EndObject)
+}

@@ -93,7 +93,7 @@ func (s *CRMService) LenderChannels(ctx context.Context, loNMLSIDs []string) (ma
 	}
 	out, err := call[struct {
 		ByLO map[string]LenderChannel `json:"byLo"`
-	}](ctx, s.client, request{data: true, method: http.MethodPost, path: "/v1/crm/lender-channels",
+	}](ctx, s.client, request{op: "CRM.LenderChannels", data: true, method: http.MethodPost, path: "/v1/crm/lender-channels",
 		body: map[string]any{"loNmlsIds": loNMLSIDs}, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
@@ -115,7 +115,7 @@ func (s *CRMService) ShareRecord(ctx context.Context, entityID, userID string) (
 	if entityID == "" || userID == "" {
 		return nil, invalidArg("entityID, userID", "both are required")
 	}
-	return call[ShareResult](ctx, s.client, request{data: true, method: http.MethodPost, path: "/v1/crm/record-shares",
+	return call[ShareResult](ctx, s.client, request{op: "CRM.ShareRecord", data: true, method: http.MethodPost, path: "/v1/crm/record-shares",
 		body: map[string]string{"entityId": entityID, "userId": userID}, kind: retry.Idempotent})
 }
 
@@ -140,7 +140,7 @@ func (s *CRMService) DeleteRecords(ctx context.Context, entityIDs []string) (*Re
 			return nil, invalidArg(fmt.Sprintf("entityIDs[%d]", i), "must not be empty")
 		}
 	}
-	return call[RecordRemoval](ctx, s.client, request{data: true, method: http.MethodPost, path: "/v1/crm/records/delete",
+	return call[RecordRemoval](ctx, s.client, request{op: "CRM.DeleteRecords", data: true, method: http.MethodPost, path: "/v1/crm/records/delete",
 		body: map[string]any{"entityIds": entityIDs}, kind: retry.Unrepeatable})
 }
 
@@ -171,7 +171,7 @@ func (s *CRMService) OrgMembers(ctx context.Context, q *OrgMembersQuery) ([]OrgM
 	}
 	out, err := call[struct {
 		Members []OrgMember `json:"members"`
-	}](ctx, s.client, request{data: true, method: http.MethodGet, path: "/v1/crm/org-members", query: q, kind: retry.Idempotent})
+	}](ctx, s.client, request{op: "CRM.OrgMembers", data: true, method: http.MethodGet, path: "/v1/crm/org-members", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
 	}

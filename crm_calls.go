@@ -90,6 +90,6 @@ func (s *CRMService) TranscribeCall(ctx context.Context, callID string) (*Call, 
 	if err := requireID("callID", callID); err != nil {
 		return nil, err
 	}
-	return call[Call](ctx, s.client, request{data: true, method: http.MethodPost, path: "/v1/crm/calls/transcript",
+	return call[Call](ctx, s.client, request{op: "CRM.TranscribeCall", data: true, method: http.MethodPost, path: "/v1/crm/calls/transcript",
 		body: map[string]string{"id": callID}, kind: retry.Unrepeatable})
 }

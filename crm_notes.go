@@ -22,6 +22,6 @@ func (s *CRMService) EditNote(ctx context.Context, noteID, body string) (*NoteEd
 	if err := requireID("noteID", noteID); err != nil {
 		return nil, err
 	}
-	return call[NoteEdit](ctx, s.client, request{data: true, method: http.MethodPatch, path: "/v1/crm/activity",
+	return call[NoteEdit](ctx, s.client, request{op: "CRM.EditNote", data: true, method: http.MethodPatch, path: "/v1/crm/activity",
 		body: map[string]string{"id": noteID, "body": body}, kind: retry.Idempotent})
 }

@@ -148,7 +148,7 @@ func (s *CRMService) WorkspaceTasks(ctx context.Context, q *WorkspaceTasksQuery)
 			return nil, err
 		}
 	}
-	out, err := call[[]WorkspaceTask](ctx, s.client, request{data: true, method: http.MethodGet, path: "/v1/crm/tasks/workspace", query: q, kind: retry.Idempotent})
+	out, err := call[[]WorkspaceTask](ctx, s.client, request{op: "CRM.WorkspaceTasks", data: true, method: http.MethodGet, path: "/v1/crm/tasks/workspace", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (s *CRMService) Tasks(ctx context.Context, q *TasksQuery) ([]Task, error) {
 			return nil, invalidArg("Owner", "%q: the API takes only %q", q.Owner, TaskOwnerMe)
 		}
 	}
-	out, err := call[[]Task](ctx, s.client, request{data: true, method: http.MethodGet, path: "/v1/crm/tasks", query: q, kind: retry.Idempotent})
+	out, err := call[[]Task](ctx, s.client, request{op: "CRM.Tasks", data: true, method: http.MethodGet, path: "/v1/crm/tasks", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +227,7 @@ func (s *CRMService) UpdateMeeting(ctx context.Context, u *MeetingUpdate) (*Meet
 	body := map[string]any{}
 	maps.Copy(body, u.Fields)
 	body["id"], body["action"] = u.ID, u.Action
-	return call[MeetingResult](ctx, s.client, request{data: true, method: http.MethodPatch, path: "/v1/crm/meetings", body: body, kind: retry.Unrepeatable})
+	return call[MeetingResult](ctx, s.client, request{op: "CRM.UpdateMeeting", data: true, method: http.MethodPatch, path: "/v1/crm/meetings", body: body, kind: retry.Unrepeatable})
 }
 
 func requireID(arg, id string) error {

@@ -161,7 +161,7 @@ func (s *DeliveryService[T]) Deliver(ctx context.Context, req *DeliveryRequest) 
 		return nil, err
 	}
 	var h deliveryHandle
-	_, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/" + s.name + "/bulk-delivery", body: req, kind: retry.Launch}, &h)
+	_, err := s.client.send(ctx, request{op: opName(s.name, "Deliver"), method: http.MethodPost, path: "/v1/" + s.name + "/bulk-delivery", body: req, kind: retry.Launch}, &h)
 	if err != nil {
 		return nil, err
 	}
@@ -366,6 +366,10 @@ func (j *DeliveryJob[T]) rows(ctx context.Context, opts []DecodeOption) iter.Seq
 		}
 		defer rc.Close()
 		done := ctx.Done()
+		if j.client != nil && j.client.lenientDecoding(ctx) {
+			// The client's or the call's setting; an option given here wins.
+			opts = append([]DecodeOption{WithLenientRows(true)}, opts...)
+		}
 		for row, err := range decodeRows[T](rc, st.Format, opts...) {
 			select {
 			case <-done:

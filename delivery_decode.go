@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/lendgraph/lendgraph-go/internal/formats"
 )
 
@@ -20,7 +22,16 @@ type DecodeOption func(*decodeConfig)
 
 type decodeConfig struct {
 	maxLine int
+	lenient bool
 }
+
+// WithLenientRows makes DecodeRows decode rows leniently, as
+// WithLenientDecoding does answers: a member (or csv cell) that does not
+// fit its field leaves the field zero, is kept as sent in the row's Extra,
+// and is listed by the row's InvalidFields, instead of ending the rows
+// with a *RowError. DeliveryJob.Rows takes the client's and the call's
+// setting (WithLenientDecoding, CallLenientDecoding), or this option.
+func WithLenientRows(on bool) DecodeOption { return func(c *decodeConfig) { c.lenient = on } }
 
 // WithMaxLineSize sets the longest ndjson line or json array element (one
 // row) accepted; a longer one is an error naming it. The default is 64 MiB.
@@ -84,13 +95,18 @@ func decodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T,
 	for _, o := range opts {
 		o(&cfg)
 	}
+	dec := rowDecoder[T]()
+	if cfg.lenient {
+		dec = formats.LenientRowDecoder[T](func(b []byte, v any) error { return jsonv2.Unmarshal(b, v, lenientJSONOptions) },
+			plainRecords[reflect.TypeFor[T]()])
+	}
 	switch f {
 	case FormatNDJSON:
-		return formats.Stream(string(f), formats.NDJSON(r, cfg.maxLine), rowDecoder[T](), 0)
+		return formats.Stream(string(f), formats.NDJSON(r, cfg.maxLine), dec, 0)
 	case FormatJSON:
-		return formats.Stream(string(f), formats.JSONArray(r, cfg.maxLine), rowDecoder[T](), 0)
+		return formats.Stream(string(f), formats.JSONArray(r, cfg.maxLine), dec, 0)
 	case FormatCSV:
-		return formats.Stream(string(f), formats.CSV(r, schemaOf[T]()), rowDecoder[T](), 0)
+		return formats.Stream(string(f), formats.CSV(r, schemaOf[T]()), dec, 0)
 	case FormatParquet:
 		return errSeq[T](errParquet("Format", "parquet.Decode(readerAt, size)"))
 	}

@@ -74,6 +74,15 @@ type EnrichResult struct {
 	Reason EnrichReason `json:"reason"`
 	// Result holds the per-call counts.
 	Result EnrichCounts `json:"result"`
+	// EarlierAttemptMayHaveCharged is set by Enrich, not sent by the
+	// server: the call was repeated after an attempt whose answer was lost
+	// once the server may have acted on it (a 5xx, a reset or cut
+	// connection, an attempt timeout). That attempt may have debited a
+	// credit, although this answer, the repeat's, may say Charged false
+	// (Reason member_cache_hit). A caller summing Charged to track spend
+	// counts these apart; the enrichment list (Enrichments) or the
+	// balance tells what was billed.
+	EarlierAttemptMayHaveCharged bool `json:"-"`
 	// Extra holds every other member the server sent.
 	Extra Fields `json:",unknown"`
 }
@@ -110,7 +119,8 @@ type EnrichCounts struct {
 // enriched from the cache, free, so a repeat after a lost answer cannot
 // charge twice and returns the result that was paid for. The answer then
 // describes the repeat (Reason member_cache_hit, Charged false), although
-// the lost attempt may have debited the credit. With Refresh every lookup is
+// the lost attempt may have debited the credit: EarlierAttemptMayHaveCharged
+// says so. With Refresh every lookup is
 // charged, so the call is never repeated after the server may have acted
 // (only a 429 or a connection that never opened is retried), and such a
 // failure matches ErrOutcomeUnknown.
@@ -128,13 +138,19 @@ func (s *PropertiesService) Enrich(ctx context.Context, id string, opts *EnrichO
 	if refresh {
 		kind = retry.Unrepeatable
 	}
+	if err := s.client.ready(ctx); err != nil {
+		return nil, err
+	}
 	ctx, op := s.client.startOp(ctx, "Properties.Enrich")
 	var out EnrichResult
+	ctx, st := trackCall(ctx)
 	_, err := s.client.send(ctx, request{
-		method: http.MethodPost,
-		path:   "/v1/properties/" + url.PathEscape(id) + "/enrich",
-		query:  url.Values{"refresh": {strconv.FormatBool(refresh)}},
-		kind:   kind,
+		op:      "Properties.Enrich",
+		method:  http.MethodPost,
+		path:    "/v1/properties/" + url.PathEscape(id) + "/enrich",
+		query:   url.Values{"refresh": {strconv.FormatBool(refresh)}},
+		kind:    kind,
+		charges: !refresh,
 	}, &out)
 	if err == nil {
 		credits := 0.0
@@ -147,6 +163,7 @@ func (s *PropertiesService) Enrich(ctx context.Context, id string, opts *EnrichO
 	if err != nil {
 		return nil, err
 	}
+	out.EarlierAttemptMayHaveCharged = st.lostAttempt()
 	return &out, nil
 }
 
@@ -228,7 +245,7 @@ func (s *PropertiesService) EnrichBulk(ctx context.Context, ids []string, opts *
 		PropertyCount int64    `json:"propertyCount"`
 		EstimatedCost int64    `json:"estimatedCost"`
 	}
-	if _, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/properties/enrich-bulk", body: body, kind: retry.Unrepeatable}, &out); err != nil {
+	if _, err := s.client.send(ctx, request{op: "Properties.EnrichBulk", method: http.MethodPost, path: "/v1/properties/enrich-bulk", body: body, kind: retry.Unrepeatable}, &out); err != nil {
 		return nil, err
 	}
 	if out.JobID == "" {
@@ -379,7 +396,7 @@ func (s *PropertiesService) Enrichments(ctx context.Context, req *EnrichmentsReq
 	if cursor != "" {
 		q = url.Values{"cursor": {cursor}}
 	}
-	return call[EnrichmentPage](ctx, s.client, request{method: http.MethodGet, path: "/v1/properties/enrichments", query: q, kind: retry.Idempotent})
+	return call[EnrichmentPage](ctx, s.client, request{op: "Properties.Enrichments", method: http.MethodGet, path: "/v1/properties/enrichments", query: q, kind: retry.Idempotent})
 }
 
 // EnrichmentsPager returns a pager over the caller's enrichments, starting

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -515,3 +516,75 @@ func TestEnrich_LeavesNoGoroutines(t *testing.T) {
 }
 
 func errOf[T any](_ T, err error) error { return err }
+
+// A lost answer to Enrich without Refresh is repeated, and the repeat is a
+// free cache hit: the result must say that the lost attempt may have
+// charged, and the fake's ledger shows it did.
+func TestPropertiesService_EnrichRepeatAfterLostAnswer(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(200))
+	c, ctx := srv.Client(), context.Background()
+	ids := idsWith(t, srv, lendgraphtest.OutcomeMatch, 2)
+	start := srv.Credits(lendgraphtest.DefaultOrg)
+
+	srv.InjectFault(http.MethodPost, "/v1/properties/{id}/enrich", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
+	var meta lendgraph.ResponseMeta
+	r, err := c.Properties.Enrich(lendgraph.WithCallOptions(ctx, lendgraph.CallResponseInto(&meta)), ids[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Credits(lendgraphtest.DefaultOrg); got != start-1 {
+		t.Fatalf("balance %v, want %v: the lost attempt charged", got, start-1)
+	}
+	if r.Charged || !r.EarlierAttemptMayHaveCharged || !meta.EarlierAttemptOutcomeUnknown || meta.Attempts != 2 {
+		t.Fatalf("repeat: charged %v, reason %s, EarlierAttemptMayHaveCharged %v, meta %+v", r.Charged, r.Reason, r.EarlierAttemptMayHaveCharged, meta)
+	}
+
+	// An answer that was not lost says nothing of the kind.
+	r, err = c.Properties.Enrich(ctx, ids[1], nil)
+	if err != nil || !r.Charged || r.EarlierAttemptMayHaveCharged {
+		t.Fatalf("plain enrich: %+v, %v", r, err)
+	}
+	// A refused first attempt (429: nothing done) is no lost answer.
+	srv.InjectFault(http.MethodPost, "/v1/properties/{id}/enrich", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 429})
+	r, err = c.Properties.Enrich(ctx, ids[1], nil)
+	if err != nil || r.EarlierAttemptMayHaveCharged {
+		t.Fatalf("after a 429: %+v, %v", r, err)
+	}
+}
+
+// Every documented enrichment error can be reached in the fake, as
+// lendgraphtest's docs say.
+func TestPropertiesService_EnrichEveryDocumentedError(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(200))
+	c, ctx := srv.Client(lendgraph.WithMaxRetries(0)), context.Background()
+	ids := idsWith(t, srv, lendgraphtest.OutcomeMatch, 3)
+
+	srv.ClearAddress(ids[0])
+	if o := srv.EnrichOutcome(ids[0]); o != lendgraphtest.OutcomeNoAddress {
+		t.Fatalf("EnrichOutcome = %s after ClearAddress", o)
+	}
+	start := srv.Credits(lendgraphtest.DefaultOrg)
+	_, err := c.Properties.Enrich(ctx, ids[0], nil)
+	if apiErr := wantStatus(t, err, 400); !strings.Contains(apiErr.Message, "no usable address") {
+		t.Fatalf("400 message %q", apiErr.Message)
+	}
+	if srv.Credits(lendgraphtest.DefaultOrg) != start {
+		t.Fatal("a property without an address was charged")
+	}
+
+	srv.FailEnrichment(1)
+	_, err = c.Properties.Enrich(ctx, ids[1], nil)
+	wantStatus(t, err, 502)
+
+	_, err = c.Properties.Enrich(ctx, "prop-does-not-exist", nil)
+	if !errors.Is(err, lendgraph.ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+
+	srv.SetCredits(lendgraphtest.DefaultOrg, 0)
+	_, err = c.Properties.Enrich(ctx, ids[2], nil)
+	var ic *lendgraph.InsufficientCreditsError
+	if !errors.As(err, &ic) || ic.Cost != 1 {
+		t.Fatalf("402: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lendgraph/lendgraph-go/internal/formats"
 	"github.com/lendgraph/lendgraph-go/internal/retry"
@@ -89,6 +90,8 @@ type APIError struct {
 	Body []byte
 	// Truncated reports that the body was longer than the cap.
 	Truncated bool
+
+	retryAfter time.Duration // the answer's Retry-After, 0 when none
 }
 
 // Error implements the error interface. A nil or hand-built APIError prints
@@ -107,7 +110,7 @@ func (e *APIError) text(fallback int) string {
 	b.WriteString("lendgraph:")
 	var status int
 	if e != nil {
-		if req := strings.TrimSpace(e.Method + " " + e.Path); req != "" {
+		if req := strings.TrimSpace(e.Method + " " + truncate(e.Path, maxQuoted)); req != "" {
 			b.WriteString(" " + req + ":")
 		}
 		status = e.StatusCode
@@ -127,7 +130,7 @@ func (e *APIError) text(fallback int) string {
 		return b.String()
 	}
 	if e.Message != "" && e.Message != http.StatusText(status) {
-		fmt.Fprintf(&b, ": %s", e.Message)
+		fmt.Fprintf(&b, ": %s", truncate(e.Message, maxProblem))
 	}
 	if e.Code != "" && e.Code != e.Message {
 		fmt.Fprintf(&b, " (code %s)", e.Code)
@@ -452,6 +455,9 @@ func parseError(method, path string, status int, h http.Header, body []byte, tru
 		Body:       body,
 		Truncated:  truncated,
 	}
+	if d, ok := retry.RetryAfter(h, now); ok {
+		base.retryAfter = d
+	}
 	var eb errorBody
 	if err := unmarshal(body, &eb); err == nil {
 		base.Message = eb.Error
@@ -522,9 +528,9 @@ func (e *InvalidArgumentError) Error() string {
 		arg = e.Arg
 	}
 	if e != nil && e.Problem != "" {
-		problem = e.Problem
+		problem = truncate(e.Problem, maxProblem)
 	}
-	return "lendgraph: invalid " + arg + ": " + problem
+	return "lendgraph: invalid " + truncate(arg, maxQuoted) + ": " + problem
 }
 
 func invalidArg(arg, format string, a ...any) error {
@@ -592,7 +598,7 @@ func (e *DecodeError) Error() string {
 	}
 	var b strings.Builder
 	b.WriteString("lendgraph:")
-	if req := strings.TrimSpace(e.Method + " " + e.Path); req != "" {
+	if req := strings.TrimSpace(e.Method + " " + truncate(e.Path, maxQuoted)); req != "" {
 		b.WriteString(" " + req + ":")
 	}
 	b.WriteString(" decoding")
@@ -661,7 +667,9 @@ func (e *RowError) Unwrap() error {
 }
 
 // TransportError is a request that got no HTTP response: connection refused
-// or reset, a timeout, a refused redirect. URLs in it carry no query string.
+// or reset, a timeout, a refused redirect. A URL in its message shows its
+// query string as ?REDACTED (a signed link's signature never appears), and
+// the message repeats at most a bounded part of the path.
 type TransportError struct {
 	Method, Path string
 	Err          error
@@ -673,13 +681,13 @@ func (e *TransportError) Error() string {
 		return "lendgraph: transport error"
 	}
 	s := "lendgraph:"
-	if req := strings.TrimSpace(e.Method + " " + e.Path); req != "" {
+	if req := strings.TrimSpace(e.Method + " " + truncate(e.Path, maxQuoted)); req != "" {
 		s += " " + req + ":"
 	}
 	if e.Err == nil {
 		return s + " no response"
 	}
-	return s + " " + e.Err.Error()
+	return s + " " + truncate(e.Err.Error(), maxProblem)
 }
 
 // Unwrap returns the underlying error, for errors.Is and errors.As.
@@ -819,3 +827,100 @@ func (e *outcomeUnknownError) Error() string {
 
 // Unwrap returns the error and ErrOutcomeUnknown, for errors.Is and errors.As.
 func (e *outcomeUnknownError) Unwrap() []error { return []error{e.err, ErrOutcomeUnknown} }
+
+// maxQuoted bounds what an error message repeats of one value the caller
+// sent (an id in a path, a header name), and maxProblem the whole of an
+// InvalidArgumentError's problem: an id of 100,000 bytes must not make an
+// error of 100,000 bytes in a log line.
+const (
+	maxQuoted  = 256
+	maxProblem = 1024
+)
+
+// truncate returns s cut to about n bytes (on a rune boundary), saying how
+// long it was.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// MissingAPIKeyError is the error of a call that needs the API key when
+// none was configured (WithAPIKey or $LENDGRAPH_API_KEY). Nothing was
+// sent. It matches ErrMissingAPIKey.
+type MissingAPIKeyError struct {
+	// Operation names the call, such as "Agents.List" (see OperationFrom).
+	Operation string
+}
+
+// Error implements the error interface.
+func (e *MissingAPIKeyError) Error() string {
+	if e == nil || e.Operation == "" {
+		return ErrMissingAPIKey.Error()
+	}
+	return "lendgraph: " + e.Operation + ": no API key: pass lendgraph.WithAPIKey or set LENDGRAPH_API_KEY"
+}
+
+// Is matches ErrMissingAPIKey.
+func (e *MissingAPIKeyError) Is(target error) bool { return target == ErrMissingAPIKey }
+
+// ClientRateLimitError is an attempt the client's own rate limit
+// (WithRateLimit) refused: the next request slot comes after the call's
+// context deadline, so nothing was sent, and the SDK did not wait for a
+// deadline it could not meet. The caller's context was still live when it
+// was returned, so it does not match context.DeadlineExceeded (a call
+// whose context ended while it waited for a slot returns the context's
+// error). Raise the rate, lengthen the deadline or send fewer calls at once.
+type ClientRateLimitError struct {
+	// Method and Path name the request that was not sent.
+	Method, Path string
+	// Deadline is the call's context deadline.
+	Deadline time.Time
+}
+
+// Error implements the error interface.
+func (e *ClientRateLimitError) Error() string {
+	s := "lendgraph:"
+	if e != nil {
+		if req := strings.TrimSpace(e.Method + " " + truncate(e.Path, maxQuoted)); req != "" {
+			s += " " + req + ":"
+		}
+	}
+	return s + " not sent: the client rate limit (WithRateLimit) has no request slot before the context's deadline"
+}
+
+// NewOutcomeUnknownError returns err marked as the failure of a call that
+// charges or acts whose request may have reached the server: it matches
+// ErrOutcomeUnknown and keeps err's chain (errors.As still finds an
+// *APIError or a *TransportError in it), as the SDK's own such errors do.
+// It is for test doubles that stand in for the SDK.
+func NewOutcomeUnknownError(err error) error {
+	if err == nil {
+		err = &TransportError{Err: errors.New("connection reset after the request was sent")}
+	}
+	return &outcomeUnknownError{err: err}
+}
+
+// NewAPIError returns the error the SDK returns for a non-2xx answer with
+// this status and body ({"error": ..., "code": ...} as the API sends it),
+// for method and path: an *APIError, or the more specific type the status
+// and body make (*InsufficientCreditsError for a 402 with balance and
+// cost, *RateLimitError for a 429, *ValidationError, *EntitlementError,
+// *MaxRowsError, *LimitError), matching the same sentinels. header may be
+// nil; it is read for Retry-After and X-Request-Id. It is for test doubles
+// that stand in for the SDK.
+func NewAPIError(method, path string, status int, header http.Header, body []byte) error {
+	if header == nil {
+		header = http.Header{}
+	}
+	b, truncated := body, false
+	if len(b) > maxErrorBody {
+		b, truncated = b[:maxErrorBody], true
+	}
+	return parseError(method, path, status, header, b, truncated, time.Now())
+}

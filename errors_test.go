@@ -3,6 +3,10 @@ package lendgraph_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -276,5 +280,129 @@ func TestErrors_NilPointers(t *testing.T) {
 		for _, target := range []error{lendgraph.ErrJobCancelled, lendgraph.ErrJobFailed, lendgraph.ErrRateLimited, lendgraph.ErrInsufficientCredits} {
 			_ = errors.Is(err, target)
 		}
+	}
+}
+
+// An error repeats a bounded part of what the caller sent.
+func TestErrors_BoundedCallerInput(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client(lendgraph.WithMaxRetries(0))
+	huge := strings.Repeat("a", 100_000)
+	_, err := c.Agents.Get(context.Background(), huge)
+	var apiErr *lendgraph.APIError
+	if !errors.As(err, &apiErr) || apiErr.Path != "/v1/agents/"+huge {
+		t.Fatalf("err = %T %.200v, want an *APIError keeping the whole path", err, err)
+	}
+	if n := len(err.Error()); n > 2048 {
+		t.Fatalf("a 100,000-byte id made a %d-byte message", n)
+	}
+	if !strings.Contains(err.Error(), "(100011 bytes)") {
+		t.Fatalf("the message does not say the path was cut: %.400s", err)
+	}
+	// A transport error with the same id: bounded too.
+	c, _ = lendgraph.NewClient(lendgraph.WithBaseURL("http://"+closedAddr(t)), lendgraph.WithAPIKey("k"), lendgraph.WithMaxRetries(0))
+	_, err = c.Agents.Get(context.Background(), huge)
+	if err == nil || len(err.Error()) > 2048 {
+		t.Fatalf("transport error of %d bytes", len(err.Error()))
+	}
+	// An invalid argument quoting the id: bounded too.
+	_, err = c.Properties.Enrich(context.Background(), "..", nil)
+	if err == nil || len(err.Error()) > 2048 {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// APIError.Path names the path the request went to, a gateway's prefix
+// included.
+func TestAPIError_PathWithBasePrefix(t *testing.T) {
+	srv := smallServer(t)
+	target, _ := url.Parse(srv.URL)
+	gw := httptest.NewServer(http.StripPrefix("/gw", httputil.NewSingleHostReverseProxy(target)))
+	t.Cleanup(gw.Close)
+	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(gw.URL+"/gw/v1"), lendgraph.WithAPIKey(srv.DefaultCaller().Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Agents.Get(context.Background(), "nope")
+	var apiErr *lendgraph.APIError
+	if !errors.As(err, &apiErr) || apiErr.Path != "/gw/v1/agents/nope" || !strings.Contains(err.Error(), "GET /gw/v1/agents/nope") {
+		t.Fatalf("err = %v (path %q), want the gateway's prefix", err, apiErr.Path)
+	}
+}
+
+func TestNewClient_VersionSuffix(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://api.example.com/v1":     "https://api.example.com",
+		"https://api.example.com/V1/":    "https://api.example.com",
+		"https://api.example.com/gw/v1":  "https://api.example.com/gw",
+		"https://api.example.com/gw":     "https://api.example.com/gw",
+		"https://api.example.com/v1beta": "https://api.example.com/v1beta",
+	} {
+		c, err := lendgraph.NewClient(lendgraph.WithBaseURL(raw))
+		if err != nil || c.BaseURL() != want {
+			t.Errorf("%s: base %q, %v; want %q", raw, c.BaseURL(), err, want)
+		}
+	}
+	for _, raw := range []string{"https://api.example.com/v1/v1", "https://api.example.com/V1/v1/"} {
+		_, err := lendgraph.NewClient(lendgraph.WithBaseURL(raw))
+		var ia *lendgraph.InvalidArgumentError
+		if !errors.As(err, &ia) || !strings.Contains(err.Error(), "/v1/v1") {
+			t.Errorf("%s: err = %v, want an *InvalidArgumentError naming /v1/v1", raw, err)
+		}
+	}
+}
+
+func TestNewClient_NilsRefused(t *testing.T) {
+	for name, opts := range map[string][]lendgraph.Option{
+		"nil option":         {lendgraph.WithAPIKey("k"), nil},
+		"WithHTTPClient nil": {lendgraph.WithHTTPClient(nil)},
+	} {
+		_, err := lendgraph.NewClient(opts...)
+		var ia *lendgraph.InvalidArgumentError
+		if !errors.As(err, &ia) {
+			t.Errorf("%s: err = %v, want *InvalidArgumentError", name, err)
+		}
+	}
+}
+
+func TestMissingAPIKeyError(t *testing.T) {
+	t.Setenv(lendgraph.EnvAPIKey, "")
+	srv := smallServer(t)
+	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Agents.List(context.Background(), nil)
+	var mk *lendgraph.MissingAPIKeyError
+	if !errors.As(err, &mk) || !errors.Is(err, lendgraph.ErrMissingAPIKey) || mk.Operation != "Agents.List" {
+		t.Fatalf("err = %v, want a *MissingAPIKeyError for Agents.List matching ErrMissingAPIKey", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests sent", n)
+	}
+}
+
+// A stub returns the errors the SDK returns through the exported constructors.
+func TestErrorConstructors(t *testing.T) {
+	err := lendgraph.NewOutcomeUnknownError(&lendgraph.TransportError{Method: "POST", Path: "/v1/properties/p1/enrich", Err: errors.New("reset")})
+	var te *lendgraph.TransportError
+	if !errors.Is(err, lendgraph.ErrOutcomeUnknown) || !errors.As(err, &te) || !strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("NewOutcomeUnknownError: %v", err)
+	}
+	if !errors.Is(lendgraph.NewOutcomeUnknownError(nil), lendgraph.ErrOutcomeUnknown) {
+		t.Fatal("NewOutcomeUnknownError(nil)")
+	}
+	err = lendgraph.NewAPIError("POST", "/v1/properties/p1/enrich", 402, http.Header{"X-Request-Id": {"req-1"}}, []byte(`{"error":"insufficient_credits","balance":0,"cost":1}`))
+	var ic *lendgraph.InsufficientCreditsError
+	if !errors.As(err, &ic) || ic.Cost != 1 || ic.RequestID != "req-1" || !errors.Is(err, lendgraph.ErrInsufficientCredits) {
+		t.Fatalf("NewAPIError 402: %#v", err)
+	}
+	err = lendgraph.NewAPIError("GET", "/v1/agents", 429, http.Header{"Retry-After": {"3"}}, nil)
+	var rl *lendgraph.RateLimitError
+	if !errors.As(err, &rl) || rl.RetryAfter != 3*time.Second {
+		t.Fatalf("NewAPIError 429: %v", err)
+	}
+	if err := lendgraph.NewAPIError("GET", "/v1/agents/x", 404, nil, nil); !errors.Is(err, lendgraph.ErrNotFound) {
+		t.Fatalf("NewAPIError 404: %v", err)
 	}
 }

@@ -163,7 +163,7 @@ func (s *IntegrationsService) PushCRM(ctx context.Context, req *CRMPushRequest) 
 func (s *IntegrationsService) push(ctx context.Context, req *CRMPushRequest) (_ *CRMPushResponse, err error) {
 	ctx, op := s.client.startOp(ctx, "Integrations.PushCRM")
 	defer func() { op.end(err) }()
-	res, err := call[CRMPushResponse](ctx, s.client, request{method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
+	res, err := call[CRMPushResponse](ctx, s.client, request{op: "Integrations.PushCRM", method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
 	if err == nil {
 		op.charged(res.Billing.Charged)
 	}
@@ -253,5 +253,5 @@ type CRMStatus struct {
 // shown by the reference; the SDK follows the API's pattern:
 // GET /v1/integrations/crm/status.
 func (s *IntegrationsService) CRMStatus(ctx context.Context) (*CRMStatus, error) {
-	return call[CRMStatus](ctx, s.client, request{method: http.MethodGet, path: "/v1/integrations/crm/status", kind: retry.Idempotent})
+	return call[CRMStatus](ctx, s.client, request{op: "Integrations.CRMStatus", method: http.MethodGet, path: "/v1/integrations/crm/status", kind: retry.Idempotent})
 }

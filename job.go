@@ -128,8 +128,19 @@ func (j job) usable(kind, id, attach string) error {
 	return nil
 }
 
+// jobTypeName is the handle type of a job kind, for operation names.
+func jobTypeName(kind string) string {
+	if kind == "enrichment" {
+		return "EnrichJob"
+	}
+	return "DeliveryJob"
+}
+
+// opName names an operation of the job's handle: "DeliveryJob.Status".
+func (j job) opName(method string) string { return jobTypeName(j.kind) + "." + method }
+
 func (j job) status(ctx context.Context, out any) error {
-	_, err := j.client.send(ctx, request{method: http.MethodGet, path: j.path, kind: retry.Idempotent}, out)
+	_, err := j.client.send(ctx, request{op: j.opName("Status"), method: http.MethodGet, path: j.path, kind: retry.Idempotent}, out)
 	return err
 }
 
@@ -142,7 +153,7 @@ func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) e
 		return err
 	}
 	actx, sent := countAttempts(ctx)
-	_, err := j.client.send(actx, request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
+	_, err := j.client.send(actx, request{op: j.opName("Cancel"), method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
 	if errors.Is(err, ErrJobFinished) && sent.Load() > 1 {
 		if serr := j.status(ctx, out); serr == nil && out.jobState() == JobCancelled {
 			return nil
@@ -162,7 +173,8 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
-	ctx, op := c.startOp(ctx, jobOpName(kind)+".Wait")
+	ctx = withOperation(ctx, jobTypeName(kind)+".Wait")
+	ctx, op := c.startOp(ctx, jobTypeName(kind)+".Wait")
 	var last *S
 	defer func() {
 		if err == nil && last != nil {
@@ -240,14 +252,6 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 		return last, &JobError{Kind: kind, JobID: id, Status: string(s), Message: msg}
 	}
 	return last, nil
-}
-
-// jobOpName is the type name of a job kind's handle, as operations name it.
-func jobOpName(kind string) string {
-	if kind == "enrichment" {
-		return "EnrichJob"
-	}
-	return "DeliveryJob"
 }
 
 // chargedBy records what a job's last status says was charged: a

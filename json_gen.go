@@ -83,55 +83,85 @@ type (
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r AIAction) MarshalJSON() ([]byte, error) { return marshal(jsonAIAction(r)) }
+func (r AIAction) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *AIAction) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAIAction)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r AIAction) InvalidFields() []string { return invalidFields[jsonAIAction](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Address) MarshalJSON() ([]byte, error) { return marshal(jsonAddress(r)) }
+func (r Address) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Address) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAddress)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Address) InvalidFields() []string { return invalidFields[jsonAddress](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Agent) MarshalJSON() ([]byte, error) { return marshal(jsonAgent(r)) }
+func (r Agent) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Agent) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAgent)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Agent) InvalidFields() []string { return invalidFields[jsonAgent](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Branch) MarshalJSON() ([]byte, error) { return marshal(jsonBranch(r)) }
+func (r Branch) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Branch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonBranch)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Branch) InvalidFields() []string { return invalidFields[jsonBranch](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r BranchPage) MarshalJSON() ([]byte, error) { return marshal(jsonBranchPage(r)) }
+func (r BranchPage) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *BranchPage) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonBranchPage)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r BranchPage) InvalidFields() []string { return invalidFields[jsonBranchPage](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r CRMBilling) MarshalJSON() ([]byte, error) { return marshal(jsonCRMBilling(r)) }
+func (r CRMBilling) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *CRMBilling) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMBilling)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r CRMBilling) InvalidFields() []string { return invalidFields[jsonCRMBilling](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r CRMPushResponse) MarshalJSON() ([]byte, error) { return marshal(jsonCRMPushResponse(r)) }
+func (r CRMPushResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -139,41 +169,66 @@ func (r *CRMPushResponse) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonCRMPushResponse)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r CRMPushResponse) InvalidFields() []string { return invalidFields[jsonCRMPushResponse](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r CRMPushResult) MarshalJSON() ([]byte, error) { return marshal(jsonCRMPushResult(r)) }
+func (r CRMPushResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *CRMPushResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMPushResult)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r CRMPushResult) InvalidFields() []string { return invalidFields[jsonCRMPushResult](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r CRMPushSummary) MarshalJSON() ([]byte, error) { return marshal(jsonCRMPushSummary(r)) }
+func (r CRMPushSummary) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *CRMPushSummary) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMPushSummary)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r CRMPushSummary) InvalidFields() []string { return invalidFields[jsonCRMPushSummary](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r CRMStatus) MarshalJSON() ([]byte, error) { return marshal(jsonCRMStatus(r)) }
+func (r CRMStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *CRMStatus) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMStatus)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r CRMStatus) InvalidFields() []string { return invalidFields[jsonCRMStatus](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Call) MarshalJSON() ([]byte, error) { return marshal(jsonCall(r)) }
+func (r Call) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Call) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCall)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Call) InvalidFields() []string { return invalidFields[jsonCall](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r ChartCompleteness) MarshalJSON() ([]byte, error) { return marshal(jsonChartCompleteness(r)) }
+func (r ChartCompleteness) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -181,89 +236,146 @@ func (r *ChartCompleteness) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonChartCompleteness)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r ChartCompleteness) InvalidFields() []string {
+	return invalidFields[jsonChartCompleteness](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r ChartResponse) MarshalJSON() ([]byte, error) { return marshal(jsonChartResponse(r)) }
+func (r ChartResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *ChartResponse) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartResponse)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r ChartResponse) InvalidFields() []string { return invalidFields[jsonChartResponse](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r ChartRow) MarshalJSON() ([]byte, error) { return marshal(jsonChartRow(r)) }
+func (r ChartRow) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *ChartRow) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartRow)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r ChartRow) InvalidFields() []string { return invalidFields[jsonChartRow](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r ChartSegment) MarshalJSON() ([]byte, error) { return marshal(jsonChartSegment(r)) }
+func (r ChartSegment) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *ChartSegment) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartSegment)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r ChartSegment) InvalidFields() []string { return invalidFields[jsonChartSegment](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Company) MarshalJSON() ([]byte, error) { return marshal(jsonCompany(r)) }
+func (r Company) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Company) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCompany)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Company) InvalidFields() []string { return invalidFields[jsonCompany](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r CompanyRef) MarshalJSON() ([]byte, error) { return marshal(jsonCompanyRef(r)) }
+func (r CompanyRef) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *CompanyRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCompanyRef)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r CompanyRef) InvalidFields() []string { return invalidFields[jsonCompanyRef](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Count) MarshalJSON() ([]byte, error) { return marshal(jsonCount(r)) }
+func (r Count) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Count) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCount)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Count) InvalidFields() []string { return invalidFields[jsonCount](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r DeliveryStatus) MarshalJSON() ([]byte, error) { return marshal(jsonDeliveryStatus(r)) }
+func (r DeliveryStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *DeliveryStatus) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonDeliveryStatus)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r DeliveryStatus) InvalidFields() []string { return invalidFields[jsonDeliveryStatus](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Email) MarshalJSON() ([]byte, error) { return marshal(jsonEmail(r)) }
+func (r Email) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Email) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEmail)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Email) InvalidFields() []string { return invalidFields[jsonEmail](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r EnrichCounts) MarshalJSON() ([]byte, error) { return marshal(jsonEnrichCounts(r)) }
+func (r EnrichCounts) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *EnrichCounts) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEnrichCounts)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r EnrichCounts) InvalidFields() []string { return invalidFields[jsonEnrichCounts](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r EnrichData) MarshalJSON() ([]byte, error) { return marshal(jsonEnrichData(r)) }
+func (r EnrichData) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *EnrichData) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEnrichData)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r EnrichData) InvalidFields() []string { return invalidFields[jsonEnrichData](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r EnrichJobStatus) MarshalJSON() ([]byte, error) { return marshal(jsonEnrichJobStatus(r)) }
+func (r EnrichJobStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -271,17 +383,27 @@ func (r *EnrichJobStatus) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonEnrichJobStatus)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r EnrichJobStatus) InvalidFields() []string { return invalidFields[jsonEnrichJobStatus](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r EnrichResult) MarshalJSON() ([]byte, error) { return marshal(jsonEnrichResult(r)) }
+func (r EnrichResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *EnrichResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEnrichResult)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r EnrichResult) InvalidFields() []string { return invalidFields[jsonEnrichResult](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r EnrichmentEntry) MarshalJSON() ([]byte, error) { return marshal(jsonEnrichmentEntry(r)) }
+func (r EnrichmentEntry) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -289,11 +411,14 @@ func (r *EnrichmentEntry) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonEnrichmentEntry)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r EnrichmentEntry) InvalidFields() []string { return invalidFields[jsonEnrichmentEntry](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r EnrichmentResultEntry) MarshalJSON() ([]byte, error) {
-	return marshal(jsonEnrichmentResultEntry(r))
-}
+func (r EnrichmentResultEntry) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -301,17 +426,29 @@ func (r *EnrichmentResultEntry) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonEnrichmentResultEntry)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r EnrichmentResultEntry) InvalidFields() []string {
+	return invalidFields[jsonEnrichmentResultEntry](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r FilterIcon) MarshalJSON() ([]byte, error) { return marshal(jsonFilterIcon(r)) }
+func (r FilterIcon) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *FilterIcon) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonFilterIcon)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r FilterIcon) InvalidFields() []string { return invalidFields[jsonFilterIcon](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r HostSearchResult) MarshalJSON() ([]byte, error) { return marshal(jsonHostSearchResult(r)) }
+func (r HostSearchResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -319,11 +456,16 @@ func (r *HostSearchResult) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonHostSearchResult)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r HostSearchResult) InvalidFields() []string {
+	return invalidFields[jsonHostSearchResult](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r InstantSearchResult) MarshalJSON() ([]byte, error) {
-	return marshal(jsonInstantSearchResult(r))
-}
+func (r InstantSearchResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -331,19 +473,29 @@ func (r *InstantSearchResult) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonInstantSearchResult)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r InstantSearchResult) InvalidFields() []string {
+	return invalidFields[jsonInstantSearchResult](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r LenderChannel) MarshalJSON() ([]byte, error) { return marshal(jsonLenderChannel(r)) }
+func (r LenderChannel) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *LenderChannel) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLenderChannel)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r LenderChannel) InvalidFields() []string { return invalidFields[jsonLenderChannel](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r LenderNormalization) MarshalJSON() ([]byte, error) {
-	return marshal(jsonLenderNormalization(r))
-}
+func (r LenderNormalization) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -351,27 +503,42 @@ func (r *LenderNormalization) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonLenderNormalization)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r LenderNormalization) InvalidFields() []string {
+	return invalidFields[jsonLenderNormalization](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Loan) MarshalJSON() ([]byte, error) { return marshal(jsonLoan(r)) }
+func (r Loan) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Loan) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLoan)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Loan) InvalidFields() []string { return invalidFields[jsonLoan](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Location) MarshalJSON() ([]byte, error) { return marshal(jsonLocation(r)) }
+func (r Location) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Location) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLocation)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Location) InvalidFields() []string { return invalidFields[jsonLocation](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r LocationNormalization) MarshalJSON() ([]byte, error) {
-	return marshal(jsonLocationNormalization(r))
-}
+func (r LocationNormalization) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -379,9 +546,16 @@ func (r *LocationNormalization) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonLocationNormalization)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r LocationNormalization) InvalidFields() []string {
+	return invalidFields[jsonLocationNormalization](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r LocationSuggestion) MarshalJSON() ([]byte, error) { return marshal(jsonLocationSuggestion(r)) }
+func (r LocationSuggestion) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -389,9 +563,16 @@ func (r *LocationSuggestion) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonLocationSuggestion)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r LocationSuggestion) InvalidFields() []string {
+	return invalidFields[jsonLocationSuggestion](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r MarketMovementRow) MarshalJSON() ([]byte, error) { return marshal(jsonMarketMovementRow(r)) }
+func (r MarketMovementRow) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -399,25 +580,42 @@ func (r *MarketMovementRow) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonMarketMovementRow)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r MarketMovementRow) InvalidFields() []string {
+	return invalidFields[jsonMarketMovementRow](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r MarketRecord) MarshalJSON() ([]byte, error) { return marshal(jsonMarketRecord(r)) }
+func (r MarketRecord) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *MarketRecord) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonMarketRecord)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r MarketRecord) InvalidFields() []string { return invalidFields[jsonMarketRecord](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r MeetingResult) MarshalJSON() ([]byte, error) { return marshal(jsonMeetingResult(r)) }
+func (r MeetingResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *MeetingResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonMeetingResult)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r MeetingResult) InvalidFields() []string { return invalidFields[jsonMeetingResult](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r MostGainedResponse) MarshalJSON() ([]byte, error) { return marshal(jsonMostGainedResponse(r)) }
+func (r MostGainedResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -425,49 +623,81 @@ func (r *MostGainedResponse) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonMostGainedResponse)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r MostGainedResponse) InvalidFields() []string {
+	return invalidFields[jsonMostGainedResponse](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r MovementWindow) MarshalJSON() ([]byte, error) { return marshal(jsonMovementWindow(r)) }
+func (r MovementWindow) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *MovementWindow) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonMovementWindow)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r MovementWindow) InvalidFields() []string { return invalidFields[jsonMovementWindow](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r NoteEdit) MarshalJSON() ([]byte, error) { return marshal(jsonNoteEdit(r)) }
+func (r NoteEdit) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *NoteEdit) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonNoteEdit)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r NoteEdit) InvalidFields() []string { return invalidFields[jsonNoteEdit](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r OfficeOverride) MarshalJSON() ([]byte, error) { return marshal(jsonOfficeOverride(r)) }
+func (r OfficeOverride) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *OfficeOverride) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOfficeOverride)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r OfficeOverride) InvalidFields() []string { return invalidFields[jsonOfficeOverride](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r OfficeRef) MarshalJSON() ([]byte, error) { return marshal(jsonOfficeRef(r)) }
+func (r OfficeRef) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *OfficeRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOfficeRef)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r OfficeRef) InvalidFields() []string { return invalidFields[jsonOfficeRef](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r OrgMember) MarshalJSON() ([]byte, error) { return marshal(jsonOrgMember(r)) }
+func (r OrgMember) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *OrgMember) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOrgMember)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r OrgMember) InvalidFields() []string { return invalidFields[jsonOrgMember](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r OrganizationMatch) MarshalJSON() ([]byte, error) { return marshal(jsonOrganizationMatch(r)) }
+func (r OrganizationMatch) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -475,17 +705,29 @@ func (r *OrganizationMatch) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonOrganizationMatch)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r OrganizationMatch) InvalidFields() []string {
+	return invalidFields[jsonOrganizationMatch](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Originator) MarshalJSON() ([]byte, error) { return marshal(jsonOriginator(r)) }
+func (r Originator) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Originator) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOriginator)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Originator) InvalidFields() []string { return invalidFields[jsonOriginator](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r OriginatorCount) MarshalJSON() ([]byte, error) { return marshal(jsonOriginatorCount(r)) }
+func (r OriginatorCount) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -493,73 +735,118 @@ func (r *OriginatorCount) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonOriginatorCount)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r OriginatorCount) InvalidFields() []string { return invalidFields[jsonOriginatorCount](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r OriginatorHit) MarshalJSON() ([]byte, error) { return marshal(jsonOriginatorHit(r)) }
+func (r OriginatorHit) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *OriginatorHit) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOriginatorHit)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r OriginatorHit) InvalidFields() []string { return invalidFields[jsonOriginatorHit](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Person) MarshalJSON() ([]byte, error) { return marshal(jsonPerson(r)) }
+func (r Person) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Person) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPerson)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Person) InvalidFields() []string { return invalidFields[jsonPerson](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r PersonMatch) MarshalJSON() ([]byte, error) { return marshal(jsonPersonMatch(r)) }
+func (r PersonMatch) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *PersonMatch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPersonMatch)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r PersonMatch) InvalidFields() []string { return invalidFields[jsonPersonMatch](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r PersonName) MarshalJSON() ([]byte, error) { return marshal(jsonPersonName(r)) }
+func (r PersonName) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *PersonName) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPersonName)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r PersonName) InvalidFields() []string { return invalidFields[jsonPersonName](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r PhoneNumber) MarshalJSON() ([]byte, error) { return marshal(jsonPhoneNumber(r)) }
+func (r PhoneNumber) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *PhoneNumber) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPhoneNumber)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r PhoneNumber) InvalidFields() []string { return invalidFields[jsonPhoneNumber](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Property) MarshalJSON() ([]byte, error) { return marshal(jsonProperty(r)) }
+func (r Property) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Property) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonProperty)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Property) InvalidFields() []string { return invalidFields[jsonProperty](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r RecordRemoval) MarshalJSON() ([]byte, error) { return marshal(jsonRecordRemoval(r)) }
+func (r RecordRemoval) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *RecordRemoval) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonRecordRemoval)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r RecordRemoval) InvalidFields() []string { return invalidFields[jsonRecordRemoval](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r RelatedRef) MarshalJSON() ([]byte, error) { return marshal(jsonRelatedRef(r)) }
+func (r RelatedRef) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *RelatedRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonRelatedRef)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r RelatedRef) InvalidFields() []string { return invalidFields[jsonRelatedRef](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r RelatedResponse) MarshalJSON() ([]byte, error) { return marshal(jsonRelatedResponse(r)) }
+func (r RelatedResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -567,27 +854,40 @@ func (r *RelatedResponse) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonRelatedResponse)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r RelatedResponse) InvalidFields() []string { return invalidFields[jsonRelatedResponse](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Sale) MarshalJSON() ([]byte, error) { return marshal(jsonSale(r)) }
+func (r Sale) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Sale) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSale)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Sale) InvalidFields() []string { return invalidFields[jsonSale](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r SavedFilter) MarshalJSON() ([]byte, error) { return marshal(jsonSavedFilter(r)) }
+func (r SavedFilter) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *SavedFilter) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSavedFilter)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r SavedFilter) InvalidFields() []string { return invalidFields[jsonSavedFilter](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r SavedFilterDeletion) MarshalJSON() ([]byte, error) {
-	return marshal(jsonSavedFilterDeletion(r))
-}
+func (r SavedFilterDeletion) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -595,49 +895,81 @@ func (r *SavedFilterDeletion) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonSavedFilterDeletion)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r SavedFilterDeletion) InvalidFields() []string {
+	return invalidFields[jsonSavedFilterDeletion](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r SearchToken) MarshalJSON() ([]byte, error) { return marshal(jsonSearchToken(r)) }
+func (r SearchToken) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *SearchToken) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSearchToken)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r SearchToken) InvalidFields() []string { return invalidFields[jsonSearchToken](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r ShareResult) MarshalJSON() ([]byte, error) { return marshal(jsonShareResult(r)) }
+func (r ShareResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *ShareResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonShareResult)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r ShareResult) InvalidFields() []string { return invalidFields[jsonShareResult](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r Task) MarshalJSON() ([]byte, error) { return marshal(jsonTask(r)) }
+func (r Task) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *Task) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTask)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r Task) InvalidFields() []string { return invalidFields[jsonTask](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r TaskDisplay) MarshalJSON() ([]byte, error) { return marshal(jsonTaskDisplay(r)) }
+func (r TaskDisplay) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *TaskDisplay) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTaskDisplay)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r TaskDisplay) InvalidFields() []string { return invalidFields[jsonTaskDisplay](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r TaskOverrides) MarshalJSON() ([]byte, error) { return marshal(jsonTaskOverrides(r)) }
+func (r TaskOverrides) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *TaskOverrides) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTaskOverrides)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r TaskOverrides) InvalidFields() []string { return invalidFields[jsonTaskOverrides](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r TitleCompanyPage) MarshalJSON() ([]byte, error) { return marshal(jsonTitleCompanyPage(r)) }
+func (r TitleCompanyPage) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -645,9 +977,16 @@ func (r *TitleCompanyPage) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonTitleCompanyPage)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r TitleCompanyPage) InvalidFields() []string {
+	return invalidFields[jsonTitleCompanyPage](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r TitleCompanyRow) MarshalJSON() ([]byte, error) { return marshal(jsonTitleCompanyRow(r)) }
+func (r TitleCompanyRow) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -655,9 +994,14 @@ func (r *TitleCompanyRow) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonTitleCompanyRow)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r TitleCompanyRow) InvalidFields() []string { return invalidFields[jsonTitleCompanyRow](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r TitleCompanyTotals) MarshalJSON() ([]byte, error) { return marshal(jsonTitleCompanyTotals(r)) }
+func (r TitleCompanyTotals) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
@@ -665,142 +1009,195 @@ func (r *TitleCompanyTotals) UnmarshalJSON(b []byte) error {
 	return unmarshal(b, (*jsonTitleCompanyTotals)(r))
 }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r TitleCompanyTotals) InvalidFields() []string {
+	return invalidFields[jsonTitleCompanyTotals](r.Extra)
+}
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r TranscriptLine) MarshalJSON() ([]byte, error) { return marshal(jsonTranscriptLine(r)) }
+func (r TranscriptLine) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *TranscriptLine) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTranscriptLine)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r TranscriptLine) InvalidFields() []string { return invalidFields[jsonTranscriptLine](r.Extra) }
+
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r WorkspaceTask) MarshalJSON() ([]byte, error) { return marshal(jsonWorkspaceTask(r)) }
+func (r WorkspaceTask) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *WorkspaceTask) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonWorkspaceTask)(r)) }
 
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r WorkspaceTask) InvalidFields() []string { return invalidFields[jsonWorkspaceTask](r.Extra) }
+
 // recordMarshalers encode each record through its JSON shape in one pass;
 // the SDK's options carry them, so no record needs a v2 method.
 var recordMarshalers = jsonv2.JoinMarshalers(
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r AIAction) error { return jsonv2.MarshalEncode(e, jsonAIAction(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Address) error { return jsonv2.MarshalEncode(e, jsonAddress(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Agent) error { return jsonv2.MarshalEncode(e, jsonAgent(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Branch) error { return jsonv2.MarshalEncode(e, jsonBranch(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r BranchPage) error { return jsonv2.MarshalEncode(e, jsonBranchPage(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMBilling) error { return jsonv2.MarshalEncode(e, jsonCRMBilling(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r AIAction) error { return marshalRecord(e, (*jsonAIAction)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Address) error { return marshalRecord(e, (*jsonAddress)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Agent) error { return marshalRecord(e, (*jsonAgent)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Branch) error { return marshalRecord(e, (*jsonBranch)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r BranchPage) error { return marshalRecord(e, (*jsonBranchPage)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMBilling) error { return marshalRecord(e, (*jsonCRMBilling)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMPushResponse) error {
-		return jsonv2.MarshalEncode(e, jsonCRMPushResponse(r))
+		return marshalRecord(e, (*jsonCRMPushResponse)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMPushResult) error { return jsonv2.MarshalEncode(e, jsonCRMPushResult(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMPushResult) error {
+		return marshalRecord(e, (*jsonCRMPushResult)(&r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMPushSummary) error {
-		return jsonv2.MarshalEncode(e, jsonCRMPushSummary(r))
+		return marshalRecord(e, (*jsonCRMPushSummary)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMStatus) error { return jsonv2.MarshalEncode(e, jsonCRMStatus(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Call) error { return jsonv2.MarshalEncode(e, jsonCall(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMStatus) error { return marshalRecord(e, (*jsonCRMStatus)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Call) error { return marshalRecord(e, (*jsonCall)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartCompleteness) error {
-		return jsonv2.MarshalEncode(e, jsonChartCompleteness(r))
+		return marshalRecord(e, (*jsonChartCompleteness)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartResponse) error { return jsonv2.MarshalEncode(e, jsonChartResponse(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartRow) error { return jsonv2.MarshalEncode(e, jsonChartRow(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartSegment) error { return jsonv2.MarshalEncode(e, jsonChartSegment(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Company) error { return jsonv2.MarshalEncode(e, jsonCompany(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CompanyRef) error { return jsonv2.MarshalEncode(e, jsonCompanyRef(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Count) error { return jsonv2.MarshalEncode(e, jsonCount(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartResponse) error {
+		return marshalRecord(e, (*jsonChartResponse)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartRow) error { return marshalRecord(e, (*jsonChartRow)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartSegment) error {
+		return marshalRecord(e, (*jsonChartSegment)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Company) error { return marshalRecord(e, (*jsonCompany)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CompanyRef) error { return marshalRecord(e, (*jsonCompanyRef)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Count) error { return marshalRecord(e, (*jsonCount)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r DeliveryStatus) error {
-		return jsonv2.MarshalEncode(e, jsonDeliveryStatus(r))
+		return marshalRecord(e, (*jsonDeliveryStatus)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Email) error { return jsonv2.MarshalEncode(e, jsonEmail(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichCounts) error { return jsonv2.MarshalEncode(e, jsonEnrichCounts(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichData) error { return jsonv2.MarshalEncode(e, jsonEnrichData(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Email) error { return marshalRecord(e, (*jsonEmail)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichCounts) error {
+		return marshalRecord(e, (*jsonEnrichCounts)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichData) error { return marshalRecord(e, (*jsonEnrichData)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichJobStatus) error {
-		return jsonv2.MarshalEncode(e, jsonEnrichJobStatus(r))
+		return marshalRecord(e, (*jsonEnrichJobStatus)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichResult) error { return jsonv2.MarshalEncode(e, jsonEnrichResult(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichResult) error {
+		return marshalRecord(e, (*jsonEnrichResult)(&r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichmentEntry) error {
-		return jsonv2.MarshalEncode(e, jsonEnrichmentEntry(r))
+		return marshalRecord(e, (*jsonEnrichmentEntry)(&r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichmentResultEntry) error {
-		return jsonv2.MarshalEncode(e, jsonEnrichmentResultEntry(r))
+		return marshalRecord(e, (*jsonEnrichmentResultEntry)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r FilterIcon) error { return jsonv2.MarshalEncode(e, jsonFilterIcon(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r FilterIcon) error { return marshalRecord(e, (*jsonFilterIcon)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r HostSearchResult) error {
-		return jsonv2.MarshalEncode(e, jsonHostSearchResult(r))
+		return marshalRecord(e, (*jsonHostSearchResult)(&r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r InstantSearchResult) error {
-		return jsonv2.MarshalEncode(e, jsonInstantSearchResult(r))
+		return marshalRecord(e, (*jsonInstantSearchResult)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r LenderChannel) error { return jsonv2.MarshalEncode(e, jsonLenderChannel(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r LenderChannel) error {
+		return marshalRecord(e, (*jsonLenderChannel)(&r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r LenderNormalization) error {
-		return jsonv2.MarshalEncode(e, jsonLenderNormalization(r))
+		return marshalRecord(e, (*jsonLenderNormalization)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Loan) error { return jsonv2.MarshalEncode(e, jsonLoan(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Location) error { return jsonv2.MarshalEncode(e, jsonLocation(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Loan) error { return marshalRecord(e, (*jsonLoan)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Location) error { return marshalRecord(e, (*jsonLocation)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r LocationNormalization) error {
-		return jsonv2.MarshalEncode(e, jsonLocationNormalization(r))
+		return marshalRecord(e, (*jsonLocationNormalization)(&r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r LocationSuggestion) error {
-		return jsonv2.MarshalEncode(e, jsonLocationSuggestion(r))
+		return marshalRecord(e, (*jsonLocationSuggestion)(&r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MarketMovementRow) error {
-		return jsonv2.MarshalEncode(e, jsonMarketMovementRow(r))
+		return marshalRecord(e, (*jsonMarketMovementRow)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MarketRecord) error { return jsonv2.MarshalEncode(e, jsonMarketRecord(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MeetingResult) error { return jsonv2.MarshalEncode(e, jsonMeetingResult(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MarketRecord) error {
+		return marshalRecord(e, (*jsonMarketRecord)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MeetingResult) error {
+		return marshalRecord(e, (*jsonMeetingResult)(&r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MostGainedResponse) error {
-		return jsonv2.MarshalEncode(e, jsonMostGainedResponse(r))
+		return marshalRecord(e, (*jsonMostGainedResponse)(&r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MovementWindow) error {
-		return jsonv2.MarshalEncode(e, jsonMovementWindow(r))
+		return marshalRecord(e, (*jsonMovementWindow)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r NoteEdit) error { return jsonv2.MarshalEncode(e, jsonNoteEdit(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r NoteEdit) error { return marshalRecord(e, (*jsonNoteEdit)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OfficeOverride) error {
-		return jsonv2.MarshalEncode(e, jsonOfficeOverride(r))
+		return marshalRecord(e, (*jsonOfficeOverride)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OfficeRef) error { return jsonv2.MarshalEncode(e, jsonOfficeRef(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OrgMember) error { return jsonv2.MarshalEncode(e, jsonOrgMember(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OfficeRef) error { return marshalRecord(e, (*jsonOfficeRef)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OrgMember) error { return marshalRecord(e, (*jsonOrgMember)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OrganizationMatch) error {
-		return jsonv2.MarshalEncode(e, jsonOrganizationMatch(r))
+		return marshalRecord(e, (*jsonOrganizationMatch)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Originator) error { return jsonv2.MarshalEncode(e, jsonOriginator(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Originator) error { return marshalRecord(e, (*jsonOriginator)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OriginatorCount) error {
-		return jsonv2.MarshalEncode(e, jsonOriginatorCount(r))
+		return marshalRecord(e, (*jsonOriginatorCount)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OriginatorHit) error { return jsonv2.MarshalEncode(e, jsonOriginatorHit(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Person) error { return jsonv2.MarshalEncode(e, jsonPerson(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r PersonMatch) error { return jsonv2.MarshalEncode(e, jsonPersonMatch(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r PersonName) error { return jsonv2.MarshalEncode(e, jsonPersonName(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r PhoneNumber) error { return jsonv2.MarshalEncode(e, jsonPhoneNumber(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Property) error { return jsonv2.MarshalEncode(e, jsonProperty(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r RecordRemoval) error { return jsonv2.MarshalEncode(e, jsonRecordRemoval(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r RelatedRef) error { return jsonv2.MarshalEncode(e, jsonRelatedRef(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OriginatorHit) error {
+		return marshalRecord(e, (*jsonOriginatorHit)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Person) error { return marshalRecord(e, (*jsonPerson)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r PersonMatch) error {
+		return marshalRecord(e, (*jsonPersonMatch)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r PersonName) error { return marshalRecord(e, (*jsonPersonName)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r PhoneNumber) error {
+		return marshalRecord(e, (*jsonPhoneNumber)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Property) error { return marshalRecord(e, (*jsonProperty)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r RecordRemoval) error {
+		return marshalRecord(e, (*jsonRecordRemoval)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r RelatedRef) error { return marshalRecord(e, (*jsonRelatedRef)(&r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r RelatedResponse) error {
-		return jsonv2.MarshalEncode(e, jsonRelatedResponse(r))
+		return marshalRecord(e, (*jsonRelatedResponse)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Sale) error { return jsonv2.MarshalEncode(e, jsonSale(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r SavedFilter) error { return jsonv2.MarshalEncode(e, jsonSavedFilter(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Sale) error { return marshalRecord(e, (*jsonSale)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r SavedFilter) error {
+		return marshalRecord(e, (*jsonSavedFilter)(&r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r SavedFilterDeletion) error {
-		return jsonv2.MarshalEncode(e, jsonSavedFilterDeletion(r))
+		return marshalRecord(e, (*jsonSavedFilterDeletion)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r SearchToken) error { return jsonv2.MarshalEncode(e, jsonSearchToken(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ShareResult) error { return jsonv2.MarshalEncode(e, jsonShareResult(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Task) error { return jsonv2.MarshalEncode(e, jsonTask(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TaskDisplay) error { return jsonv2.MarshalEncode(e, jsonTaskDisplay(r)) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TaskOverrides) error { return jsonv2.MarshalEncode(e, jsonTaskOverrides(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r SearchToken) error {
+		return marshalRecord(e, (*jsonSearchToken)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ShareResult) error {
+		return marshalRecord(e, (*jsonShareResult)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Task) error { return marshalRecord(e, (*jsonTask)(&r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TaskDisplay) error {
+		return marshalRecord(e, (*jsonTaskDisplay)(&r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TaskOverrides) error {
+		return marshalRecord(e, (*jsonTaskOverrides)(&r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TitleCompanyPage) error {
-		return jsonv2.MarshalEncode(e, jsonTitleCompanyPage(r))
+		return marshalRecord(e, (*jsonTitleCompanyPage)(&r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TitleCompanyRow) error {
-		return jsonv2.MarshalEncode(e, jsonTitleCompanyRow(r))
+		return marshalRecord(e, (*jsonTitleCompanyRow)(&r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TitleCompanyTotals) error {
-		return jsonv2.MarshalEncode(e, jsonTitleCompanyTotals(r))
+		return marshalRecord(e, (*jsonTitleCompanyTotals)(&r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TranscriptLine) error {
-		return jsonv2.MarshalEncode(e, jsonTranscriptLine(r))
+		return marshalRecord(e, (*jsonTranscriptLine)(&r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r WorkspaceTask) error { return jsonv2.MarshalEncode(e, jsonWorkspaceTask(r)) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r WorkspaceTask) error {
+		return marshalRecord(e, (*jsonWorkspaceTask)(&r), r.Extra)
+	}),
 )
 
 // recordUnmarshalers decode each record through its JSON shape in one
@@ -958,5 +1355,179 @@ var recordUnmarshalers = jsonv2.JoinUnmarshalers(
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *WorkspaceTask) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonWorkspaceTask)(r))
+	}),
+)
+
+// recordUnmarshalersLenient decode each record leniently
+// (WithLenientDecoding): see lenientDecode.
+var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *AIAction) error { return lenientDecode(d, (*jsonAIAction)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Address) error { return lenientDecode(d, (*jsonAddress)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Agent) error { return lenientDecode(d, (*jsonAgent)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error { return lenientDecode(d, (*jsonBranch)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *BranchPage) error {
+		return lenientDecode(d, (*jsonBranchPage)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMBilling) error {
+		return lenientDecode(d, (*jsonCRMBilling)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResponse) error {
+		return lenientDecode(d, (*jsonCRMPushResponse)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResult) error {
+		return lenientDecode(d, (*jsonCRMPushResult)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushSummary) error {
+		return lenientDecode(d, (*jsonCRMPushSummary)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMStatus) error { return lenientDecode(d, (*jsonCRMStatus)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Call) error { return lenientDecode(d, (*jsonCall)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartCompleteness) error {
+		return lenientDecode(d, (*jsonChartCompleteness)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartResponse) error {
+		return lenientDecode(d, (*jsonChartResponse)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error { return lenientDecode(d, (*jsonChartRow)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartSegment) error {
+		return lenientDecode(d, (*jsonChartSegment)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error { return lenientDecode(d, (*jsonCompany)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CompanyRef) error {
+		return lenientDecode(d, (*jsonCompanyRef)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error { return lenientDecode(d, (*jsonCount)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeliveryStatus) error {
+		return lenientDecode(d, (*jsonDeliveryStatus)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error { return lenientDecode(d, (*jsonEmail)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichCounts) error {
+		return lenientDecode(d, (*jsonEnrichCounts)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichData) error {
+		return lenientDecode(d, (*jsonEnrichData)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichJobStatus) error {
+		return lenientDecode(d, (*jsonEnrichJobStatus)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichResult) error {
+		return lenientDecode(d, (*jsonEnrichResult)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentEntry) error {
+		return lenientDecode(d, (*jsonEnrichmentEntry)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentResultEntry) error {
+		return lenientDecode(d, (*jsonEnrichmentResultEntry)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *FilterIcon) error {
+		return lenientDecode(d, (*jsonFilterIcon)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *HostSearchResult) error {
+		return lenientDecode(d, (*jsonHostSearchResult)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *InstantSearchResult) error {
+		return lenientDecode(d, (*jsonInstantSearchResult)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderChannel) error {
+		return lenientDecode(d, (*jsonLenderChannel)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderNormalization) error {
+		return lenientDecode(d, (*jsonLenderNormalization)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Loan) error { return lenientDecode(d, (*jsonLoan)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Location) error { return lenientDecode(d, (*jsonLocation)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationNormalization) error {
+		return lenientDecode(d, (*jsonLocationNormalization)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationSuggestion) error {
+		return lenientDecode(d, (*jsonLocationSuggestion)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketMovementRow) error {
+		return lenientDecode(d, (*jsonMarketMovementRow)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketRecord) error {
+		return lenientDecode(d, (*jsonMarketRecord)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MeetingResult) error {
+		return lenientDecode(d, (*jsonMeetingResult)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MostGainedResponse) error {
+		return lenientDecode(d, (*jsonMostGainedResponse)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MovementWindow) error {
+		return lenientDecode(d, (*jsonMovementWindow)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *NoteEdit) error { return lenientDecode(d, (*jsonNoteEdit)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeOverride) error {
+		return lenientDecode(d, (*jsonOfficeOverride)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeRef) error { return lenientDecode(d, (*jsonOfficeRef)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrgMember) error { return lenientDecode(d, (*jsonOrgMember)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrganizationMatch) error {
+		return lenientDecode(d, (*jsonOrganizationMatch)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Originator) error {
+		return lenientDecode(d, (*jsonOriginator)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorCount) error {
+		return lenientDecode(d, (*jsonOriginatorCount)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorHit) error {
+		return lenientDecode(d, (*jsonOriginatorHit)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Person) error { return lenientDecode(d, (*jsonPerson)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonMatch) error {
+		return lenientDecode(d, (*jsonPersonMatch)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonName) error {
+		return lenientDecode(d, (*jsonPersonName)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PhoneNumber) error {
+		return lenientDecode(d, (*jsonPhoneNumber)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error { return lenientDecode(d, (*jsonProperty)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RecordRemoval) error {
+		return lenientDecode(d, (*jsonRecordRemoval)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedRef) error {
+		return lenientDecode(d, (*jsonRelatedRef)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedResponse) error {
+		return lenientDecode(d, (*jsonRelatedResponse)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error { return lenientDecode(d, (*jsonSale)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilter) error {
+		return lenientDecode(d, (*jsonSavedFilter)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilterDeletion) error {
+		return lenientDecode(d, (*jsonSavedFilterDeletion)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SearchToken) error {
+		return lenientDecode(d, (*jsonSearchToken)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ShareResult) error {
+		return lenientDecode(d, (*jsonShareResult)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error { return lenientDecode(d, (*jsonTask)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskDisplay) error {
+		return lenientDecode(d, (*jsonTaskDisplay)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskOverrides) error {
+		return lenientDecode(d, (*jsonTaskOverrides)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyPage) error {
+		return lenientDecode(d, (*jsonTitleCompanyPage)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyRow) error {
+		return lenientDecode(d, (*jsonTitleCompanyRow)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyTotals) error {
+		return lenientDecode(d, (*jsonTitleCompanyTotals)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TranscriptLine) error {
+		return lenientDecode(d, (*jsonTranscriptLine)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *WorkspaceTask) error {
+		return lenientDecode(d, (*jsonWorkspaceTask)(r), &r.Extra)
 	}),
 )

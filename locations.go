@@ -90,7 +90,7 @@ func (s *LocationsService) Suggest(ctx context.Context, q string, limit int) ([]
 	var out struct {
 		Suggestions []LocationSuggestion `json:"suggestions"`
 	}
-	if _, err := s.client.send(ctx, request{method: http.MethodGet, path: "/v1/locations/suggest", query: v, kind: retry.Idempotent}, &out); err != nil {
+	if _, err := s.client.send(ctx, request{op: "Locations.Suggest", method: http.MethodGet, path: "/v1/locations/suggest", query: v, kind: retry.Idempotent}, &out); err != nil {
 		return nil, err
 	}
 	return out.Suggestions, nil
@@ -103,6 +103,6 @@ func (s *LocationsService) Retrieve(ctx context.Context, mapID string) (*Locatio
 	if mapID == "" {
 		return nil, invalidArg("mapID", "must not be empty: use a suggestion's MapID")
 	}
-	return call[Location](ctx, s.client, request{method: http.MethodGet, path: "/v1/locations/retrieve",
+	return call[Location](ctx, s.client, request{op: "Locations.Retrieve", method: http.MethodGet, path: "/v1/locations/retrieve",
 		query: url.Values{"mapId": {mapID}}, kind: retry.Idempotent})
 }

@@ -262,7 +262,7 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 	for _, o := range opts {
 		o(&cfg)
 	}
-	req := request{method: http.MethodGet, path: "/v1/market/movement/most-gained", query: p, kind: retry.Idempotent}
+	req := request{op: "Market.MostGained", method: http.MethodGet, path: "/v1/market/movement/most-gained", query: p, kind: retry.Idempotent}
 	var out *MostGainedResponse
 	err = poll.Until(ctx, poll.Config{Factor: 1}, func(ctx context.Context) (bool, poll.Hint, error) {
 		var raw json.RawMessage

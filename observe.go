@@ -349,15 +349,6 @@ func observeSeq[T any](ctx context.Context, c *Client, name string, paged bool, 
 	}
 }
 
-// resourceOp names an operation of a resource service: ("agents", "All")
-// is "Agents.All".
-func resourceOp(resource, method string) string {
-	if resource == "" {
-		return method
-	}
-	return strings.ToUpper(resource[:1]) + resource[1:] + "." + method
-}
-
 // closing ends the operation when rc is closed.
 func (o *opState) closing(rc io.ReadCloser) io.ReadCloser {
 	if o == nil {
@@ -380,34 +371,41 @@ func (c *opCloser) Close() error {
 
 type reqKey struct{}
 
-// reqState follows the attempts of one request (its retries), for the
-// resend count and the retry events.
+// reqState is where one request goes, for its attempts' descriptions, and
+// the Retry-After its last answer asked for. The attempts themselves are
+// counted by the call's callState.
 type reqState struct {
-	mu          sync.Mutex
-	target      Target
-	origin      *url.URL // the host the request was made for
-	template    string
-	attempts    int
-	lastEnd     time.Time
-	lastReason  string // the previous attempt's error type
-	retryAfter  time.Duration
-	maySucceed  bool // the previous attempt may have reached the server and acted
-	rangeHeader string
+	target     Target
+	origin     *url.URL // the host the request was made for
+	template   string
+	mu         sync.Mutex
+	retryAfter time.Duration // asked by the last answer
 }
 
-// trackRequest gives ctx a request state when it is observed and has none.
+// trackRequest gives an observed ctx the state of one request: where it
+// goes and, unless ctx has one, a callState counting its attempts.
 func (c *Client) trackRequest(ctx context.Context, target Target, origin *url.URL, path string) context.Context {
 	if opFrom(ctx) == nil {
-		return ctx
-	}
-	if rs, _ := ctx.Value(reqKey{}).(*reqState); rs != nil {
 		return ctx
 	}
 	rs := &reqState{target: target, origin: origin}
 	if target != TargetStorage {
 		rs.template = strings.TrimRight(origin.EscapedPath(), "/") + urlTemplate(path)
 	}
+	if callStateFrom(ctx) == nil {
+		ctx, _ = trackCall(ctx)
+	}
 	return context.WithValue(ctx, reqKey{}, rs)
+}
+
+// markLost records that an attempt's answer was lost before the one that
+// answered (see Summary.OutcomeUnknown).
+func (o *opState) markLost() {
+	if o != nil {
+		o.mu.Lock()
+		o.lost = true
+		o.mu.Unlock()
+	}
 }
 
 // staticSegments are the path segments of the SDK's requests that are not
@@ -471,30 +469,22 @@ func (t *observeTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		info.URLTemplate = rs.template
 	}
 	info.Range = req.Header.Get("Range")
-	now := time.Now()
-	rs.mu.Lock()
-	redirect := req.Response != nil
-	if !redirect {
-		info.ResendCount = rs.attempts
-		rs.attempts++
-	}
+	// The retry client counted the attempt (beginAttempt) before sending
+	// it; a redirect within it is not an attempt of its own.
 	var retried *Event
-	var serverWait time.Duration
-	if info.ResendCount > 0 && !redirect {
-		retried = &Event{Kind: EventRetry, Reason: rs.lastReason, Wait: now.Sub(rs.lastEnd)}
-		serverWait = rs.retryAfter
-		if rs.maySucceed {
-			op.mu.Lock()
-			op.lost = true
-			op.mu.Unlock()
+	if st := callStateFrom(ctx); st != nil && req.Response == nil {
+		n, reason, backoff := st.attempt()
+		info.ResendCount = max(n-1, 0)
+		if n > 1 {
+			retried = &Event{Kind: EventRetry, Reason: reason, Wait: backoff}
+			rs.mu.Lock()
+			ra := min(rs.retryAfter, t.client.policy.MaxServerWait)
+			rs.mu.Unlock()
+			if ra > 0 {
+				op.event(Event{Kind: EventServerWait, Reason: "retry-after", Wait: ra})
+			}
+			op.event(*retried)
 		}
-	}
-	rs.mu.Unlock()
-	if retried != nil {
-		if serverWait > 0 {
-			op.event(Event{Kind: EventServerWait, Reason: "retry-after", Wait: serverWait})
-		}
-		op.event(*retried)
 	}
 	op.update(func(s *Summary) {
 		s.Attempts++
@@ -511,7 +501,7 @@ func (t *observeTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	res := AttemptResult{}
 	if err != nil {
 		res.ErrorType = errorType(err)
-		rs.ended(res.ErrorType, 0, !retry.NotSent(err))
+		rs.answered(0)
 		att.End(res)
 		return resp, err
 	}
@@ -523,15 +513,15 @@ func (t *observeTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if resp.StatusCode >= 400 {
 		ra, _ = retry.RetryAfter(resp.Header, t.client.now())
 	}
-	rs.ended(res.ErrorType, ra, resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented)
+	rs.answered(ra)
 	resp.Body = &observedBody{rc: resp.Body, att: att, res: res}
 	return resp, nil
 }
 
-// ended records how an attempt ended, for the next one's retry event.
-func (rs *reqState) ended(reason string, retryAfter time.Duration, mayHaveActed bool) {
+// answered records the Retry-After of an attempt's answer (0: none).
+func (rs *reqState) answered(retryAfter time.Duration) {
 	rs.mu.Lock()
-	rs.lastEnd, rs.lastReason, rs.retryAfter, rs.maySucceed = time.Now(), reason, retryAfter, mayHaveActed
+	rs.retryAfter = retryAfter
 	rs.mu.Unlock()
 }
 

@@ -22,8 +22,17 @@ func WithBaseURL(u string) Option { return func(s *settings) { s.baseURL = &u } 
 
 // WithHTTPClient makes the SDK send through hc. Its Transport (and
 // CheckRedirect, Jar, Timeout) are kept; the SDK wraps the transport with its
-// own layers and never replaces or mutates hc.
-func WithHTTPClient(hc *http.Client) Option { return func(s *settings) { s.httpClient = hc } }
+// own layers and never replaces or mutates hc. A nil hc is refused by
+// NewClient: leave the option out for the SDK's own client.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(s *settings) {
+		if hc == nil {
+			s.invalid = append(s.invalid, invalidArg("WithHTTPClient", "the *http.Client is nil; leave the option out for the SDK's own client"))
+			return
+		}
+		s.httpClient = hc
+	}
+}
 
 // WithMaxRetries sets how many times one call is retried at most (default 3;
 // 0 disables retries).

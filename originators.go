@@ -120,7 +120,7 @@ func (s *OriginatorsService) Count(ctx context.Context, req *ListRequest) (*Orig
 	if err != nil {
 		return nil, err
 	}
-	return call[OriginatorCount](ctx, s.client, request{method: http.MethodPost, path: "/v1/originators/count", body: body, kind: retry.Idempotent})
+	return call[OriginatorCount](ctx, s.client, request{op: "Originators.Count", method: http.MethodPost, path: "/v1/originators/count", body: body, kind: retry.Idempotent})
 }
 
 // TitleCompanyPage is one page of an originator's title-company breakdown.
@@ -209,7 +209,7 @@ func (s *OriginatorsService) TitleCompanies(ctx context.Context, nmlsID string, 
 	if err != nil {
 		return nil, err
 	}
-	return call[TitleCompanyPage](ctx, s.client, request{method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
+	return call[TitleCompanyPage](ctx, s.client, request{op: "Originators.TitleCompanies", method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
 }
 
 // TitleCompaniesPager returns a pager over every row of the breakdown.
@@ -258,7 +258,7 @@ func (s *CompaniesService) Branches(ctx context.Context, nmlsID string, req *Lis
 	if err != nil {
 		return nil, err
 	}
-	return call[BranchPage](ctx, s.client, request{method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
+	return call[BranchPage](ctx, s.client, request{op: "Companies.Branches", method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
 }
 
 // BranchesPager returns a pager over every branch of the company.
@@ -292,5 +292,5 @@ func (s *CompaniesService) LenderCount(ctx context.Context, req *ListRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return call[Count](ctx, s.client, request{method: http.MethodPost, path: "/v1/lenders/count", body: body, kind: retry.Idempotent})
+	return call[Count](ctx, s.client, request{op: "Companies.LenderCount", method: http.MethodPost, path: "/v1/lenders/count", body: body, kind: retry.Idempotent})
 }

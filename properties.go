@@ -54,7 +54,7 @@ func (s *PropertiesService) Count(ctx context.Context, req *ListRequest) (*Count
 	if err != nil {
 		return nil, err
 	}
-	return call[Count](ctx, s.client, request{method: http.MethodPost, path: "/v1/properties/count", body: body, kind: retry.Idempotent})
+	return call[Count](ctx, s.client, request{op: "Properties.Count", method: http.MethodPost, path: "/v1/properties/count", body: body, kind: retry.Idempotent})
 }
 
 // ChartResponse is one page of a property chart.
@@ -133,7 +133,7 @@ func (s *PropertiesService) Chart(ctx context.Context, req *ChartRequest) (*Char
 }
 
 func (s *PropertiesService) chart(ctx context.Context, body *ChartRequest) (*ChartResponse, error) {
-	return call[ChartResponse](ctx, s.client, request{method: http.MethodPost, path: "/v1/properties/analytics/chart", body: body, kind: retry.Idempotent})
+	return call[ChartResponse](ctx, s.client, request{op: "Properties.Chart", method: http.MethodPost, path: "/v1/properties/analytics/chart", body: body, kind: retry.Idempotent})
 }
 
 // ChartPager returns a pager over every slice of the chart, following
@@ -229,6 +229,6 @@ func (s *PropertiesService) Related(ctx context.Context, id string, to RelatedTo
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	return call[RelatedResponse](ctx, s.client, request{method: http.MethodGet,
+	return call[RelatedResponse](ctx, s.client, request{op: "Properties.Related", method: http.MethodGet,
 		path: fmt.Sprintf("/v1/properties/%s/related", url.PathEscape(id)), query: q, kind: retry.Idempotent})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -18,14 +19,20 @@ import (
 
 // request is one API call as the services describe it.
 type request struct {
-	op     string // the SDK operation ("Agents.List"); see opLabel
+	// op names the SDK operation ("Agents.List"): see OperationFrom. It is
+	// what the logs, a middleware and a trace call the request.
+	op     string
 	method string
 	path   string // relative to the base URL, e.g. "/v1/agents"
 	query  any    // a struct for go-querystring, or url.Values
 	body   any    // encoded as JSON when non-nil
 	kind   retry.Kind
-	data   bool       // the answer wraps the result in {"data": ...}
-	host   *otherHost // nil: the API host, with the API key
+	// charges marks a call that is repeated like a read but may debit a
+	// credit (Enrich without Refresh): the pipeline notes whether a lost
+	// attempt may have charged before the answer that arrived.
+	charges bool
+	data    bool       // the answer wraps the result in {"data": ...}
+	host    *otherHost // nil: the API host, with the API key
 	// header, when set, receives the headers of the response decoded
 	// into out (the search token reads the server's Date).
 	header *http.Header
@@ -51,18 +58,37 @@ func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
 	if err := c.ready(ctx); err != nil {
 		return 0, err
 	}
+	if o := callOptionsFrom(ctx); o != nil && o.invalid != nil {
+		return 0, o.invalid
+	}
+	ctx = withOperation(ctx, r.op)
+	st := callStateFrom(ctx)
+	if st == nil {
+		ctx, st = trackCall(ctx)
+	}
 	ctx, op := c.joinOp(ctx, r.opLabel())
 	ctx = c.trackRequest(ctx, r.target(), r.origin(c), r.path)
 	var acted *outcome
-	if r.kind == retry.Unrepeatable || r.kind == retry.Launch {
+	if r.kind == retry.Unrepeatable || r.kind == retry.Launch || r.charges {
 		ctx, acted = trackOutcome(ctx, r.kind)
 	}
-	status, err := c.sendRetrying(ctx, r, out)
-	if err != nil && acted != nil && acted.mayHaveActed() {
+	status, err := c.sendRetrying(ctx, r, out, st)
+	if err != nil && acted != nil && r.kind != retry.Idempotent && acted.mayHaveActed() {
 		err = &outcomeUnknownError{err: err}
 	}
 	if err == nil {
 		opFrom(ctx).page()
+	}
+	if st.lostAttempt() {
+		opFrom(ctx).markLost()
+	}
+	st.report(ctx, OperationFrom(ctx))
+	if err != nil {
+		if n, _, _ := st.attempt(); n > 1 && c.logger != nil {
+			c.logger.LogAttrs(ctx, slog.LevelWarn, "lendgraph: call failed after retries",
+				slog.String("operation", OperationFrom(ctx)), slog.String("method", r.method),
+				slog.String("path", truncate(r.path, maxQuoted)), slog.Int("attempts", n), slog.String("error", err.Error()))
+		}
 	}
 	op.end(err)
 	return status, err
@@ -93,30 +119,49 @@ func (r request) origin(c *Client) *url.URL {
 	return c.base
 }
 
-func (c *Client) sendRetrying(ctx context.Context, r request, out any) (int, error) {
+func (c *Client) sendRetrying(ctx context.Context, r request, out any, st *callState) (int, error) {
 	for attempt := 0; ; attempt++ {
-		status, err := c.sendOnce(ctx, r, out)
+		status, err := c.sendOnce(ctx, r, out, st)
 		// A body cut mid-way is a transport failure that retryablehttp
 		// never sees (it hands over the response before the body is read):
 		// repeat the calls that may be repeated, within the same limits.
 		var de *DecodeError
-		if err == nil || r.kind != retry.Idempotent || attempt >= c.policy.MaxRetries ||
+		if err == nil || r.kind != retry.Idempotent || attempt >= c.maxRetries(ctx) ||
 			!errors.As(err, &de) || !retry.Interrupted(de.Err) || !c.policy.Spend() {
 			return status, err
 		}
+		st.retryNext("response body cut")
 		if retry.Wait(ctx, c.policy.Jitter(attempt)) != nil {
-			return status, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, ctxErr(ctx))
+			return status, fmt.Errorf("lendgraph: %s %s: %w", r.method, truncate(r.path, maxQuoted), ctxErr(ctx))
 		}
 		reflect.ValueOf(out).Elem().SetZero() // no half-decoded leftovers
 	}
 }
 
-func (c *Client) sendOnce(ctx context.Context, r request, out any) (int, error) {
+// maxRetries is the retry limit of a call made with ctx: its own
+// (CallMaxRetries) or the client's.
+func (c *Client) maxRetries(ctx context.Context) int {
+	if o := callOptionsFrom(ctx); o != nil && o.maxRetries != nil {
+		return *o.maxRetries
+	}
+	return c.policy.MaxRetries
+}
+
+// lenientDecoding reports whether a call made with ctx decodes leniently.
+func (c *Client) lenientDecoding(ctx context.Context) bool {
+	if o := callOptionsFrom(ctx); o != nil && o.lenient != nil {
+		return *o.lenient
+	}
+	return c.lenient
+}
+
+func (c *Client) sendOnce(ctx context.Context, r request, out any, st *callState) (int, error) {
 	resp, err := c.open(ctx, r)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
+	st.answered(resp.StatusCode, resp.Header)
 	if r.header != nil {
 		*r.header = resp.Header
 	}
@@ -124,13 +169,13 @@ func (c *Client) sendOnce(ctx context.Context, r request, out any) (int, error) 
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return resp.StatusCode, nil
 	}
-	if err := decodeBody(resp.Body, out, maxResponseBody); err != nil {
+	if err := decodeBody(resp.Body, out, maxResponseBody, c.lenientDecoding(ctx)); err != nil {
 		if cerr := ctxErr(ctx); cerr != nil {
 			return resp.StatusCode, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, cerr)
 		}
 		// The headers are redacted already (redactTransport); the decoder's
 		// message may quote the body.
-		return resp.StatusCode, &DecodeError{Method: r.method, Path: r.path, StatusCode: resp.StatusCode,
+		return resp.StatusCode, &DecodeError{Method: r.method, Path: c.wirePath(r), StatusCode: resp.StatusCode,
 			ContentType: resp.Header.Get("Content-Type"), RequestID: resp.Header.Get("X-Request-Id"),
 			Err: redactError(attemptTimeout(err), string(*c.key))}
 	}
@@ -143,11 +188,15 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 	if err := c.ready(ctx); err != nil {
 		return nil, err
 	}
+	if o := callOptionsFrom(ctx); o != nil && o.invalid != nil {
+		return nil, o.invalid
+	}
+	ctx = withOperation(ctx, r.op)
 	base, hc := c.base, c.api
 	if r.host != nil {
 		base, hc = r.host.base, c.plain
 	} else if *c.key == "" {
-		return nil, ErrMissingAPIKey
+		return nil, &MissingAPIKeyError{Operation: OperationFrom(ctx)}
 	}
 	u, err := joinURL(base, r.path, r.query)
 	if err != nil {
@@ -163,7 +212,7 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 		}
 		body = b
 	}
-	req, err := retryablehttp.NewRequestWithContext(retry.WithKind(ctx, r.kind), r.method, u, body)
+	req, err := retryablehttp.NewRequestWithContext(retry.WithCall(ctx, r.kind, c.maxRetries(ctx)), r.method, u, body)
 	if err != nil {
 		return nil, fmt.Errorf("lendgraph: building %s %s: %w", r.method, r.path, err)
 	}
@@ -183,12 +232,21 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 			resp.Body.Close()
 		}
 		if cerr := ctxErr(ctx); cerr != nil {
-			return nil, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, cerr)
+			return nil, fmt.Errorf("lendgraph: %s %s: %w", r.method, truncate(r.path, maxQuoted), cerr)
 		}
-		return nil, &TransportError{Method: r.method, Path: r.path, Err: redactError(attemptTimeout(err), secrets...)}
+		var refused *ClientRateLimitError
+		if errors.As(err, &refused) {
+			refused.Method, refused.Path = r.method, c.wirePath(r)
+			refused.Deadline, _ = ctx.Deadline()
+			return nil, refused
+		}
+		return nil, &TransportError{Method: r.method, Path: c.wirePath(r), Err: redactError(attemptTimeout(err), secrets...)}
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
+		if st := callStateFrom(ctx); st != nil {
+			st.answered(resp.StatusCode, resp.Header)
+		}
 		b, truncated := readCapped(resp.Body, maxErrorBody)
 		// A server echoing the key back ("invalid key lg_...") must not
 		// put it in an error text (its headers are redacted already).
@@ -197,7 +255,7 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 		if r.host != nil {
 			err = r.host.parseError(resp.StatusCode, resp.Header, b, truncated)
 		} else {
-			err = parseError(r.method, r.path, resp.StatusCode, resp.Header, b, truncated, c.now())
+			err = parseError(r.method, c.wirePath(r), resp.StatusCode, resp.Header, b, truncated, c.now())
 		}
 		if d, ok := retry.RetryAfter(resp.Header, c.now()); ok {
 			// An answer asking for longer than the client waits was not
@@ -212,6 +270,16 @@ func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// wirePath is the path r is sent to, as errors name it: the base URL's
+// path prefix (a gateway's "/gw") and r's path, without the query.
+func (c *Client) wirePath(r request) string {
+	base := c.base
+	if r.host != nil {
+		base = r.host.base
+	}
+	return strings.TrimRight(base.EscapedPath(), "/") + r.path
 }
 
 // joinURL joins path and the encoded query to base.
@@ -290,10 +358,11 @@ func (c *capReader) Read(p []byte) (int, error) {
 }
 
 // decodeBody decodes exactly one JSON value from r into out, refusing bodies
-// over limit bytes and anything but whitespace after the value.
-func decodeBody(r io.Reader, out any, limit int64) error {
+// over limit bytes and anything but whitespace after the value; lenient
+// sets aside record members of the wrong type (WithLenientDecoding).
+func decodeBody(r io.Reader, out any, limit int64, lenient bool) error {
 	lr := &io.LimitedReader{R: r, N: limit + 1}
-	if err := unmarshalRead(lr, out); err != nil {
+	if err := unmarshalReadMode(lr, out, lenient); err != nil {
 		if lr.N <= 0 {
 			return fmt.Errorf("response body larger than %d bytes", limit)
 		}
@@ -328,7 +397,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 	if vals != nil {
 		qa = vals
 	}
-	_, err := c.send(ctx, request{method: method, path: p, query: qa, body: body, kind: kind}, out)
+	_, err := c.send(ctx, request{op: "Client.Do", method: method, path: p, query: qa, body: body, kind: kind}, out)
 	return err
 }
 

@@ -247,8 +247,16 @@ func TestRetry_RateLimitInside(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := c.Agents.List(ctx, nil)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want one that errors.Is context.DeadlineExceeded", err)
+	// The caller's context is live: the refusal is the client's own, says
+	// nothing was sent, and is no deadline.
+	var refused *lendgraph.ClientRateLimitError
+	if !errors.As(err, &refused) || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "not sent") ||
+		refused.Path != "/v1/agents" || refused.Deadline.IsZero() {
+		t.Fatalf("err = %v, want a *ClientRateLimitError that is not context.DeadlineExceeded", err)
+	}
+	var te *lendgraph.TransportError
+	if errors.As(err, &te) {
+		t.Fatalf("err = %v is a *TransportError, although nothing was sent", err)
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the call waited for the deadline instead of failing at once")

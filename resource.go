@@ -58,7 +58,7 @@ func (s *ResourceService[T]) List(ctx context.Context, req *ListRequest) (*Page[
 }
 
 func (s *ResourceService[T]) list(ctx context.Context, body *ListRequest) (*Page[T], error) {
-	return call[Page[T]](ctx, s.client, request{method: http.MethodPost, path: "/v1/" + s.name, body: body, kind: retry.Idempotent})
+	return call[Page[T]](ctx, s.client, request{op: opName(s.name, "List"), method: http.MethodPost, path: "/v1/" + s.name, body: body, kind: retry.Idempotent})
 }
 
 // Pager returns a pager over every record matching req, starting at
@@ -82,7 +82,7 @@ func (s *ResourceService[T]) Pager(req *ListRequest) (*Pager[T], error) {
 // process.
 func (s *ResourceService[T]) All(ctx context.Context, req *ListRequest) iter.Seq2[T, error] {
 	p, err := s.Pager(req)
-	return observeSeq(ctx, s.client, resourceOp(s.name, "All"), true, func(ctx context.Context) iter.Seq2[T, error] { return pagedAll(ctx, p, err) })
+	return observeSeq(ctx, s.client, opName(s.name, "All"), true, func(ctx context.Context) iter.Seq2[T, error] { return pagedAll(ctx, p, err) })
 }
 
 // Get returns the complete record with nested data.
@@ -90,7 +90,7 @@ func (s *ResourceService[T]) Get(ctx context.Context, id string) (*T, error) {
 	if id == "" {
 		return nil, invalidArg("id", "must not be empty")
 	}
-	return call[T](ctx, s.client, request{method: http.MethodGet, path: "/v1/" + s.name + "/" + url.PathEscape(id), kind: retry.Idempotent})
+	return call[T](ctx, s.client, request{op: opName(s.name, "Get"), method: http.MethodGet, path: "/v1/" + s.name + "/" + url.PathEscape(id), kind: retry.Idempotent})
 }
 
 // AgentsAPI is what c.Agents offers: the interface a test harness stubs.

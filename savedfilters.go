@@ -136,7 +136,7 @@ func savedFilterPath(id string) (string, error) {
 // List returns the caller's saved filters and saved CRM views in the active
 // organization, oldest first, narrowed by q's target and kind.
 func (s *SavedFiltersService) List(ctx context.Context, q *SavedFilterQuery) ([]SavedFilter, error) {
-	out, err := call[[]SavedFilter](ctx, s.client, request{data: true, method: http.MethodGet, path: "/v1/saved-filters", query: q, kind: retry.Idempotent})
+	out, err := call[[]SavedFilter](ctx, s.client, request{op: "SavedFilters.List", data: true, method: http.MethodGet, path: "/v1/saved-filters", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
 	}
@@ -156,7 +156,7 @@ func (s *SavedFiltersService) Create(ctx context.Context, f *NewSavedFilter) (*S
 	if f.Query == nil {
 		return nil, invalidArg("Query", "is required")
 	}
-	return call[SavedFilter](ctx, s.client, request{data: true, method: http.MethodPost, path: "/v1/saved-filters", body: f, kind: retry.Unrepeatable})
+	return call[SavedFilter](ctx, s.client, request{op: "SavedFilters.Create", data: true, method: http.MethodPost, path: "/v1/saved-filters", body: f, kind: retry.Unrepeatable})
 }
 
 // Update renames a saved filter, changes its icon, or replaces its query
@@ -170,7 +170,7 @@ func (s *SavedFiltersService) Update(ctx context.Context, id string, u *SavedFil
 	if u == nil || (u.Name == "" && u.Icon == nil && u.Query == nil && u.UIState == nil) {
 		return nil, invalidArg("update", "nothing to change: set Name, Icon, Query or UIState")
 	}
-	return call[SavedFilter](ctx, s.client, request{data: true, method: http.MethodPatch, path: path, body: u, kind: retry.Idempotent})
+	return call[SavedFilter](ctx, s.client, request{op: "SavedFilters.Update", data: true, method: http.MethodPatch, path: path, body: u, kind: retry.Idempotent})
 }
 
 // Delete deletes a saved filter (DELETE /v1/saved-filters/{id}).
@@ -179,5 +179,5 @@ func (s *SavedFiltersService) Delete(ctx context.Context, id string) (*SavedFilt
 	if err != nil {
 		return nil, err
 	}
-	return call[SavedFilterDeletion](ctx, s.client, request{data: true, method: http.MethodDelete, path: path, kind: retry.Idempotent})
+	return call[SavedFilterDeletion](ctx, s.client, request{op: "SavedFilters.Delete", data: true, method: http.MethodDelete, path: path, kind: retry.Idempotent})
 }

@@ -172,7 +172,7 @@ func (s *SearchService) Instant(ctx context.Context, req *InstantSearchRequest) 
 	var out struct {
 		Results InstantSearchResult `json:"results"`
 	}
-	if _, err := s.client.send(ctx, request{method: http.MethodPost, path: "/v1/instant-search", body: body, kind: retry.Idempotent}, &out); err != nil {
+	if _, err := s.client.send(ctx, request{op: "Search.Instant", method: http.MethodPost, path: "/v1/instant-search", body: body, kind: retry.Idempotent}, &out); err != nil {
 		return nil, err
 	}
 	out.Results.fill()

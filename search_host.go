@@ -265,6 +265,7 @@ func (h *SearchHost) query(ctx context.Context, tok *SearchToken, index SearchIn
 	}
 	var res HostSearchResult
 	_, err = h.client.send(ctx, request{
+		op:     "SearchHost.Search",
 		method: http.MethodPost, path: searchPath(index), body: body, kind: retry.Idempotent,
 		host: &otherHost{base: base, bearer: tok.Token, parseError: func(status int, hdr http.Header, b []byte, truncated bool) error {
 			return newSearchHostError(index, status, hdr, b, truncated)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,7 +71,7 @@ func (t SearchToken) LogValue() slog.Value {
 func (s *SearchService) Token(ctx context.Context) (*SearchToken, error) {
 	var t SearchToken
 	var h http.Header
-	if _, err := s.client.send(ctx, request{method: http.MethodGet, path: "/v1/search-token", kind: retry.Idempotent, header: &h}, &t); err != nil {
+	if _, err := s.client.send(ctx, request{op: "Search.Token", method: http.MethodGet, path: "/v1/search-token", kind: retry.Idempotent, header: &h}, &t); err != nil {
 		return nil, err
 	}
 	if d, err := http.ParseTime(h.Get("Date")); err == nil {
@@ -206,30 +208,116 @@ func refreshTime(now, served, exp time.Time) time.Time {
 // browser as JSON ({token, host, indexes, expiresAt}, Cache-Control:
 // no-store), so that the browser can query the search host while the API key
 // stays on the server. Mount it behind your own authentication; it answers
-// GET and HEAD only. Tokens come from TokenSource.
-func (s *SearchService) TokenHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, `{"error":"method not allowed"}`, http.StatusMethodNotAllowed)
+// GET and HEAD only. Tokens come from TokenSource. It is
+// NewTokenHandler(s.TokenSource(), opts...), whose doc lists its statuses.
+func (s *SearchService) TokenHandler(opts ...TokenHandlerOption) http.Handler {
+	return NewTokenHandler(s.TokenSource(), opts...)
+}
+
+// TokenHandlerOption configures NewTokenHandler.
+type TokenHandlerOption func(*tokenHandler)
+
+// OnTokenError sets a function the handler calls with the request and the
+// error whenever it cannot serve a token (not for 405), so that the
+// service can log why; the error never holds the API key. It runs before
+// the answer is written, on the request's goroutine.
+func OnTokenError(fn func(r *http.Request, err error)) TokenHandlerOption {
+	return func(h *tokenHandler) { h.onError = fn }
+}
+
+// NewTokenHandler returns the search-token endpoint of SearchService.TokenHandler
+// over any token provider: a *SearchTokenSource, or a stub in a unit test.
+// Its answers:
+//
+//   - 200 with the token as JSON, Cache-Control: no-store;
+//   - 405 with Allow: GET, HEAD to any other method;
+//   - 503 with the API's Retry-After (in whole seconds) when the API is
+//     rate limited (429) or unavailable (503), or the client's own rate
+//     limit refused the mint: the browser may try again then;
+//   - 499 (a client closed request, as nginx logs it) when the request's own
+//     context ended before a token came: the browser is gone, and no
+//     error is reported to OnTokenError;
+//   - 502 when minting failed otherwise (the API refused the key, an
+//     answer without a token, a network failure);
+//   - 500 when the token could not be encoded.
+//
+// Error bodies are {"error": "..."} and never say more than the status.
+func NewTokenHandler(p SearchTokenProvider, opts ...TokenHandlerOption) http.Handler {
+	h := &tokenHandler{p: p}
+	for _, o := range opts {
+		if o != nil {
+			o(h)
+		}
+	}
+	return h
+}
+
+type tokenHandler struct {
+	p       SearchTokenProvider
+	onError func(*http.Request, error)
+}
+
+// StatusClientClosedRequest is the status NewTokenHandler answers (and
+// logs through your middleware) when the request's own context ended
+// first: nginx's 499, "client closed request".
+const StatusClientClosedRequest = 499
+
+func (h *tokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, `{"error":"method not allowed"}`, http.StatusMethodNotAllowed)
+		return
+	}
+	if h.p == nil {
+		h.fail(w, r, http.StatusInternalServerError, "search token unavailable", invalidArg("NewTokenHandler", "the token provider is nil"))
+		return
+	}
+	t, err := h.p.Token(r.Context())
+	if err != nil {
+		if r.Context().Err() != nil {
+			w.WriteHeader(StatusClientClosedRequest)
 			return
 		}
-		t, err := s.TokenSource().Token(r.Context())
-		if err != nil {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadGateway)
-			_, _ = io.WriteString(w, `{"error":"search token unavailable"}`)
-			return
+		var rl *RateLimitError
+		var crl *ClientRateLimitError
+		switch {
+		case errors.As(err, &rl):
+			if rl.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(rl.RetryAfter.Seconds())), 10))
+			}
+			h.fail(w, r, http.StatusServiceUnavailable, "search token temporarily unavailable", err)
+		case errors.As(err, &crl):
+			w.Header().Set("Retry-After", "1")
+			h.fail(w, r, http.StatusServiceUnavailable, "search token temporarily unavailable", err)
+		case errors.Is(err, ErrUnavailable):
+			var api *APIError
+			if errors.As(err, &api) && api.retryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(api.retryAfter.Seconds())), 10))
+			}
+			h.fail(w, r, http.StatusServiceUnavailable, "search token temporarily unavailable", err)
+		default:
+			h.fail(w, r, http.StatusBadGateway, "search token unavailable", err)
 		}
-		b, err := marshal(browserToken{Token: t.Token, Host: t.Host, Indexes: t.Indexes, ExpiresAt: t.ExpiresAt})
-		if err != nil {
-			http.Error(w, `{"error":"encoding the search token"}`, http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
-	})
+		return
+	}
+	b, err := marshal(browserToken{Token: t.Token, Host: t.Host, Indexes: t.Indexes, ExpiresAt: t.ExpiresAt})
+	if err != nil {
+		h.fail(w, r, http.StatusInternalServerError, "encoding the search token", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// fail reports err to the hook and answers status with a bare message.
+func (h *tokenHandler) fail(w http.ResponseWriter, r *http.Request, status int, msg string, err error) {
+	if h.onError != nil {
+		h.onError(r, err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, `{"error":"`+msg+`"}`)
 }
 
 // browserToken is what TokenHandler serves: the documented members only.

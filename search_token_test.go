@@ -215,7 +215,65 @@ func TestSearchService_TokenHandler(t *testing.T) {
 	c2 := srv.Client(lendgraph.WithMaxRetries(0))
 	rec = httptest.NewRecorder()
 	c2.Search.TokenHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/search-token", nil))
-	if rec.Code != http.StatusBadGateway || strings.Contains(rec.Body.String(), "lendgraph:") {
+	// The API's 503 (search not configured) is passed on as a 503.
+	if rec.Code != http.StatusServiceUnavailable || strings.Contains(rec.Body.String(), "lendgraph:") {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+}
+
+// tokenStub is a SearchTokenProvider of a unit test.
+type tokenStub struct {
+	tok *lendgraph.SearchToken
+	err error
+}
+
+func (s tokenStub) Token(ctx context.Context) (*lendgraph.SearchToken, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s.tok, s.err
+}
+
+func TestNewTokenHandler_Statuses(t *testing.T) {
+	tok := &lendgraph.SearchToken{Token: "tok-123456789", Host: "https://search.example", Indexes: []lendgraph.SearchIndex{lendgraph.IndexAgents}, ExpiresAt: time.Now().Add(time.Hour)}
+	rl := lendgraph.NewAPIError(http.MethodGet, "/v1/search-token", 429, http.Header{"Retry-After": {"7"}}, []byte(`{"error":"rate_limited"}`))
+	down := lendgraph.NewAPIError(http.MethodGet, "/v1/search-token", 503, http.Header{"Retry-After": {"30"}}, []byte(`{"error":"search_unavailable"}`))
+	bad := lendgraph.NewAPIError(http.MethodGet, "/v1/search-token", 401, nil, []byte(`{"error":"unauthorized"}`))
+	for _, tc := range []struct {
+		name       string
+		p          lendgraph.SearchTokenProvider
+		cancel     bool
+		status     int
+		retryAfter string
+		hooked     error
+	}{
+		{"token", tokenStub{tok: tok}, false, 200, "", nil},
+		{"API rate limited", tokenStub{err: rl}, false, 503, "7", rl},
+		{"API unavailable", tokenStub{err: down}, false, 503, "30", down},
+		{"key refused", tokenStub{err: bad}, false, 502, "", bad},
+		{"client rate limit", tokenStub{err: &lendgraph.ClientRateLimitError{}}, false, 503, "1", &lendgraph.ClientRateLimitError{}},
+		{"caller went away", tokenStub{tok: tok}, true, lendgraph.StatusClientClosedRequest, "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var hooked error
+			h := lendgraph.NewTokenHandler(tc.p, lendgraph.OnTokenError(func(r *http.Request, err error) { hooked = err }))
+			req := httptest.NewRequest(http.MethodGet, "/search-token", nil)
+			if tc.cancel {
+				ctx, cancel := context.WithCancel(req.Context())
+				cancel()
+				req = req.WithContext(ctx)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.status || rec.Header().Get("Retry-After") != tc.retryAfter {
+				t.Fatalf("status %d Retry-After %q, want %d %q (%s)", rec.Code, rec.Header().Get("Retry-After"), tc.status, tc.retryAfter, rec.Body)
+			}
+			if (tc.hooked == nil) != (hooked == nil) || (hooked != nil && hooked.Error() != tc.hooked.Error()) {
+				t.Fatalf("hook got %v, want %v", hooked, tc.hooked)
+			}
+			if tc.status == 200 && !strings.Contains(rec.Body.String(), tok.Token) {
+				t.Fatalf("body %s", rec.Body)
+			}
+		})
 	}
 }

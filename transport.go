@@ -145,9 +145,9 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, req.Context().Err()
 			}
 			// rate.Limiter fails at once when the next token comes after
-			// the deadline; make that recognisable as a deadline, and
-			// final: a retry would fail the same way.
-			return nil, retry.Final(fmt.Errorf("lendgraph: client rate limit: no request slot before the context deadline: %w", context.DeadlineExceeded))
+			// the deadline, while the context is live: nothing was sent,
+			// and a retry would fail the same way.
+			return nil, retry.Final(&ClientRateLimitError{})
 		}
 	}
 	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
@@ -163,6 +163,13 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if o != nil {
 		if err := req.Context().Err(); err != nil {
 			return nil, err // ended before sending: nothing happened
+		}
+		if o.acted.Load() && req.Response == nil {
+			// The attempt before this one may have been acted on and its
+			// answer lost: the answer this one gets may not say so.
+			if st := callStateFrom(req.Context()); st != nil {
+				st.markLost()
+			}
 		}
 		o.acted.Store(true) // from here on the server may act
 	}
@@ -219,8 +226,10 @@ func countAttempts(ctx context.Context) (context.Context, *atomic.Int32) {
 	return context.WithValue(ctx, attemptsKey{}, n), n
 }
 
-// logTransport logs each attempt at debug level: method, host, path, status,
-// duration. Never headers, query strings or bodies.
+// logTransport logs each attempt at debug level: the operation, the
+// attempt's number, why it follows a retry and how long the backoff slept,
+// method, host, path (cut to maxQuoted bytes), status, duration. Never
+// headers, query strings or bodies.
 type logTransport struct {
 	next   http.RoundTripper
 	logger *slog.Logger
@@ -232,7 +241,18 @@ func (t *logTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	start := time.Now()
 	resp, err := t.next.RoundTrip(req)
-	attrs := []any{"method", req.Method, "host", req.URL.Host, "path", req.URL.Path, "duration", time.Since(start)}
+	var attrs []any
+	if op := OperationFrom(req.Context()); op != "" {
+		attrs = append(attrs, "operation", op)
+	}
+	if st := callStateFrom(req.Context()); st != nil {
+		n, reason, backoff := st.attempt()
+		attrs = append(attrs, "attempt", n)
+		if reason != "" {
+			attrs = append(attrs, "retry_reason", reason, "backoff", backoff)
+		}
+	}
+	attrs = append(attrs, "method", req.Method, "host", req.URL.Host, "path", truncate(req.URL.Path, maxQuoted), "duration", time.Since(start))
 	if err != nil {
 		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "lendgraph: request failed", slog.Group("", attrs...), slog.String("error", redactError(err).Error()))
 		return resp, err

@@ -70,6 +70,26 @@
 // size), drop the connection before or in the middle of the body, stall, or
 // trickle.
 //
+// # Reaching every enrichment error
+//
+// Each error Properties.Enrich documents can be produced on purpose:
+//
+//   - 400, no usable address: ClearAddress(propertyID) (no property of
+//     the generated data lacks one).
+//   - 402 (*lendgraph.InsufficientCreditsError): SetCredits(DefaultOrg, 0),
+//     then enrich a property not in the caller's cache.
+//   - 404: enrich an id the dataset does not hold.
+//   - 502, the provider failed: FailEnrichment(n); nothing is charged.
+//   - 429 or 5xx before the server acts: InjectFault(http.MethodPost,
+//     "/v1/properties/{id}/enrich", Fault{Kind: Respond, Status: 503}).
+//   - A lost answer after the server acted (the call repeated, the
+//     repeat's answer carrying EarlierAttemptMayHaveCharged; with Refresh,
+//     an error matching lendgraph.ErrOutcomeUnknown): InjectFault with
+//     Fault{Kind: DropMidBody}; the ledger (Debits, Credits) shows the
+//     charge.
+//
+// EnrichOutcome tells in advance what a live lookup of a property gives.
+//
 // # Outside Go
 //
 // "lendgraph fake" runs the fake as a server for harnesses in any language

@@ -41,11 +41,30 @@ type enrichState struct {
 	// enrichFailJob makes the next bulk job fail halfway.
 	enrichFailJob bool
 	events        []Event
+	// noAddress holds the properties ClearAddress left without a usable
+	// address.
+	noAddress map[int]bool
 }
 
 func (st *enrichState) init() {
 	st.enrichCache = map[string]map[int]*enrichment{}
 	st.enrichOrder = map[string][]int{}
+	st.noAddress = map[int]bool{}
+}
+
+// ClearAddress makes the property have no usable address on the parcel or
+// any associated record, as some real parcels have: a live enrichment of it
+// answers 400 (single) or fails its row (bulk), and nothing is charged. A
+// cached enrichment of it is still served. It panics when the fake has no
+// such property.
+func (s *Server) ClearAddress(propertyID string) {
+	i, ok := s.data.Index("properties", propertyID)
+	if !ok {
+		panic(fmt.Sprintf("lendgraphtest: ClearAddress(%q): no such property", propertyID))
+	}
+	s.mu.Lock()
+	s.area.noAddress[i] = true
+	s.mu.Unlock()
 }
 
 // enrichment is one cached lookup.
@@ -105,6 +124,8 @@ const (
 // EnrichOutcome says what a live lookup of the property gives.
 func (s *Server) EnrichOutcome(propertyID string) EnrichOutcome {
 	i, ok := s.data.Index("properties", propertyID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
 	case !ok:
 		return OutcomeNotFound
@@ -119,8 +140,12 @@ func (s *Server) EnrichOutcome(propertyID string) EnrichOutcome {
 // matches reports whether a live lookup of property i finds anybody.
 func (s *Server) matches(i int) bool { return !s.data.rng("enrich-match", i).chance(0.25) }
 
-// enrichAddress is the address a lookup uses: the parcel's, else loan i's.
+// enrichAddress is the address a lookup uses: the parcel's, else loan i's;
+// nil after ClearAddress. The caller holds s.mu.
 func (s *Server) enrichAddress(i int) map[string]any {
+	if s.area.noAddress[i] {
+		return nil
+	}
 	p := s.data.Record("properties", i)
 	if street, _ := p["street"].(string); street != "" {
 		return map[string]any{"street": street, "city": p["city"], "state": p["state"], "zip": p["zip"]}

@@ -318,7 +318,7 @@ var csvPlain = func() (t [256]bool) {
 
 // appendJSON appends the JSON object a record converts to; bad is the
 // index of a cell that cannot convert to its field's kind, or -1.
-func (c *csvColumns) appendJSON(buf []byte, rec []string) (out []byte, bad int) {
+func (c *csvColumns) appendJSON(buf []byte, rec []string, lenient bool) (out []byte, bad int) {
 	buf = append(buf, '{')
 	first := true
 	for i, cell := range rec {
@@ -332,7 +332,12 @@ func (c *csvColumns) appendJSON(buf []byte, rec []string) (out []byte, bad int) 
 		buf = append(buf, c.names[i]...)
 		var ok bool
 		if buf, ok = appendText(buf, k, cell); !ok {
-			return buf, i
+			if !lenient {
+				return buf, i
+			}
+			// Lenient: the cell goes on as text, for the lenient decoder to
+			// set aside on the record.
+			buf, _ = appendText(buf, String, cell)
 		}
 		first = false
 	}

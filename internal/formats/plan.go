@@ -46,6 +46,21 @@ type RowDec[T any] struct {
 	slow func([]byte, any) error
 	s    *scratch
 	buf  []byte
+	// lenient passes a csv cell that is not valid for its column to slow
+	// as text instead of failing the row (see LenientRowDecoder).
+	lenient bool
+}
+
+// LenientRowDecoder is RowDecoder for a lenient slow decoder: a row that
+// the direct scan cannot take goes to slow, and a csv cell that is not
+// valid for its column goes to slow as a JSON string.
+func LenientRowDecoder[T any](slow func([]byte, any) error, trusted bool) func() *RowDec[T] {
+	mk := RowDecoder[T](slow, trusted)
+	return func() *RowDec[T] {
+		d := mk()
+		d.lenient = true
+		return d
+	}
 }
 
 // JSON decodes one row's JSON object into v.
@@ -66,7 +81,7 @@ func (d *RowDec[T]) csv(c *csvColumns, rec []string, row int64, v *T) error {
 	var zero T
 	*v = zero
 	var bad int
-	if d.buf, bad = c.appendJSON(d.buf[:0], rec); bad >= 0 {
+	if d.buf, bad = c.appendJSON(d.buf[:0], rec, d.lenient); bad >= 0 {
 		return &RowError{Row: row, Column: c.header[bad], Err: fmt.Errorf("%q is not a valid %s", rec[bad], kindName[c.kinds[bad]])}
 	}
 	if err := d.JSON(d.buf, v); err != nil {

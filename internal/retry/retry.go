@@ -53,14 +53,57 @@ type kindKey struct{}
 // call is what the policy knows about one call: its kind and how many of
 // its attempts it has judged so far.
 type call struct {
-	kind     Kind
-	attempts atomic.Int32
+	kind       Kind
+	maxRetries int // < 0: the policy's MaxRetries
+	attempts   atomic.Int32
+
+	mu      sync.Mutex
+	reason  string    // why the last retry was decided
+	decided time.Time // when it was decided
 }
 
 // WithKind returns a context that tells the policy what kind of call travels
 // in it. Use a fresh one per call: it also counts the call's attempts.
 func WithKind(ctx context.Context, k Kind) context.Context {
-	return context.WithValue(ctx, kindKey{}, &call{kind: k})
+	return WithCall(ctx, k, -1)
+}
+
+// WithCall is WithKind for a call with its own retry limit: maxRetries
+// replaces the policy's MaxRetries when it is not negative.
+func WithCall(ctx context.Context, k Kind, maxRetries int) context.Context {
+	return context.WithValue(ctx, kindKey{}, &call{kind: k, maxRetries: maxRetries})
+}
+
+// LastRetry reports why the policy last decided to retry the call in ctx
+// (such as "status 503" or "transport error") and when; empty when it has
+// not retried it.
+func LastRetry(ctx context.Context) (reason string, at time.Time) {
+	c, ok := ctx.Value(kindKey{}).(*call)
+	if !ok {
+		return "", time.Time{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reason, c.decided
+}
+
+// retrying records a retry decision for the call in ctx and returns ok.
+func retrying(ctx context.Context, ok bool, reason string) bool {
+	if c, found := ctx.Value(kindKey{}).(*call); found && ok {
+		c.mu.Lock()
+		c.reason, c.decided = reason, time.Now()
+		c.mu.Unlock()
+	}
+	return ok
+}
+
+// MaxRetriesOf returns the retry limit of the call in ctx: its own, or the
+// policy's.
+func (p *Policy) MaxRetriesOf(ctx context.Context) int {
+	if c, ok := ctx.Value(kindKey{}).(*call); ok && c.maxRetries >= 0 {
+		return c.maxRetries
+	}
+	return p.MaxRetries
 }
 
 // KindOf reports the call kind in ctx, Idempotent when none was set.
@@ -76,7 +119,7 @@ func KindOf(ctx context.Context) Kind {
 // happen.
 func (p *Policy) lastAttempt(ctx context.Context) bool {
 	c, ok := ctx.Value(kindKey{}).(*call)
-	return ok && int(c.attempts.Add(1)) > p.MaxRetries
+	return ok && int(c.attempts.Add(1)) > p.MaxRetriesOf(ctx)
 }
 
 // Policy decides retries and waits. The zero value is not usable; use New.
@@ -89,8 +132,9 @@ type Policy struct {
 	// Retry-After on any response, a job poll's 429, market movement's
 	// retryAfterMs): see Honours.
 	MaxServerWait time.Duration
-	// MaxRetries is the number of retries of one call (the retry client's
-	// RetryMax must be the same).
+	// MaxRetries is the number of retries of one call unless the call sets
+	// its own (WithCall); the retry client's RetryMax must not be lower
+	// than any call's.
 	MaxRetries int
 	// Budget is shared by every call of one client; nil means unlimited.
 	Budget *Budget
@@ -158,14 +202,14 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 		if kind != Idempotent && !NotSent(err) {
 			return false, nil
 		}
-		return p.Budget.take(costTransport), nil
+		return retrying(ctx, p.Budget.take(costTransport), "transport error"), nil
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
 		if d, ok := RetryAfter(resp.Header, time.Now()); ok && !p.Honours(d) {
 			return false, nil
 		}
-		return p.Budget.take(costStatus), nil
+		return retrying(ctx, p.Budget.take(costStatus), "status 429"), nil
 	case resp.StatusCode >= 500 && resp.StatusCode < 600 && resp.StatusCode != http.StatusNotImplemented:
 		if kind != Idempotent && (kind != Launch || resp.StatusCode != http.StatusBadGateway) {
 			return false, nil
@@ -173,7 +217,7 @@ func (p *Policy) CheckRetry(ctx context.Context, resp *http.Response, err error)
 		if d, ok := RetryAfter(resp.Header, time.Now()); ok && !p.Honours(d) {
 			return false, nil
 		}
-		return p.Budget.take(costStatus), nil
+		return retrying(ctx, p.Budget.take(costStatus), "status "+strconv.Itoa(resp.StatusCode)), nil
 	}
 	return false, nil
 }
@@ -271,6 +315,13 @@ func Interrupted(err error) bool {
 // false when the client's budget is exhausted.
 func (p *Policy) Spend() bool { return p.Budget.take(costTransport) }
 
+// CostStatus and CostTransport are the tokens one retry takes from the
+// budget: after a status (429, 5xx) and after a transport error.
+const (
+	CostStatus    = costStatus
+	CostTransport = costTransport
+)
+
 // Wait sleeps for d, returning early with the context's error when it ends.
 func Wait(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -292,9 +343,10 @@ const (
 )
 
 // Budget is a client-wide retry quota, after aws-sdk-go-v2's retry quota:
-// each retry takes tokens, each success gives one back, and when the bucket
+// each retry takes tokens (5 after a 429 or 5xx, 10 after a transport
+// error), each success gives one back up to the size, and when the bucket
 // is empty calls fail at their first error instead of piling onto an API
-// that is already failing.
+// that is already failing. The zero size (a nil *Budget) is unlimited.
 type Budget struct {
 	mu     sync.Mutex
 	tokens int

@@ -11,9 +11,11 @@
 //     recursion of the methods below);
 //   - T.MarshalJSON and (*T).UnmarshalJSON, so encoding/json (v1) users see
 //     the same JSON as the SDK: unknown members inlined and written back;
+//   - T.InvalidFields, the members a lenient decode set aside;
 //   - an entry in recordMarshalers and recordUnmarshalers, which the SDK's own
 //     decoder options carry, so pages and rows decode each record in one
-//     streaming pass without exposing any encoding/json/v2 method.
+//     streaming pass without exposing any encoding/json/v2 method, and in
+//     recordUnmarshalersLenient, which the lenient options carry.
 //
 // Run it with go generate from the module root (codec.go holds the
 // directive); CI fails when json_gen.go is stale.
@@ -135,11 +137,16 @@ type (
 		fmt.Fprintf(&b, `
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r %[1]s) MarshalJSON() ([]byte, error) { return marshal(json%[1]s(r)) }
+func (r %[1]s) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *%[1]s) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json%[1]s)(r)) }
+
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r %[1]s) InvalidFields() []string { return invalidFields[json%[1]s](r.Extra) }
 `, t)
 	}
 	b.WriteString(`
@@ -148,7 +155,7 @@ func (r *%[1]s) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json%[1]s)
 var recordMarshalers = jsonv2.JoinMarshalers(
 `)
 	for _, t := range types {
-		fmt.Fprintf(&b, "\tjsonv2.MarshalToFunc(func(e *jsontext.Encoder, r %[1]s) error { return jsonv2.MarshalEncode(e, json%[1]s(r)) }),\n", t)
+		fmt.Fprintf(&b, "\tjsonv2.MarshalToFunc(func(e *jsontext.Encoder, r %[1]s) error { return marshalRecord(e, (*json%[1]s)(&r), r.Extra) }),\n", t)
 	}
 	b.WriteString(`)
 
@@ -158,6 +165,15 @@ var recordUnmarshalers = jsonv2.JoinUnmarshalers(
 `)
 	for _, t := range types {
 		fmt.Fprintf(&b, "\tjsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *%[1]s) error { return jsonv2.UnmarshalDecode(d, (*json%[1]s)(r)) }),\n", t)
+	}
+	b.WriteString(`)
+
+// recordUnmarshalersLenient decode each record leniently
+// (WithLenientDecoding): see lenientDecode.
+var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
+`)
+	for _, t := range types {
+		fmt.Fprintf(&b, "\tjsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *%[1]s) error { return lenientDecode(d, (*json%[1]s)(r), &r.Extra) }),\n", t)
 	}
 	b.WriteString(")\n")
 	return format.Source(b.Bytes())

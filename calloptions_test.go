@@ -1,0 +1,306 @@
+package lendgraph_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+)
+
+// apiRequests returns the requests the fake's API listener saw for path.
+func apiRequests(srv *lendgraphtest.Server, method, path string) []lendgraphtest.Request {
+	var out []lendgraphtest.Request
+	for _, r := range srv.Requests() {
+		if r.Listener == "api" && r.Method == method && r.Path == path {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestCallOptions_MaxRetries(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client(lendgraph.WithMaxRetries(3))
+	id := srv.Dataset().ID("agents", 0)
+	path := "/v1/agents/" + id
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1})
+
+	_, err := c.Agents.Get(lendgraph.WithCallOptions(context.Background(), lendgraph.CallMaxRetries(0)), id)
+	if !errors.Is(err, lendgraph.ErrUnavailable) {
+		t.Fatalf("err = %v, want a 503", err)
+	}
+	if n := len(apiRequests(srv, http.MethodGet, path)); n != 1 {
+		t.Fatalf("CallMaxRetries(0): the server saw %d attempts, want 1", n)
+	}
+	_, _ = c.Agents.Get(lendgraph.WithCallOptions(context.Background(), lendgraph.CallMaxRetries(5)), id)
+	if n := len(apiRequests(srv, http.MethodGet, path)); n != 1+6 {
+		t.Fatalf("CallMaxRetries(5): the server saw %d attempts in all, want 1+6", n)
+	}
+	// The client's setting stays the default of calls without options.
+	_, _ = c.Agents.Get(context.Background(), id)
+	if n := len(apiRequests(srv, http.MethodGet, path)); n != 1+6+4 {
+		t.Fatalf("no call option: the server saw %d attempts in all, want 1+6+4", n)
+	}
+}
+
+func TestCallOptions_MaxRetriesReachIterators(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client()
+	srv.InjectFault(http.MethodPost, "/v1/agents", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1})
+	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallMaxRetries(0))
+	if err := firstErr(c.Agents.All(ctx, nil)); !errors.Is(err, lendgraph.ErrUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(apiRequests(srv, http.MethodPost, "/v1/agents")); n != 1 {
+		t.Fatalf("the server saw %d attempts of the page, want 1", n)
+	}
+}
+
+func TestCallOptions_AttemptTimeout(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client(lendgraph.WithMaxRetries(1))
+	id := srv.Dataset().ID("agents", 0)
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Stall, Delay: 2 * time.Second})
+	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallAttemptTimeout(50*time.Millisecond))
+	a, err := c.Agents.Get(ctx, id)
+	if err != nil || a.ID != id {
+		t.Fatalf("Get = %v, %v; want the stalled attempt cut and the retry answered", a, err)
+	}
+	if n := len(apiRequests(srv, http.MethodGet, "/v1/agents/"+id)); n != 2 {
+		t.Fatalf("the server saw %d attempts, want 2", n)
+	}
+}
+
+func TestCallOptions_Header(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client()
+	id := srv.Dataset().ID("agents", 0)
+	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallHeader("X-Trace", "abc"))
+	ctx = lendgraph.WithCallOptions(ctx, lendgraph.CallHeader("x-tenant", "t1"))
+	if _, err := c.Agents.Get(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Agents.Get(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	got := apiRequests(srv, http.MethodGet, "/v1/agents/"+id)
+	if len(got) != 2 || got[0].Header.Get("X-Trace") != "abc" || got[0].Header.Get("X-Tenant") != "t1" {
+		t.Fatalf("headers of the call: %v", got)
+	}
+	if got[1].Header.Get("X-Trace") != "" {
+		t.Fatal("a call without the option sent its header")
+	}
+
+	before := len(srv.Requests())
+	for _, name := range []string{"x-api-key", "Authorization", "Host", "Content-Type", "bad name", ""} {
+		ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallHeader(name, "evil"))
+		_, err := c.Agents.Get(ctx, id)
+		var ia *lendgraph.InvalidArgumentError
+		if !errors.As(err, &ia) || ia.Arg != "CallHeader" {
+			t.Errorf("CallHeader(%q): err = %v, want an *InvalidArgumentError for CallHeader", name, err)
+		}
+	}
+	if n := len(srv.Requests()); n != before {
+		t.Fatalf("refused headers sent %d requests", n-before)
+	}
+}
+
+func TestCallOptions_HeaderStaysOnTheAPIHost(t *testing.T) {
+	srv := searchServer(t)
+	c := srv.Client()
+	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallHeader("X-Secret-Tenant", "t1"))
+	if _, err := c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	var api, search int
+	for _, r := range srv.Requests() {
+		if r.Header.Get("X-Secret-Tenant") == "" {
+			continue
+		}
+		switch r.Listener {
+		case "api":
+			api++
+		default:
+			search++
+		}
+	}
+	if api == 0 || search != 0 {
+		t.Fatalf("the call header reached %d API requests and %d requests to other hosts; want some and none", api, search)
+	}
+}
+
+func TestCallOptions_ResponseInto(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client()
+	id := srv.Dataset().ID("agents", 0)
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503})
+	var meta lendgraph.ResponseMeta
+	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallResponseInto(&meta))
+	if _, err := c.Agents.Get(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	got := apiRequests(srv, http.MethodGet, "/v1/agents/"+id)
+	if meta.StatusCode != 200 || meta.Attempts != 2 || meta.Operation != "Agents.Get" || meta.RequestID == "" ||
+		meta.Header.Get("Content-Type") == "" || len(got) != 2 || meta.EarlierAttemptOutcomeUnknown {
+		t.Fatalf("meta = %+v after %d requests", meta, len(got))
+	}
+
+	// An iterator leaves the last page's.
+	meta = lendgraph.ResponseMeta{}
+	for _, err := range c.Agents.All(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 20}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages := len(apiRequests(srv, http.MethodPost, "/v1/agents"))
+	if pages < 2 || meta.Operation != "Agents.List" || meta.StatusCode != 200 || meta.Attempts != 1 {
+		t.Fatalf("after %d pages meta = %+v", pages, meta)
+	}
+}
+
+func TestCallOptions_ResponseIntoError(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client()
+	var meta lendgraph.ResponseMeta
+	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallResponseInto(&meta))
+	_, err := c.Agents.Get(ctx, "no-such-agent")
+	var apiErr *lendgraph.APIError
+	if !errors.As(err, &apiErr) || meta.StatusCode != 404 || meta.RequestID != apiErr.RequestID || meta.Attempts != 1 {
+		t.Fatalf("err %v, meta %+v", err, meta)
+	}
+}
+
+func TestMiddleware_SeesEveryAttemptWithItsOperation(t *testing.T) {
+	srv := smallServer(t)
+	var mu sync.Mutex
+	var seen []string
+	mw := func(req *http.Request, next lendgraph.MiddlewareNext) (*http.Response, error) {
+		mu.Lock()
+		seen = append(seen, lendgraph.OperationFrom(req.Context())+" key="+req.Header.Get("x-api-key"))
+		mu.Unlock()
+		req.Header.Set("X-From-Middleware", "1")
+		resp, err := next(req)
+		if resp != nil {
+			resp.Header.Set("X-Seen", "yes")
+		}
+		return resp, err
+	}
+	hc := &http.Client{Transport: http.DefaultTransport}
+	c := srv.Client(lendgraph.WithHTTPClient(hc), lendgraph.WithMiddleware(mw))
+	id := srv.Dataset().ID("agents", 0)
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 502})
+	var meta lendgraph.ResponseMeta
+	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallResponseInto(&meta))
+	if _, err := c.Agents.Get(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Agents.List(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Agents.Get key=", "Agents.Get key=", "Agents.List key="}
+	if strings.Join(seen, "|") != strings.Join(want, "|") {
+		t.Fatalf("middleware saw %q, want %q (one per attempt, no key)", seen, want)
+	}
+	if meta.Header.Get("X-Seen") != "yes" {
+		t.Fatal("the middleware's change to the response was lost")
+	}
+	got := apiRequests(srv, http.MethodGet, "/v1/agents/"+id)
+	if len(got) != 2 || got[1].Header.Get("X-From-Middleware") != "1" || got[1].Header.Get("x-api-key") == "" {
+		t.Fatalf("the server saw %v", got)
+	}
+	if _, err := lendgraph.NewClient(lendgraph.WithMiddleware(nil)); err == nil {
+		t.Fatal("a nil middleware was accepted")
+	}
+}
+
+func TestWithLogger_RetriesTiedTogether(t *testing.T) {
+	srv := smallServer(t)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := srv.Client(lendgraph.WithLogger(logger), lendgraph.WithMaxRetries(2))
+	id := srv.Dataset().ID("agents", 0)
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1})
+	if _, err := c.Agents.Get(context.Background(), id); err == nil {
+		t.Fatal("want the 503")
+	}
+	mu.Lock()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	mu.Unlock()
+	if len(lines) != 4 {
+		t.Fatalf("%d log lines, want 3 attempts and one final line:\n%s", len(lines), buf.String())
+	}
+	for i, l := range lines[:3] {
+		if !strings.Contains(l, `"operation":"Agents.Get"`) || !strings.Contains(l, `"attempt":`+string(rune('1'+i))) {
+			t.Errorf("attempt line %d: %s", i+1, l)
+		}
+		if i > 0 && (!strings.Contains(l, `"retry_reason":"status 503"`) || !strings.Contains(l, `"backoff":`)) {
+			t.Errorf("retry line %d carries no reason or backoff: %s", i+1, l)
+		}
+	}
+	if !strings.Contains(lines[3], `"level":"WARN"`) || !strings.Contains(lines[3], "call failed after retries") ||
+		!strings.Contains(lines[3], `"attempts":3`) {
+		t.Errorf("final line: %s", lines[3])
+	}
+}
+
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestWithRetryBudget(t *testing.T) {
+	srv := smallServer(t)
+	// 12 tokens: two retries after a 503 (5 each), not a third.
+	c := srv.Client(lendgraph.WithRetryBudget(12), lendgraph.WithMaxRetries(5))
+	id := srv.Dataset().ID("agents", 0)
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1})
+	_, _ = c.Agents.Get(context.Background(), id)
+	if n := len(apiRequests(srv, http.MethodGet, "/v1/agents/"+id)); n != 3 {
+		t.Fatalf("the server saw %d attempts, want 3 (the budget allows two retries)", n)
+	}
+	// 0 turns the budget off: the retry count alone bounds retries.
+	c = srv.Client(lendgraph.WithRetryBudget(0), lendgraph.WithMaxRetries(5))
+	for range 3 {
+		_, _ = c.Agents.Get(context.Background(), id)
+	}
+	if n := len(apiRequests(srv, http.MethodGet, "/v1/agents/"+id)); n != 3+18 {
+		t.Fatalf("the server saw %d attempts, want 3+18", n)
+	}
+	if _, err := lendgraph.NewClient(lendgraph.WithRetryBudget(-1)); err == nil {
+		t.Fatal("a negative budget was accepted")
+	}
+}
+
+func TestCallOptions_BadOptionsSendNothing(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client()
+	for name, opt := range map[string]lendgraph.CallOption{
+		"CallMaxRetries":     lendgraph.CallMaxRetries(-1),
+		"CallAttemptTimeout": lendgraph.CallAttemptTimeout(-time.Second),
+		"CallResponseInto":   lendgraph.CallResponseInto(nil),
+	} {
+		_, err := c.Agents.List(lendgraph.WithCallOptions(context.Background(), opt), nil)
+		var ia *lendgraph.InvalidArgumentError
+		if !errors.As(err, &ia) || ia.Arg != name {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("bad options sent %d requests", n)
+	}
+}

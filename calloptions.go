@@ -31,7 +31,9 @@ type callOptionsKey struct{}
 // client's options. Every SDK call takes a context first, so this reaches
 // every call without changing its signature: a single call, each page of
 // an iterator (All, AllChart, ...), each status poll of a job's Wait, the
-// status fetches and re-signs of a download, a search-host query.
+// status fetches, re-signs and storage requests of a download (whose
+// resumption after a cut connection has its own bound), a search-host
+// query. Call headers go to the API host only.
 //
 //	ctx := lendgraph.WithCallOptions(ctx,
 //		lendgraph.CallMaxRetries(0),
@@ -230,8 +232,8 @@ func OperationFrom(ctx context.Context) string {
 // withOperation names the operation of the requests made with ctx, unless
 // an enclosing method already did (a Wait's polls keep the Wait's name).
 func withOperation(ctx context.Context, name string) context.Context {
-	if name == "" || OperationFrom(ctx) != "" {
-		return ctx
+	if ctx == nil || name == "" || OperationFrom(ctx) != "" {
+		return ctx // a nil ctx is refused by the call itself
 	}
 	return context.WithValue(ctx, operationKey{}, name)
 }

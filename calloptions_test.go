@@ -304,3 +304,56 @@ func TestCallOptions_BadOptionsSendNothing(t *testing.T) {
 		t.Fatalf("bad options sent %d requests", n)
 	}
 }
+
+// Methods that make several requests (Wait, Download, Rows) name them all
+// after themselves, and per-call options reach each of them.
+func TestOperationFrom_MultiRequestMethods(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
+	var mu sync.Mutex
+	ops := map[string]int{}
+	c := srv.Client(lendgraph.WithMiddleware(func(req *http.Request, next lendgraph.MiddlewareNext) (*http.Response, error) {
+		mu.Lock()
+		ops[lendgraph.OperationFrom(req.Context())]++
+		mu.Unlock()
+		return next(req)
+	}))
+	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallHeader("X-Job-Trace", "j1"))
+	job, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatNDJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 5*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := job.Download(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := firstErr(job.Rows(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, op := range []string{"Agents.Deliver", "DeliveryJob.Wait", "DeliveryJob.Download", "DeliveryJob.Rows"} {
+		if ops[op] == 0 {
+			t.Errorf("no attempt named %s: %v", op, ops)
+		}
+	}
+	if len(ops) != 4 {
+		t.Errorf("operations %v, want exactly the four", ops)
+	}
+	var api, traced int
+	for _, r := range srv.Requests() {
+		if r.Listener == "api" {
+			api++
+			if r.Header.Get("X-Job-Trace") == "j1" {
+				traced++
+			}
+		} else if r.Header.Get("X-Job-Trace") != "" {
+			t.Errorf("the call header reached the %s listener", r.Listener)
+		}
+	}
+	if api == 0 || traced != api {
+		t.Fatalf("%d of %d API requests carried the call header", traced, api)
+	}
+}

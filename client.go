@@ -103,9 +103,10 @@ type settings struct {
 }
 
 // NewClient returns a client configured by opts. Bad options (an empty or
-// relative base URL, an API key with a line break, negative retries) are an
-// *InvalidArgumentError. A missing API key is not an error here: calls that
-// need it fail with ErrMissingAPIKey.
+// relative base URL, an API key with a line break, negative retries, a nil
+// option or http.Client) are an *InvalidArgumentError. A missing API key is
+// not an error here: calls that need it fail with a *MissingAPIKeyError,
+// which matches ErrMissingAPIKey.
 func NewClient(opts ...Option) (*Client, error) {
 	s := settings{maxRetries: 3}
 	for i, o := range opts {

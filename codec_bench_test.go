@@ -58,4 +58,29 @@ func BenchmarkDecodeAgentPage(b *testing.B) {
 			}
 		}
 	})
+	b.Run("SDK-lenient", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var p Page[Agent]
+			if err := decodeBody(bytes.NewReader(body), &p, maxResponseBody, true); err != nil || len(p.Data) != 100 || len(p.Data[0].Extra) != 12 {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkEncodeAgentPage is the SDK's encoding of one list page's
+// records (the CLI's output path): every record checks for members a
+// lenient decode set aside.
+func BenchmarkEncodeAgentPage(b *testing.B) {
+	var p Page[Agent]
+	if err := decodeBody(bytes.NewReader(agentPageJSON()), &p, maxResponseBody, false); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := marshal(p.Data); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -261,7 +261,7 @@ func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
 // range a connection in memory (16 MiB with the defaults). To write to a file that a later call
 // can continue after a crash, use DownloadFile.
 func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (_ int64, err error) {
-	ctx, op := j.client.startOp(ctx, "DeliveryJob.Download")
+	ctx, op := j.client.beginOp(ctx, "DeliveryJob.Download")
 	defer func() { op.end(err) }()
 	st, err := j.completed(ctx)
 	if err != nil {
@@ -293,7 +293,7 @@ func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...
 	if err != nil {
 		return 0, err
 	}
-	ctx, op := j.client.startOp(ctx, "DeliveryJob.DownloadFile")
+	ctx, op := j.client.beginOp(ctx, "DeliveryJob.DownloadFile")
 	defer func() { op.end(err) }()
 	var cfg downloadConfig
 	for _, o := range opts {
@@ -332,6 +332,7 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 
 // rows is Rows, unobserved.
 func (j *DeliveryJob[T]) rows(ctx context.Context, opts []DecodeOption) iter.Seq2[T, error] {
+	ctx = withOperation(ctx, "DeliveryJob.Rows")
 	return func(yield func(T, error) bool) {
 		var zero T
 		// fail yields err, or the context's error once ctx has ended (a

@@ -336,7 +336,7 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 	if err := c.checkLinkString("results link", link.Reveal()); err != nil {
 		return 0, false, false, &permanentError{err}
 	}
-	rctx := retry.WithKind(streaming(ctx), retry.Idempotent)
+	rctx := retry.WithCall(streaming(ctx), retry.Idempotent, c.maxRetries(ctx))
 	if op := opFrom(ctx); op != nil {
 		if u, err := url.Parse(link.Reveal()); err == nil {
 			rctx = c.trackRequest(rctx, TargetStorage, u, "")

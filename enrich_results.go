@@ -45,7 +45,7 @@ func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (_ int64, err err
 	if j.double != nil {
 		return copyDouble(ctx, j.Results, w)
 	}
-	ctx, op := j.client.startOp(ctx, "EnrichJob.Download")
+	ctx, op := j.client.beginOp(ctx, "EnrichJob.Download")
 	defer func() { op.end(err) }()
 	link, err := j.resultsLink(ctx)
 	if err != nil {
@@ -89,6 +89,7 @@ func (j *EnrichJob) ResultRows(ctx context.Context) iter.Seq2[EnrichmentResultEn
 
 // resultRows is ResultRows, unobserved.
 func (j *EnrichJob) resultRows(ctx context.Context) iter.Seq2[EnrichmentResultEntry, error] {
+	ctx = withOperation(ctx, "EnrichJob.ResultRows")
 	return func(yield func(EnrichmentResultEntry, error) bool) {
 		fail := func(err error) {
 			if cerr := ctxErr(ctx); cerr != nil {

@@ -52,8 +52,9 @@ var (
 	// (errors.As: *APIError, *TransportError, *DecodeError) and the
 	// context's error. Errors that do not match it mean nothing happened.
 	ErrOutcomeUnknown = errors.New("lendgraph: outcome unknown: the server may have acted")
-	// ErrMissingAPIKey is returned by any call that needs the API key when
-	// none was configured (WithAPIKey or $LENDGRAPH_API_KEY).
+	// ErrMissingAPIKey matches the *MissingAPIKeyError of any call that
+	// needs the API key when none was configured (WithAPIKey or
+	// $LENDGRAPH_API_KEY).
 	ErrMissingAPIKey = errors.New("lendgraph: no API key: pass lendgraph.WithAPIKey or set LENDGRAPH_API_KEY")
 	// ErrUnsafeLink matches the error for an address the SDK refused to
 	// follow (a results or download link, the search host a search token

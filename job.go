@@ -173,8 +173,7 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
-	ctx = withOperation(ctx, jobTypeName(kind)+".Wait")
-	ctx, op := c.startOp(ctx, jobTypeName(kind)+".Wait")
+	ctx, op := c.beginOp(ctx, jobTypeName(kind)+".Wait")
 	var last *S
 	defer func() {
 		if err == nil && last != nil {

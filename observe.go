@@ -239,6 +239,12 @@ func (c *Client) startOp(ctx context.Context, name string) (context.Context, *op
 	return context.WithValue(ctx, opKey{}, o), o
 }
 
+// beginOp names the operation of the requests made with ctx (see
+// withOperation) and opens it when the client is observed (startOp).
+func (c *Client) beginOp(ctx context.Context, name string) (context.Context, *opState) {
+	return c.startOp(withOperation(ctx, name), name)
+}
+
 // joinOp is startOp for a single request: a request made inside an
 // operation of this client (a Wait's polls, a download's link fetches)
 // is part of it, and opens nothing.

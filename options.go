@@ -35,7 +35,7 @@ func WithHTTPClient(hc *http.Client) Option {
 }
 
 // WithMaxRetries sets how many times one call is retried at most (default 3;
-// 0 disables retries).
+// 0 disables retries). CallMaxRetries changes it for one call.
 func WithMaxRetries(n int) Option { return func(s *settings) { s.maxRetries = n } }
 
 // WithRetryBackoff sets the first step and the bound of the exponential
@@ -82,12 +82,15 @@ func WithInsecureHTTPLinks() Option { return func(s *settings) { s.insecureLinks
 // WithHTTPClient (http.Client.Timeout, the transport's
 // ResponseHeaderTimeout): the error of such an attempt is a net.Error
 // whose Timeout reports true, and matches context.DeadlineExceeded only
-// when the call's own context ended.
+// when the call's own context ended. CallAttemptTimeout changes d for one
+// call.
 func WithAttemptTimeout(d time.Duration) Option { return func(s *settings) { s.attemptTimeout = d } }
 
 // WithRateLimit limits the requests this client sends to the API host to r
 // per second with bursts of burst. Every attempt, retries included, takes a
-// token; waiting honours the call's context.
+// token; waiting honours the call's context. When the next token comes after
+// the context's deadline, the call fails at once with a
+// *ClientRateLimitError: nothing was sent.
 func WithRateLimit(r rate.Limit, burst int) Option {
 	return func(s *settings) {
 		s.limiter = rate.NewLimiter(r, burst)
@@ -97,8 +100,13 @@ func WithRateLimit(r rate.Limit, burst int) Option {
 	}
 }
 
-// WithLogger logs each attempt (method, path, status, duration; never a key,
-// token, header or query string) at debug level. Nothing is logged by default.
+// WithLogger logs each attempt at debug level: the operation ("Agents.List",
+// see OperationFrom), the attempt number, for a retry its reason ("status
+// 503", "transport error", "response body cut") and the backoff slept, the
+// method, host, path, status, request id and duration; never a key, token,
+// header or query string. A call that fails after retries logs one more
+// line, at warn level, with the attempts and the error. Nothing is logged
+// by default.
 func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
 
 // WithUserAgent prepends ua to the SDK's User-Agent header.

@@ -40,6 +40,10 @@ func tourEnrichment(t tour) error {
 		}
 		fmt.Fprintf(t.out, "%-7s %s: reason=%s charged=%v cached=%v persons=%d\n",
 			label, ids[0], r.Reason, r.Charged, r.Cached, len(r.Data.Persons))
+		if r.EarlierAttemptMayHaveCharged {
+			// A repeat after a lost answer: the lost attempt may have been charged.
+			fmt.Fprintln(t.out, "        an earlier attempt's answer was lost; it may have been charged")
+		}
 	}
 
 	job, err := t.c.Properties.EnrichBulk(t.ctx, ids, nil)

@@ -57,19 +57,25 @@ func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (_ int64, err err
 // Results opens the job's results file as a stream (see Download). Close
 // it when done; closing early stops the download.
 func (j *EnrichJob) Results(ctx context.Context) (io.ReadCloser, error) {
-	if j.double != nil {
-		if _, err := j.resultsLink(ctx); err != nil {
-			return nil, err
-		}
-		return j.double.Open(ctx, j.ID)
-	}
 	ctx, op := j.client.startOp(ctx, "EnrichJob.Results")
-	link, err := j.resultsLink(ctx)
+	rc, err := j.results(ctx)
 	if err != nil {
 		op.end(err)
 		return nil, err
 	}
-	return op.closing(j.client.openDownload(ctx, link, j.resultsLink, -1)), nil
+	return op.closing(rc), nil
+}
+
+// results is Results, unobserved.
+func (j *EnrichJob) results(ctx context.Context) (io.ReadCloser, error) {
+	link, err := j.resultsLink(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if j.double != nil {
+		return j.double.Open(ctx, j.ID)
+	}
+	return j.client.openDownload(ctx, link, j.resultsLink, -1), nil
 }
 
 // ResultRows streams the job's results file and yields one typed entry a
@@ -97,7 +103,7 @@ func (j *EnrichJob) resultRows(ctx context.Context) iter.Seq2[EnrichmentResultEn
 			}
 			yield(EnrichmentResultEntry{}, err)
 		}
-		rc, err := j.Results(ctx)
+		rc, err := j.results(ctx)
 		if err != nil {
 			fail(err)
 			return

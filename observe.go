@@ -423,7 +423,7 @@ func init() {
 		analytics summary time-series chart bulk-delivery enrich enrich-bulk enrichments count related
 		crm activity calls transcript lender-channels meetings org-members record-shares records delete tasks workspace
 		instant-search integrations push status lenders locations retrieve suggest movement most-gained
-		saved-filters search-token title-companies indexes search multi-search`) {
+		saved-filters search-token title-companies breakdowns indexes search multi-search`) {
 		staticSegments[s] = true
 	}
 }

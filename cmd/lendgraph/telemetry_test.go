@@ -167,7 +167,7 @@ func TestTelemetry_JaegerEndToEnd(t *testing.T) {
 
 	c := newCLI(t)
 	c.env = append(c.env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:"+otlp, "OTEL_SERVICE_NAME=lendgraph-e2e")
-	r := c.run("deliver", "agents", "--format", "csv", "--limit", "50", "--out", c.path("agents.csv"))
+	r := c.run("deliver", "agents", "--format", "csv", "--limit", "50", "-o", c.path("agents.csv"))
 	wantCode(t, r, exitOK)
 
 	var found struct {

@@ -24,7 +24,8 @@ import (
 // TestPicture_DeliveryTrace draws the waterfall of one real delivery's
 // trace (submit, polls, a download cut mid-body and resumed with a Range
 // request, its link re-signed) from the spans the SDK exported, into
-// the SVG file $LENDGRAPH_TRACE_PICTURE names (README's picture:
+// the SVG file $LENDGRAPH_TRACE_PICTURE names (README's picture, a headless
+// Chromium screenshot of it:
 // LENDGRAPH_TRACE_PICTURE=$PWD/../docs/delivery-trace.svg go test -run Picture .).
 func TestPicture_DeliveryTrace(t *testing.T) {
 	out := os.Getenv("LENDGRAPH_TRACE_PICTURE")
@@ -70,7 +71,7 @@ func TestPicture_DeliveryTrace(t *testing.T) {
 		for _, kv := range s.Attributes() {
 			switch kv.Key {
 			case "http.response.status_code", "lendgraph.download.range", "error.type":
-				label += " " + kv.Value.Emit()
+				label += " " + kv.Value.String()
 			}
 		}
 		ind := (depth[s.SpanContext().SpanID().String()] - 1) * 12

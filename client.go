@@ -66,9 +66,10 @@ type Client struct {
 	api           *retryablehttp.Client // API host: key added, client-side rate limit
 	plain         *retryablehttp.Client // signed links and other hosts: never a credential
 	now           func() time.Time
-	conns         int   // connections of one download (WithDownloadConnections)
-	part          int64 // bytes of one ranged request of a parallel download
-	lenient       bool  // WithLenientDecoding
+	conns         int      // connections of one download (WithDownloadConnections)
+	part          int64    // bytes of one ranged request of a parallel download
+	lenient       bool     // WithLenientDecoding
+	observer      Observer // WithObserver; nil: nothing is observed
 
 	// idleHook (tests) hears each time a connection of a parallel download
 	// gives up, with the bytes left on the busiest other (download_sched.go).
@@ -101,6 +102,8 @@ type settings struct {
 	retryBudget *int
 	// lenient is WithLenientDecoding's setting.
 	lenient bool
+	// observer is WithObserver's.
+	observer Observer
 }
 
 // NewClient returns a client configured by opts. Bad options (an empty or
@@ -190,6 +193,7 @@ func NewClient(opts ...Option) (*Client, error) {
 		conns:         conns,
 		part:          defaultPartSize,
 		lenient:       s.lenient,
+		observer:      s.observer,
 	}
 	hc := s.httpClient
 	if hc == nil {
@@ -202,7 +206,10 @@ func NewClient(opts ...Option) (*Client, error) {
 	// Always there: a call may set its own attempt timeout (CallAttemptTimeout).
 	inner = &attemptTransport{next: inner, timeout: s.attemptTimeout}
 	// Every response's headers are redacted before anything reads them.
-	logged := &logTransport{next: &redactTransport{next: inner, client: c}, logger: c.logger}
+	var logged http.RoundTripper = &logTransport{next: &redactTransport{next: inner, client: c}, logger: c.logger}
+	if c.observer != nil {
+		logged = &observeTransport{next: logged, client: c}
+	}
 	apiHC := *hc
 	apiHC.Transport = &callTransport{next: &apiTransport{next: logged, client: c, limiter: s.limiter}, client: c, middleware: s.middleware}
 	apiHC.CheckRedirect = c.checkRedirect(hc.CheckRedirect)

@@ -260,8 +260,9 @@ func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
 // once (see WithDownloadConnections), written to w in order from a window
 // of one range a connection in memory (32 MiB with the defaults). To write to a file that a later call
 // can continue after a crash, use DownloadFile.
-func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, error) {
-	ctx = withOperation(ctx, "DeliveryJob.Download")
+func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (_ int64, err error) {
+	ctx, op := j.client.beginOp(ctx, "DeliveryJob.Download")
+	defer func() { op.end(err) }()
 	st, err := j.completed(ctx)
 	if err != nil {
 		return 0, err
@@ -287,12 +288,13 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (int64, erro
 // and left as it is; remove it to download from the start. A part file
 // without a readable record is overwritten. One download at a time may
 // write to a path.
-func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...DownloadOption) (int64, error) {
-	ctx = withOperation(ctx, "DeliveryJob.DownloadFile")
+func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...DownloadOption) (_ int64, err error) {
 	p, err := openPartial(path, j.ID)
 	if err != nil {
 		return 0, err
 	}
+	ctx, op := j.client.beginOp(ctx, "DeliveryJob.DownloadFile")
+	defer func() { op.end(err) }()
 	var cfg downloadConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -325,6 +327,11 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Se
 	if err := checkCtx(ctx); err != nil {
 		return errSeq[T](err)
 	}
+	return observeSeq(ctx, j.client, "DeliveryJob.Rows", false, func(ctx context.Context) iter.Seq2[T, error] { return j.rows(ctx, opts) })
+}
+
+// rows is Rows, unobserved.
+func (j *DeliveryJob[T]) rows(ctx context.Context, opts []DecodeOption) iter.Seq2[T, error] {
 	ctx = withOperation(ctx, "DeliveryJob.Rows")
 	return func(yield func(T, error) bool) {
 		var zero T

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,7 @@ func (s *linkSource) get(ctx context.Context) (SignedURL, uint64, error) {
 		s.flight = nil
 		if err == nil {
 			s.cur, s.gen = l, s.gen+1
+			opFrom(ctx).resigned()
 		}
 		f.err = err
 		close(f.done)
@@ -195,6 +197,7 @@ func (c *Client) openSequential(ctx context.Context, src *linkSource, obj *objec
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
+	opFrom(ctx).connections(1)
 	go func() {
 		defer close(done)
 		n, err := c.fetch(ctx, src, obj, off, -1, pw)
@@ -239,6 +242,7 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 		defer rs.Close()
 		return rs.WriteTo(w)
 	}
+	opFrom(ctx).connections(1)
 	n, err := c.fetch(ctx, src, obj, 0, -1, w)
 	if err != nil {
 		size, _, _ = obj.validators()
@@ -260,9 +264,13 @@ func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, o
 	var written int64
 	stalls := 0
 	var lastErr error
-	for {
+	op := opFrom(ctx)
+	for first := true; ; first = false {
 		if stalls >= maxStalls {
 			return written, lastErr
+		}
+		if !first {
+			op.resumed(off + written)
 		}
 		if stalls > 0 {
 			if retry.Wait(ctx, c.policy.Jitter(stalls-1)) != nil {
@@ -286,6 +294,7 @@ func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, o
 		n, done, refresh, err := c.downloadOnce(ctx, link, off+written, end, w, obj)
 		if n > 0 {
 			stalls = 0
+			op.update(func(s *Summary) { s.Bytes += n })
 		}
 		written += n
 		if done || errors.Is(err, errSpanTaken) {
@@ -336,7 +345,16 @@ func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end i
 	if err := c.checkLinkString("results link", link.Reveal()); err != nil {
 		return 0, false, false, &permanentError{err}
 	}
-	req, err := retryablehttp.NewRequestWithContext(retry.WithCall(streaming(ctx), retry.Idempotent, c.maxRetries(ctx)), http.MethodGet, link.Reveal(), nil)
+	rctx := retry.WithCall(streaming(ctx), retry.Idempotent, c.maxRetries(ctx))
+	if op := opFrom(ctx); op != nil {
+		if u, err := url.Parse(link.Reveal()); err == nil {
+			rctx = c.trackRequest(rctx, TargetStorage, u, "")
+		}
+		if offset > 0 || end >= 0 {
+			op.update(func(s *Summary) { s.Ranges++ })
+		}
+	}
+	req, err := retryablehttp.NewRequestWithContext(rctx, http.MethodGet, link.Reveal(), nil)
 	if err != nil {
 		return 0, false, false, &permanentError{fmt.Errorf("bad link %s: %v", link, redactError(err))}
 	}

@@ -258,6 +258,7 @@ func (fl *fill) run(ctx context.Context) error {
 	}
 	fl.open = workers == 1
 	fl.sched = newSched[*activeSpan](len(fl.todo), fl.c.stealMin(), fl.c.idleHook)
+	opFrom(ctx).connections(workers)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -156,6 +156,7 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 	}
 	s.sched = newSched[*streamPart](len(s.parts), c.stealMin(), c.idleHook)
 	workers := c.conns
+	opFrom(ctx).connections(workers)
 	s.slots = make(chan []byte, min(workers, len(s.parts)))
 	for range cap(s.slots) {
 		s.slots <- nil

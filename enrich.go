@@ -141,6 +141,7 @@ func (s *PropertiesService) Enrich(ctx context.Context, id string, opts *EnrichO
 	if err := s.client.ready(ctx); err != nil {
 		return nil, err
 	}
+	ctx, op := s.client.startOp(ctx, "Properties.Enrich")
 	var out EnrichResult
 	ctx, st := trackCall(ctx)
 	_, err := s.client.send(ctx, request{
@@ -151,6 +152,14 @@ func (s *PropertiesService) Enrich(ctx context.Context, id string, opts *EnrichO
 		kind:    kind,
 		charges: !refresh,
 	}, &out)
+	if err == nil {
+		credits := 0.0
+		if out.Charged { // a live lookup that found a person: one credit
+			credits = 1
+		}
+		op.charged(credits)
+	}
+	op.end(err)
 	if err != nil {
 		return nil, err
 	}
@@ -410,5 +419,5 @@ func (s *PropertiesService) EnrichmentsPager(req *EnrichmentsRequest) (*Pager[En
 // cursors until the server returns none.
 func (s *PropertiesService) AllEnrichments(ctx context.Context, req *EnrichmentsRequest) iter.Seq2[EnrichmentEntry, error] {
 	p, err := s.EnrichmentsPager(req)
-	return pagedAll(ctx, p, err)
+	return observeSeq(ctx, s.client, "Properties.AllEnrichments", true, func(ctx context.Context) iter.Seq2[EnrichmentEntry, error] { return pagedAll(ctx, p, err) })
 }

@@ -41,11 +41,12 @@ type EnrichmentResultEntry struct {
 // when the link expires mid-download; the storage host never receives the
 // API key. A job that has not completed gives an error (a *JobError for a
 // failed or cancelled one).
-func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (int64, error) {
-	ctx = withOperation(ctx, "EnrichJob.Download")
+func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (_ int64, err error) {
 	if j.double != nil {
 		return copyDouble(ctx, j.Results, w)
 	}
+	ctx, op := j.client.beginOp(ctx, "EnrichJob.Download")
+	defer func() { op.end(err) }()
 	link, err := j.resultsLink(ctx)
 	if err != nil {
 		return 0, err
@@ -56,6 +57,17 @@ func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (int64, error) {
 // Results opens the job's results file as a stream (see Download). Close
 // it when done; closing early stops the download.
 func (j *EnrichJob) Results(ctx context.Context) (io.ReadCloser, error) {
+	ctx, op := j.client.startOp(ctx, "EnrichJob.Results")
+	rc, err := j.results(ctx)
+	if err != nil {
+		op.end(err)
+		return nil, err
+	}
+	return op.closing(rc), nil
+}
+
+// results is Results, unobserved.
+func (j *EnrichJob) results(ctx context.Context) (io.ReadCloser, error) {
 	link, err := j.resultsLink(ctx)
 	if err != nil {
 		return nil, err
@@ -78,6 +90,11 @@ func (j *EnrichJob) ResultRows(ctx context.Context) iter.Seq2[EnrichmentResultEn
 	if err := checkCtx(ctx); err != nil {
 		return errSeq[EnrichmentResultEntry](err)
 	}
+	return observeSeq(ctx, j.client, "EnrichJob.ResultRows", false, j.resultRows)
+}
+
+// resultRows is ResultRows, unobserved.
+func (j *EnrichJob) resultRows(ctx context.Context) iter.Seq2[EnrichmentResultEntry, error] {
 	ctx = withOperation(ctx, "EnrichJob.ResultRows")
 	return func(yield func(EnrichmentResultEntry, error) bool) {
 		fail := func(err error) {
@@ -86,7 +103,7 @@ func (j *EnrichJob) ResultRows(ctx context.Context) iter.Seq2[EnrichmentResultEn
 			}
 			yield(EnrichmentResultEntry{}, err)
 		}
-		rc, err := j.Results(ctx)
+		rc, err := j.results(ctx)
 		if err != nil {
 			fail(err)
 			return

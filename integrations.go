@@ -160,8 +160,14 @@ func (s *IntegrationsService) PushCRM(ctx context.Context, req *CRMPushRequest) 
 	return s.push(ctx, req)
 }
 
-func (s *IntegrationsService) push(ctx context.Context, req *CRMPushRequest) (*CRMPushResponse, error) {
-	return call[CRMPushResponse](ctx, s.client, request{op: "Integrations.PushCRM", method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
+func (s *IntegrationsService) push(ctx context.Context, req *CRMPushRequest) (_ *CRMPushResponse, err error) {
+	ctx, op := s.client.startOp(ctx, "Integrations.PushCRM")
+	defer func() { op.end(err) }()
+	res, err := call[CRMPushResponse](ctx, s.client, request{op: "Integrations.PushCRM", method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
+	if err == nil {
+		op.charged(res.Billing.Charged)
+	}
+	return res, err
 }
 
 // outcomeKnown reports whether a failed push certainly wrote nothing (see
@@ -177,11 +183,19 @@ func outcomeKnown(err error) bool { return !errors.Is(err, ErrOutcomeUnknown) }
 // *PushIncompleteError: at a 402 the batches already written are reported
 // and the rest not sent; a batch whose outcome is unknown (a 5xx or a cut
 // connection) is reported as Unknown and never re-sent.
-func (s *IntegrationsService) PushCRMAll(ctx context.Context, req *CRMPushRequest) (*CRMPushResponse, error) {
+func (s *IntegrationsService) PushCRMAll(ctx context.Context, req *CRMPushRequest) (_ *CRMPushResponse, err error) {
 	if err := req.validate(0); err != nil {
 		return nil, err
 	}
-	merged := &CRMPushResponse{Entity: req.Entity, Object: req.Object, DryRun: req.DryRun}
+	ctx, op := s.client.startOp(ctx, "Integrations.PushCRMAll")
+	var merged *CRMPushResponse
+	defer func() {
+		if err == nil {
+			op.charged(merged.Billing.Charged)
+		}
+		op.end(err)
+	}()
+	merged = &CRMPushResponse{Entity: req.Entity, Object: req.Object, DryRun: req.DryRun}
 	for start := 0; start < len(req.IDs); start += MaxPushIDs {
 		end := min(start+MaxPushIDs, len(req.IDs))
 		batch := *req

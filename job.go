@@ -169,11 +169,18 @@ func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) e
 // within the client's cap on server-requested waits (WithMaxServerWait);
 // a longer Retry-After ends the wait at once with the *RateLimitError.
 // A state the SDK does not know counts as running.
-func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (*S, error) {
+func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (_ *S, err error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
-	ctx = withOperation(ctx, jobTypeName(kind)+".Wait")
+	ctx, op := c.beginOp(ctx, jobTypeName(kind)+".Wait")
+	var last *S
+	defer func() {
+		if err == nil && last != nil {
+			op.chargedBy(last)
+		}
+		op.end(err)
+	}()
 	cfg := waitConfig{poll: poll.Default}
 	for _, o := range opts {
 		o(&cfg)
@@ -190,9 +197,8 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 	if cfg.poll.Initial <= 0 || cfg.poll.Max < cfg.poll.Initial {
 		return nil, invalidArg("WithPollInterval", "need 0 < initial <= max, got %s and %s", cfg.poll.Initial, cfg.poll.Max)
 	}
-	var last *S
 	var eta poll.ETA
-	err := poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, poll.Hint, error) {
+	err = poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, poll.Hint, error) {
 		st, err := fetch(ctx)
 		if err != nil {
 			var rl *RateLimitError
@@ -200,6 +206,7 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 				if refused := c.refuseWait(rl.APIError, rl.RetryAfter); refused != nil {
 					return false, poll.Hint{}, refused
 				}
+				op.event(Event{Kind: EventServerWait, Reason: "poll throttled", Wait: max(rl.RetryAfter, cfg.poll.Max)})
 				// Throttled polling is not a failed job: wait as asked and poll again.
 				return false, poll.Hint{AtLeast: max(rl.RetryAfter, cfg.poll.Max)}, nil
 			}
@@ -210,6 +217,7 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 			progress(st)
 		}
 		s, _ := state(st)
+		op.polled(id, s)
 		if s.Terminal() {
 			return true, poll.Hint{}, nil
 		}
@@ -243,6 +251,22 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 		return last, &JobError{Kind: kind, JobID: id, Status: string(s), Message: msg}
 	}
 	return last, nil
+}
+
+// chargedBy records what a job's last status says was charged: a
+// delivery's creditsCharged (absent until billing landed), an enrichment's
+// chargedCount once completed.
+func (o *opState) chargedBy(st any) {
+	switch st := st.(type) {
+	case *DeliveryStatus:
+		if st.CreditsCharged != nil {
+			o.charged(*st.CreditsCharged)
+		}
+	case *EnrichJobStatus:
+		if st.Status == JobCompleted {
+			o.charged(float64(st.ChargedCount))
+		}
+	}
 }
 
 func (s *EnrichJobStatus) jobState() JobState { return s.Status }

@@ -249,10 +249,12 @@ type computingBody struct {
 // returns a *RateLimitError carrying it at once. Without a usable
 // retryAfterMs (absent, zero, negative) it waits a second. The parameters
 // are checked before any request.
-func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opts ...MovementOption) (*MostGainedResponse, error) {
+func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opts ...MovementOption) (_ *MostGainedResponse, err error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
+	ctx, op := s.client.startOp(ctx, "Market.MostGained")
+	defer func() { op.end(err) }()
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -262,7 +264,7 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 	}
 	req := request{op: "Market.MostGained", method: http.MethodGet, path: "/v1/market/movement/most-gained", query: p, kind: retry.Idempotent}
 	var out *MostGainedResponse
-	err := poll.Until(ctx, poll.Config{Factor: 1}, func(ctx context.Context) (bool, poll.Hint, error) {
+	err = poll.Until(ctx, poll.Config{Factor: 1}, func(ctx context.Context) (bool, poll.Hint, error) {
 		var raw json.RawMessage
 		status, err := s.client.send(ctx, req, &raw)
 		if err != nil {
@@ -282,6 +284,7 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 			if cfg.onComputing != nil {
 				cfg.onComputing(wait)
 			}
+			op.event(Event{Kind: EventServerWait, Reason: "still computing", Wait: wait})
 			return false, poll.Hint{AtLeast: wait}, nil
 		}
 		var rows MostGainedResponse

@@ -16,24 +16,27 @@ import (
 // module boundary, and this test carries it over, so the README's one test
 // command still tests everything. CI runs that module's tests itself (with
 // -race) and sets LENDGRAPH_SKIP_NESTED.
-func TestModules_CLI(t *testing.T) {
+func TestModules_CLI(t *testing.T) { testNested(t, "cmd/lendgraph") }
+
+// testNested runs `go test ./...` in the nested module in dir.
+func testNested(t *testing.T, dir string) {
 	if testing.Short() {
-		t.Skip("-short: the cmd/lendgraph module's tests are not run")
+		t.Skipf("-short: the %s module's tests are not run", dir)
 	}
 	if os.Getenv("LENDGRAPH_SKIP_NESTED") != "" {
-		t.Skip("LENDGRAPH_SKIP_NESTED is set: the cmd/lendgraph module's tests run on their own")
+		t.Skipf("LENDGRAPH_SKIP_NESTED is set: the %s module's tests run on their own", dir)
 	}
 	args := []string{"test"}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
 	cmd := exec.Command("go", append(args, "./...")...)
-	cmd.Dir = "cmd/lendgraph"
+	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go %v in cmd/lendgraph: %v\n%s", args, err, out)
+		t.Fatalf("go %v in %s: %v\n%s", args, dir, err, out)
 	}
-	t.Logf("cmd/lendgraph: %s", out)
+	t.Logf("%s: %s", dir, out)
 }
 
 // footprintSmall and footprintBroad are programs that import package
@@ -133,6 +136,9 @@ func TestModules_Footprint(t *testing.T) {
 		"github.com/meilisearch/meilisearch-go": "the Meilisearch client (package searchhost)",
 		"github.com/golang-jwt/jwt/v5":          "the Meilisearch client's (package searchhost)",
 		"github.com/parquet-go/parquet-go":      "the parquet reader (package parquet)",
+		"go.opentelemetry.io/otel":              "OpenTelemetry (package otel)",
+		"go.opentelemetry.io/otel/trace":        "OpenTelemetry (package otel)",
+		"go.opentelemetry.io/otel/metric":       "OpenTelemetry (package otel)",
 		"github.com/google/go-cmp":              "a test-only module",
 		"go.uber.org/goleak":                    "a test-only module",
 		"github.com/stretchr/testify":           "a test-only module",

@@ -231,7 +231,7 @@ func (s *OriginatorsService) TitleCompaniesPager(nmlsID string, req *ListRequest
 // contract).
 func (s *OriginatorsService) AllTitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[TitleCompanyRow, error] {
 	p, err := s.TitleCompaniesPager(nmlsID, req)
-	return pagedAll(ctx, p, err)
+	return observeSeq(ctx, s.client, "Originators.AllTitleCompanies", true, func(ctx context.Context) iter.Seq2[TitleCompanyRow, error] { return pagedAll(ctx, p, err) })
 }
 
 // BranchPage is one page of a company's branches.
@@ -280,7 +280,7 @@ func (s *CompaniesService) BranchesPager(nmlsID string, req *ListRequest) (*Page
 // contract).
 func (s *CompaniesService) AllBranches(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[Branch, error] {
 	p, err := s.BranchesPager(nmlsID, req)
-	return pagedAll(ctx, p, err)
+	return observeSeq(ctx, s.client, "Companies.AllBranches", true, func(ctx context.Context) iter.Seq2[Branch, error] { return pagedAll(ctx, p, err) })
 }
 
 // LenderCount returns the exact number of lenders matching req. The path is

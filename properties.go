@@ -159,7 +159,7 @@ func (s *PropertiesService) ChartPager(req *ChartRequest) (*Pager[ChartRow], err
 // contract).
 func (s *PropertiesService) AllChart(ctx context.Context, req *ChartRequest) iter.Seq2[ChartRow, error] {
 	p, err := s.ChartPager(req)
-	return pagedAll(ctx, p, err)
+	return observeSeq(ctx, s.client, "Properties.AllChart", true, func(ctx context.Context) iter.Seq2[ChartRow, error] { return pagedAll(ctx, p, err) })
 }
 
 // RelatedTo is the kind of record Related links a property to.

@@ -66,6 +66,8 @@ func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
 	if st == nil {
 		ctx, st = trackCall(ctx)
 	}
+	ctx, op := c.joinOp(ctx, r.opLabel())
+	ctx = c.trackRequest(ctx, r.target(), r.origin(c), r.path)
 	var acted *outcome
 	if r.kind == retry.Unrepeatable || r.kind == retry.Launch || r.charges {
 		ctx, acted = trackOutcome(ctx, r.kind)
@@ -73,6 +75,12 @@ func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
 	status, err := c.sendRetrying(ctx, r, out, st)
 	if err != nil && acted != nil && r.kind != retry.Idempotent && acted.mayHaveActed() {
 		err = &outcomeUnknownError{err: err}
+	}
+	if err == nil {
+		opFrom(ctx).page()
+	}
+	if st.lostAttempt() {
+		opFrom(ctx).markLost()
 	}
 	st.report(ctx, OperationFrom(ctx))
 	if err != nil {
@@ -82,7 +90,33 @@ func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
 				slog.String("path", truncate(r.path, maxQuoted)), slog.Int("attempts", n), slog.String("error", err.Error()))
 		}
 	}
+	op.end(err)
 	return status, err
+}
+
+// opLabel names r's operation: its op, or for a request no method names
+// (Client.Do) its method and templated path.
+func (r request) opLabel() string {
+	if r.op != "" {
+		return r.op
+	}
+	return r.method + " " + urlTemplate(r.path)
+}
+
+// target is the kind of host r goes to.
+func (r request) target() Target {
+	if r.host != nil {
+		return TargetSearchHost
+	}
+	return TargetAPI
+}
+
+// origin is the base URL r is sent under.
+func (r request) origin(c *Client) *url.URL {
+	if r.host != nil {
+		return r.host.base
+	}
+	return c.base
 }
 
 func (c *Client) sendRetrying(ctx context.Context, r request, out any, st *callState) (int, error) {

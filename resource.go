@@ -82,7 +82,7 @@ func (s *ResourceService[T]) Pager(req *ListRequest) (*Pager[T], error) {
 // process.
 func (s *ResourceService[T]) All(ctx context.Context, req *ListRequest) iter.Seq2[T, error] {
 	p, err := s.Pager(req)
-	return pagedAll(ctx, p, err)
+	return observeSeq(ctx, s.client, opName(s.name, "All"), true, func(ctx context.Context) iter.Seq2[T, error] { return pagedAll(ctx, p, err) })
 }
 
 // Get returns the complete record with nested data.

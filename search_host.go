@@ -235,11 +235,13 @@ func (r *HostSearchResult) OriginatorHits() ([]OriginatorHit, error) {
 }
 
 // Search runs one query on one index of the search host.
-func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSearchRequest) (*HostSearchResult, error) {
+func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSearchRequest) (_ *HostSearchResult, err error) {
 	body, err := req.prepared(index)
 	if err != nil {
 		return nil, err
 	}
+	ctx, op := h.client.startOp(ctx, "SearchHost.Search")
+	defer func() { op.end(err) }()
 	var res HostSearchResult
 	if _, err := h.do(ctx, hostCall{op: "SearchHost.Search", method: http.MethodPost, path: searchPath(index), body: body, index: index}, &res); err != nil {
 		return nil, err

@@ -132,7 +132,15 @@ func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.next.RoundTrip(r)
 	}
 	if t.limiter != nil {
-		if err := t.limiter.Wait(req.Context()); err != nil {
+		var start time.Time
+		if c.observer != nil {
+			start = time.Now()
+		}
+		err := t.limiter.Wait(req.Context())
+		if c.observer != nil {
+			noteLimiterWait(req.Context(), time.Since(start))
+		}
+		if err != nil {
 			if req.Context().Err() != nil {
 				return nil, req.Context().Err()
 			}

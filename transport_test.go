@@ -360,7 +360,9 @@ func (r redirectRow) run(t *testing.T) {
 		})
 		apiURL = "http://api.lendgraph.test:" + api.port
 	}
-	opts := []lendgraph.Option{lendgraph.WithAPIKey(key), lendgraph.WithBaseURL(apiURL), lendgraph.WithHTTPClient(&http.Client{Transport: tr})}
+	rec := &recObserver{}
+	opts := []lendgraph.Option{lendgraph.WithAPIKey(key), lendgraph.WithBaseURL(apiURL), lendgraph.WithHTTPClient(&http.Client{Transport: tr}),
+		lendgraph.WithObserver(rec)}
 	if r.bearer {
 		opts = append(opts, lendgraph.WithBearerAuth())
 	}
@@ -411,6 +413,9 @@ func (r redirectRow) run(t *testing.T) {
 		if c := credential(s.header); c != "" {
 			t.Errorf("credential sent to %s: %q", s.host, c)
 		}
+		if tp := s.header.Get("Traceparent"); tp != "" {
+			t.Errorf("trace context sent to %s: %q", s.host, tp)
+		}
 		if len(s.body) > 0 {
 			t.Errorf("body sent to %s: %q", s.host, s.body)
 		}
@@ -418,6 +423,17 @@ func (r redirectRow) run(t *testing.T) {
 	for _, s := range append(home, away...) {
 		if r.from == "search" && strings.Contains(fmt.Sprint(s.header), key) {
 			t.Errorf("API key sent to the search side (%s): %v", s.host, s.header)
+		}
+	}
+	for _, s := range first {
+		if r.from == "api" && s.header.Get("Traceparent") == "" {
+			t.Errorf("no trace context sent to the API host: %v", s.header)
+		}
+	}
+	rec.check(t)
+	for _, secret := range []string{key, token} {
+		if strings.Contains(rec.text(), secret) {
+			t.Errorf("a credential reached the observer:\n%s", rec.text())
 		}
 	}
 	followedTo := len(away)
@@ -548,8 +564,10 @@ func (e echoRow) run(t *testing.T, bearer bool) {
 		})
 	}
 	var logs bytes.Buffer
+	rec := &recObserver{}
 	opts := []lendgraph.Option{lendgraph.WithMaxRetries(0), lendgraph.WithRetryBackoff(time.Millisecond, time.Millisecond),
-		lendgraph.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))}
+		lendgraph.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		lendgraph.WithObserver(rec)}
 	if bearer {
 		opts = append(opts, lendgraph.WithBearerAuth())
 	}
@@ -584,7 +602,8 @@ func (e echoRow) run(t *testing.T, bearer bool) {
 	if e.serve == nil && !strings.Contains(logs.String(), "request failed") {
 		t.Errorf("the failure was not logged: %s", logs.String())
 	}
-	text := printAll(err) + logs.String()
+	rec.check(t)
+	text := printAll(err) + logs.String() + rec.text()
 	var apiErr *lendgraph.APIError
 	var de *lendgraph.DecodeError
 	if errors.As(err, &apiErr) {
@@ -611,7 +630,8 @@ func secretsInFakeFlow(t *testing.T, bearer bool) {
 	key := srv.DefaultCaller().Key
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	opts := []lendgraph.Option{lendgraph.WithLogger(logger), lendgraph.WithMaxRetries(1)}
+	rec := &recObserver{}
+	opts := []lendgraph.Option{lendgraph.WithLogger(logger), lendgraph.WithMaxRetries(1), lendgraph.WithObserver(rec)}
 	if bearer {
 		opts = append(opts, lendgraph.WithBearerAuth())
 	}
@@ -702,6 +722,9 @@ func secretsInFakeFlow(t *testing.T, bearer bool) {
 		if strings.Contains(fmt.Sprint(r.Header, r.Query, string(r.Body)), key) {
 			t.Errorf("%s host received the key: %s %s", r.Listener, r.Method, r.Path)
 		}
+		if tp := r.Header.Get("Traceparent"); tp != "" && r.Listener != "search" {
+			t.Errorf("%s host received trace context: %s %s", r.Listener, r.Method, r.Path)
+		}
 	}
 	if hosts["storage"] == 0 || hosts["search"] == 0 || ranged == 0 {
 		t.Fatalf("requests by host: %v, %d ranged", hosts, ranged)
@@ -717,7 +740,8 @@ func secretsInFakeFlow(t *testing.T, bearer bool) {
 	} {
 		printed[name] = v
 	}
-	texts := map[string]string{"debug log": logs.String()}
+	rec.check(t)
+	texts := map[string]string{"debug log": logs.String(), "observer": rec.text()}
 	for name, v := range printed {
 		texts[name] = printAll(v)
 	}

@@ -69,6 +69,13 @@ type RunOptions struct {
 	// shards as they are, lists them in Result.Uncertain and returns an
 	// *UncertainError.
 	ResubmitUncertain bool
+	// Observer, when set, is told of each shard worked on as an operation
+	// "export.Shard" (its Summary names the shard, its job and the rows
+	// landed), inside which the shard's SDK calls are operations of their
+	// own when the client reports to the same observer
+	// (lendgraph.WithObserver): with lendgraphotel, one span a shard under
+	// the span of ctx, so a whole run is one trace.
+	Observer lendgraph.Observer
 }
 
 // EventKind says what an Event reports.
@@ -335,7 +342,15 @@ func (r *runner[T]) runAll(ctx context.Context, targets []Shard) []ShardFailure 
 var errNoSubmit = errors.New("not submitted: the balance ran out")
 
 // shard brings one shard to landed.
-func (r *runner[T]) shard(ctx context.Context, sh *Shard) error {
+func (r *runner[T]) shard(ctx context.Context, sh *Shard) (err error) {
+	if r.opts.Observer != nil {
+		var op lendgraph.OperationObserver
+		ctx, op = r.opts.Observer.StartOperation(ctx, "export.Shard")
+		defer func() {
+			cur := r.store.get(sh.Name)
+			op.End(lendgraph.Summary{Shard: sh.Name, JobID: cur.JobID, Rows: cur.Rows, Bytes: cur.Bytes}, err)
+		}()
+	}
 	ok, err := r.store.claim(sh.Name)
 	if err != nil {
 		return err

@@ -53,6 +53,7 @@ type app struct {
 	started    bool               // cobra accepted the command line and ran the command
 	cmdPath    string             // the command that ran, for the usage hint
 	in         *bufio.Reader      // stdin, buffered on first use
+	tel        *telemetry         // OTLP export (OTEL_EXPORTER_OTLP_*), nil when off
 }
 
 // usageError marks a mistake in how the command was called.
@@ -73,6 +74,11 @@ func run(ctx context.Context, args []string, e env) int {
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	err := root.ExecuteContext(ctx)
+	if a.tel != nil {
+		if terr := a.tel.end(err); terr != nil {
+			fmt.Fprintf(e.stderr, "lendgraph: exporting telemetry: %v\n", terr)
+		}
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -141,7 +147,18 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 int
 		SilenceErrors: true,
 		// Every error before this runs is cobra's: an unknown command, a bad
 		// flag, the wrong number of arguments. Those exit with code 2.
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) { a.started, a.cmdPath = true, cmd.CommandPath() },
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			a.started, a.cmdPath = true, cmd.CommandPath()
+			if telemetryWanted(a.getenv) {
+				ctx, tel, err := startTelemetry(cmd.Context(), a.getenv, cmd.CommandPath())
+				if err != nil {
+					a.say("telemetry is off: %v", err)
+					return
+				}
+				a.tel = tel
+				cmd.SetContext(ctx)
+			}
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.apiKeyFile, "api-key-file", "", "read the API key from this file (default: $LENDGRAPH_API_KEY)")
@@ -176,6 +193,9 @@ func (a *app) clientFor() (*lendgraph.Client, error) {
 	opts := []lendgraph.Option{lendgraph.WithAPIKey(key), lendgraph.WithUserAgent("lendgraph-cli")}
 	if base != "" {
 		opts = append(opts, lendgraph.WithBaseURL(base))
+	}
+	if a.tel != nil {
+		opts = append(opts, lendgraph.WithObserver(a.tel.obs))
 	}
 	c, err := lendgraph.NewClient(append(opts, a.clientOpts...)...)
 	if err != nil {

@@ -395,7 +395,7 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 			}
 		}
 	}
-	opts := &export.RunOptions{Dir: fl.out, Concurrency: fl.concurrency, Shards: fl.shards, ResubmitUncertain: fl.resubmit, OnEvent: func(e export.Event) {
+	opts := &export.RunOptions{Dir: fl.out, Concurrency: fl.concurrency, Shards: fl.shards, ResubmitUncertain: fl.resubmit, Observer: a.observer(), OnEvent: func(e export.Event) {
 		switch e.Kind {
 		case export.EventFailed:
 			a.sayAbove("shard %s: %s: %v", e.Shard, e.What, e.Err)

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lendgraph/lendgraph-go/export"
+)
+
+// otlpSpan is what the tests read of an exported span.
+type otlpSpan struct {
+	name, trace, id, parent string
+	attrs                   map[string]string
+}
+
+// otlpReceiver is an OTLP/HTTP endpoint keeping the spans it receives.
+type otlpReceiver struct {
+	*httptest.Server
+	mu    sync.Mutex
+	spans []otlpSpan
+	raw   bytes.Buffer // every request body, to look for secrets
+}
+
+func newOTLPReceiver(t *testing.T) *otlpReceiver {
+	r := &otlpReceiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.raw.Write(b)
+		if req.URL.Path == "/v1/traces" {
+			var m coltrace.ExportTraceServiceRequest
+			if err := proto.Unmarshal(b, &m); err != nil {
+				t.Errorf("OTLP traces: %v", err)
+			}
+			for _, rs := range m.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					for _, s := range ss.Spans {
+						sp := otlpSpan{name: s.Name, trace: hex.EncodeToString(s.TraceId), id: hex.EncodeToString(s.SpanId),
+							parent: hex.EncodeToString(s.ParentSpanId), attrs: map[string]string{}}
+						for _, kv := range s.Attributes {
+							sp.attrs[kv.Key] = fmt.Sprint(kv.Value.GetValue())
+						}
+						r.spans = append(r.spans, sp)
+					}
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// TestTelemetry_ExportIsOneTrace runs `lendgraph export` with
+// OTEL_EXPORTER_OTLP_ENDPOINT set: the spans arrive over OTLP/HTTP, all in
+// one trace under the command's span, one span a shard, and no API key in
+// what was sent.
+func TestTelemetry_ExportIsOneTrace(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	c := newCLI(t)
+	c.env = append(c.env, "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.URL, "OTEL_METRIC_EXPORT_INTERVAL=100")
+	dir := c.path("agents")
+	r := c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--include-missing", "--concurrency", "3")
+	wantCode(t, r, exitOK)
+	m, err := export.ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if strings.Contains(rcv.raw.String(), c.real) {
+		t.Error("the API key was exported")
+	}
+	var root *otlpSpan
+	traces := map[string]int{}
+	shards := 0
+	for i, s := range rcv.spans {
+		traces[s.trace]++
+		switch s.name {
+		case "lendgraph export":
+			root = &rcv.spans[i]
+		case "lendgraph export.Shard":
+			shards++
+		}
+	}
+	if root == nil || len(traces) != 1 || shards != len(m.Shards) {
+		t.Fatalf("root %v, %d traces, %d shard spans for %d shards (%d spans)", root, len(traces), shards, len(m.Shards), len(rcv.spans))
+	}
+	for _, s := range rcv.spans {
+		if s.name == "lendgraph export.Shard" && s.parent != root.id {
+			t.Errorf("shard span %v is not under the command's span", s.attrs)
+		}
+	}
+}
+
+// jaegerBinary is the Jaeger (v2) binary the end-to-end test runs: from
+// $LENDGRAPH_JAEGER, else the one .ci/run builds into GOPATH/bin.
+func jaegerBinary(t *testing.T) string {
+	if p := os.Getenv("LENDGRAPH_JAEGER"); p != "" {
+		return p
+	}
+	gopath, _ := exec.Command("go", "env", "GOPATH").Output()
+	p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "jaeger-"+jaegerVersion)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no Jaeger binary (%s): .ci/run builds it, or set LENDGRAPH_JAEGER", p)
+	}
+	return p
+}
+
+// jaegerVersion is the Jaeger release .ci/run builds (its v2 binary,
+// module github.com/jaegertracing/jaeger).
+const jaegerVersion = "v1.76.0"
+
+// freePort returns a loopback port nothing listens on now.
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+// TestTelemetry_JaegerEndToEnd runs the tool against `lendgraph fake`
+// (a process of its own) with its traces sent to a real Jaeger started by
+// the test, then asks Jaeger's query API for the trace: a delivery with
+// its submit, polls and download.
+func TestTelemetry_JaegerEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: skipped with -short")
+	}
+	bin := jaegerBinary(t)
+	otlp, query := freePort(t), freePort(t)
+	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(jaegerConfig, "127.0.0.1:"+otlp, "127.0.0.1:"+query)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var jlog bytes.Buffer
+	j := exec.CommandContext(ctx, bin, "--config", cfg)
+	j.Stdout, j.Stderr = &jlog, &jlog
+	if err := j.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = j.Process.Kill(); _ = j.Wait() })
+	api := "http://127.0.0.1:" + query
+	waitUp(t, api+"/api/services", &jlog)
+
+	// The fake, a process of its own, as a harness in any language runs it.
+	fake := exec.CommandContext(ctx, binary, "--json", "fake", "--addr", "127.0.0.1:0")
+	fake.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	out, err := fake.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Process.Kill(); _ = fake.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the fake's address: %v", err)
+	}
+	var addr struct {
+		BaseURL string `json:"baseUrl"`
+		Keys    []struct {
+			Key string `json:"key"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(line), &addr); err != nil || len(addr.Keys) == 0 {
+		t.Fatalf("the fake printed %q: %v", line, err)
+	}
+	dir := t.TempDir()
+	deliver := exec.CommandContext(ctx, binary, "deliver", "agents", "--format", "csv", "--limit", "50", "-o", filepath.Join(dir, "agents.csv"))
+	deliver.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LENDGRAPH_BASE_URL=" + addr.BaseURL, "LENDGRAPH_API_KEY=" + addr.Keys[0].Key,
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:" + otlp, "OTEL_SERVICE_NAME=lendgraph-e2e"}
+	if b, err := deliver.CombinedOutput(); err != nil {
+		t.Fatalf("lendgraph deliver: %v\n%s", err, b)
+	}
+
+	var found struct {
+		Data []struct {
+			TraceID string `json:"traceID"`
+			Spans   []struct {
+				OperationName string `json:"operationName"`
+				SpanID        string `json:"spanID"`
+			} `json:"spans"`
+		} `json:"data"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(api + "/api/traces?service=lendgraph-e2e&limit=5")
+		if err == nil {
+			_ = json.NewDecoder(resp.Body).Decode(&found)
+			resp.Body.Close()
+		}
+		if len(found.Data) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(found.Data) != 1 {
+		t.Fatalf("Jaeger holds %d traces of the run, want 1\n%s", len(found.Data), jlog.String())
+	}
+	names := map[string]int{}
+	for _, s := range found.Data[0].Spans {
+		names[s.OperationName]++
+	}
+	for _, want := range []string{"lendgraph deliver", "lendgraph Agents.Deliver", "lendgraph DeliveryJob.Wait",
+		"GET /v1/agents/bulk-delivery/{id}", "GET"} {
+		if names[want] == 0 {
+			t.Errorf("no span %q in the trace: %v", want, names)
+		}
+	}
+}
+
+// jaegerConfig runs Jaeger v2 with in-memory storage, an OTLP/HTTP
+// receiver and the query API on the given addresses.
+const jaegerConfig = `
+service:
+  extensions: [jaeger_storage, jaeger_query]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: []
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+extensions:
+  jaeger_query:
+    storage:
+      traces: memstore
+    http:
+      endpoint: %[2]s
+    grpc:
+      endpoint: 127.0.0.1:0
+  jaeger_storage:
+    backends:
+      memstore:
+        memory:
+          max_traces: 1000
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: %[1]s
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: memstore
+`
+
+// waitUp polls url until it answers.
+func waitUp(t *testing.T, url string, log *bytes.Buffer) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s did not come up:\n%s", url, log.String())
+}

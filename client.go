@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -66,10 +67,11 @@ type Client struct {
 	api           *retryablehttp.Client // API host: key added, client-side rate limit
 	plain         *retryablehttp.Client // signed links and other hosts: never a credential
 	now           func() time.Time
-	conns         int      // connections of one download (WithDownloadConnections)
-	part          int64    // bytes of one ranged request of a parallel download
-	lenient       bool     // WithLenientDecoding
-	observer      Observer // WithObserver; nil: nothing is observed
+	conns         int       // connections of one download (WithDownloadConnections)
+	part          int64     // bytes of one ranged request of a parallel download
+	lenient       bool      // WithLenientDecoding
+	observer      Observer  // WithObserver; nil: nothing is observed
+	charges       *sync.Map // jobs whose charge the observer was told of (opState.chargedBy)
 
 	// idleHook (tests) hears each time a connection of a parallel download
 	// gives up, with the bytes left on the busiest other (download_sched.go).
@@ -194,6 +196,7 @@ func NewClient(opts ...Option) (*Client, error) {
 		part:          defaultPartSize,
 		lenient:       s.lenient,
 		observer:      s.observer,
+		charges:       new(sync.Map),
 	}
 	hc := s.httpClient
 	if hc == nil {

@@ -900,7 +900,9 @@ func (e *ClientRateLimitError) Error() string {
 // charges or acts whose request may have reached the server: it matches
 // ErrOutcomeUnknown and keeps err's chain (errors.As still finds an
 // *APIError or a *TransportError in it), as the SDK's own such errors do.
-// It is for test doubles that stand in for the SDK.
+// It is for test doubles that stand in for the SDK. A nil err stands for
+// the commonest such failure: a *TransportError saying the connection was
+// reset after the request was sent.
 func NewOutcomeUnknownError(err error) error {
 	if err == nil {
 		err = &TransportError{Err: errors.New("connection reset after the request was sent")}

@@ -177,7 +177,7 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 	var last *S
 	defer func() {
 		if err == nil && last != nil {
-			op.chargedBy(last)
+			op.chargedBy(kind+" "+id, last)
 		}
 		op.end(err)
 	}()
@@ -255,17 +255,31 @@ func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts 
 
 // chargedBy records what a job's last status says was charged: a
 // delivery's creditsCharged (absent until billing landed), an enrichment's
-// chargedCount once completed.
-func (o *opState) chargedBy(st any) {
+// chargedCount once completed. A job is charged once, however many waits
+// see it completed (a Wait, then the Wait inside Download, then the one
+// inside Rows), so each client reports a job's charge to its observer
+// once: key names the job.
+func (o *opState) chargedBy(key string, st any) {
+	if o == nil {
+		return
+	}
+	var credits float64
 	switch st := st.(type) {
 	case *DeliveryStatus:
-		if st.CreditsCharged != nil {
-			o.charged(*st.CreditsCharged)
+		if st.CreditsCharged == nil {
+			return
 		}
+		credits = *st.CreditsCharged
 	case *EnrichJobStatus:
-		if st.Status == JobCompleted {
-			o.charged(float64(st.ChargedCount))
+		if st.Status != JobCompleted {
+			return
 		}
+		credits = float64(st.ChargedCount)
+	default:
+		return
+	}
+	if _, seen := o.client.charges.LoadOrStore(key, struct{}{}); !seen {
+		o.charged(credits)
 	}
 }
 

@@ -217,3 +217,35 @@ func TestRows_ExportDirectory(t *testing.T) {
 		t.Errorf("rows DIR --format csv: exit %d, stderr: %s", r.code, r.stderr)
 	}
 }
+
+// TestRows_UnknownFields: a --fields name that no row has is an error
+// naming it and the columns the rows have, in every output format, from a
+// file of each kind and from an export directory (not a column of empty
+// cells and exit 0); with --to parquet nothing is written. An export's
+// _manifest.json given as FILE is refused with a hint to pass its
+// directory.
+func TestRows_UnknownFields(t *testing.T) {
+	c := exportCLI(t, 300, 100)
+	src := c.path("agents.ndjson.gz")
+	wantCode(t, c.run("deliver", "agents", "--format", "ndjson", "--limit", "50", "-o", src), 0)
+	dir := c.path("agents")
+	wantCode(t, c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--format", "csv"), 0)
+	for _, in := range []string{src, dir, testFile(t, "nested.parquet")} {
+		for _, to := range []string{"ndjson", "json", "csv", "parquet"} {
+			r := c.run("rows", in, "--to", to, "--fields", "id,nosuch")
+			if r.code != exitFailure || !strings.Contains(r.stderr, `"nosuch"`) || !strings.Contains(r.stderr, "id") {
+				t.Errorf("%s --to %s --fields id,nosuch: exit %d, want %d naming the field\nstderr: %s", filepath.Base(in), to, r.code, exitFailure, r.stderr)
+			}
+			if in != testFile(t, "nested.parquet") && !strings.Contains(r.stderr, "state") {
+				t.Errorf("%s --to %s: the error does not list the rows' columns: %s", filepath.Base(in), to, r.stderr)
+			}
+			if to == "parquet" && r.stdout != "" {
+				t.Errorf("%s --to parquet --fields id,nosuch: %d bytes written", filepath.Base(in), len(r.stdout))
+			}
+		}
+	}
+	r := c.run("rows", filepath.Join(dir, export.ManifestFile))
+	if r.code != exitUsage || !strings.Contains(r.stderr, "manifest") || !strings.Contains(r.stderr, "lendgraph rows "+dir) {
+		t.Errorf("rows DIR/_manifest.json: exit %d, stderr: %s", r.code, r.stderr)
+	}
+}

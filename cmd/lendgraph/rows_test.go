@@ -64,16 +64,25 @@ func jsonKeys(t *testing.T, text string) [][]string {
 	return out
 }
 
+// rowsInputs is a fake of n agents (maxRows a delivery) and two inputs
+// for rows: a delivery file of 50 agents (ndjson.gz) and a csv export of
+// all of them by state.
+func rowsInputs(t *testing.T, n int, maxRows int64) (c *cli, src, dir string) {
+	t.Helper()
+	c = exportCLI(t, n, maxRows)
+	src = c.path("agents.ndjson.gz")
+	wantCode(t, c.run("deliver", "agents", "--format", "ndjson", "--limit", "50", "-o", src), 0)
+	dir = c.path("agents")
+	wantCode(t, c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--format", "csv"), 0)
+	return c, src, dir
+}
+
 // TestRows_FieldsKeepTheirOrder: --fields gives the columns' order in
 // every output format, parquet included (a parquet group sorts its fields
 // by name unless told otherwise), from a file of each kind and from an
 // export directory.
 func TestRows_FieldsKeepTheirOrder(t *testing.T) {
-	c := exportCLI(t, 600, 200)
-	src := c.path("agents.ndjson.gz")
-	wantCode(t, c.run("deliver", "agents", "--format", "ndjson", "--limit", "50", "-o", src), 0)
-	dir := c.path("agents")
-	wantCode(t, c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--format", "csv"), 0)
+	c, src, dir := rowsInputs(t, 600, 200)
 	order := []string{"state", "id", "fullName"}
 	fields := strings.Join(order, ",")
 	for _, in := range []string{src, dir} {
@@ -225,11 +234,7 @@ func TestRows_ExportDirectory(t *testing.T) {
 // _manifest.json given as FILE is refused with a hint to pass its
 // directory.
 func TestRows_UnknownFields(t *testing.T) {
-	c := exportCLI(t, 300, 100)
-	src := c.path("agents.ndjson.gz")
-	wantCode(t, c.run("deliver", "agents", "--format", "ndjson", "--limit", "50", "-o", src), 0)
-	dir := c.path("agents")
-	wantCode(t, c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--format", "csv"), 0)
+	c, src, dir := rowsInputs(t, 300, 100)
 	for _, in := range []string{src, dir, testFile(t, "nested.parquet")} {
 		for _, to := range []string{"ndjson", "json", "csv", "parquet"} {
 			r := c.run("rows", in, "--to", to, "--fields", "id,nosuch")

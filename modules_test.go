@@ -39,10 +39,10 @@ func TestModules_CLI(t *testing.T) {
 }
 
 // nestedTestArgs returns the arguments of the go command that runs a nested
-// module's tests from a test with left time to its deadline (hasDeadline
-// false: go test -timeout 0, none): -short, and a -timeout that ends the
-// nested run (with its own report of the tests still running) a margin
-// before this test's deadline would end this package's run.
+// module's tests from a test with left time to its deadline: -short, and a
+// -timeout that ends the nested run (with its own report of the tests
+// still running) a margin before this test's deadline would end this
+// package's run; -timeout 0 when this run has none (go test -timeout 0).
 func nestedTestArgs(race bool, left time.Duration, hasDeadline bool) []string {
 	args := []string{"test", "-short"}
 	if race {
@@ -53,6 +53,8 @@ func nestedTestArgs(race bool, left time.Duration, hasDeadline bool) []string {
 		// exit before this package's own timeout.
 		timeout := left - max(left/10, 10*time.Second)
 		args = append(args, "-timeout", max(timeout, time.Second).Round(time.Second).String())
+	} else {
+		args = append(args, "-timeout", "0")
 	}
 	return append(args, "./...")
 }
@@ -71,7 +73,7 @@ func TestModules_NestedArgs(t *testing.T) {
 		{true, 10 * time.Minute, true, "test -short -race -timeout 9m0s ./..."},
 		{false, 60 * time.Second, true, "test -short -timeout 50s ./..."},
 		{false, 5 * time.Second, true, "test -short -timeout 1s ./..."},
-		{false, 0, false, "test -short ./..."},
+		{false, 0, false, "test -short -timeout 0 ./..."},
 	} {
 		if got := strings.Join(nestedTestArgs(c.race, c.left, c.ok), " "); got != c.want {
 			t.Errorf("nestedTestArgs(%v, %v, %v) = %q, want %q", c.race, c.left, c.ok, got, c.want)

@@ -8,35 +8,77 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestModules_CLI runs the tests of the command line tool. The tool is a
 // module of its own (cmd/lendgraph/go.mod) so that programs importing the
 // SDK do not require its dependencies; `go test ./...` here stops at a
 // module boundary, and this test carries it over, so the README's one test
-// command still tests everything. CI runs that module's tests itself (with
-// -race) and sets LENDGRAPH_SKIP_NESTED.
-func TestModules_CLI(t *testing.T) { testNested(t, "cmd/lendgraph") }
-
-// testNested runs `go test ./...` in the nested module in dir.
-func testNested(t *testing.T, dir string) {
+// command still tests everything. It runs them with -short (the end-to-end
+// tests that take minutes skip) and within this test's own deadline, so
+// that they fit in this package's go test timeout on a slow machine. CI runs
+// that module's tests itself, in full and with -race, and sets
+// LENDGRAPH_SKIP_NESTED.
+func TestModules_CLI(t *testing.T) {
 	if testing.Short() {
-		t.Skipf("-short: the %s module's tests are not run", dir)
+		t.Skip("-short: the cmd/lendgraph module's tests are not run")
 	}
 	if os.Getenv("LENDGRAPH_SKIP_NESTED") != "" {
-		t.Skipf("LENDGRAPH_SKIP_NESTED is set: the %s module's tests run on their own", dir)
+		t.Skip("LENDGRAPH_SKIP_NESTED is set: the cmd/lendgraph module's tests run on their own")
 	}
-	args := []string{"test"}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command("go", append(args, "./...")...)
-	cmd.Dir = dir
+	deadline, ok := t.Deadline()
+	args := nestedTestArgs(raceEnabled, time.Until(deadline), ok)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = "cmd/lendgraph"
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go %v in %s: %v\n%s", args, dir, err, out)
+		t.Fatalf("go %v in cmd/lendgraph: %v\n%s", args, err, out)
 	}
-	t.Logf("%s: %s", dir, out)
+	t.Logf("cmd/lendgraph: %s", out)
+}
+
+// nestedTestArgs returns the arguments of the go command that runs a nested
+// module's tests from a test with left time to its deadline: -short, and a
+// -timeout that ends the nested run (with its own report of the tests
+// still running) a margin before this test's deadline would end this
+// package's run; -timeout 0 when this run has none (go test -timeout 0).
+func nestedTestArgs(race bool, left time.Duration, hasDeadline bool) []string {
+	args := []string{"test", "-short"}
+	if race {
+		args = append(args, "-race")
+	}
+	if hasDeadline {
+		// A tenth, at least 10 s, is kept for go test to build, report and
+		// exit before this package's own timeout.
+		timeout := left - max(left/10, 10*time.Second)
+		args = append(args, "-timeout", max(timeout, time.Second).Round(time.Second).String())
+	} else {
+		args = append(args, "-timeout", "0")
+	}
+	return append(args, "./...")
+}
+
+// TestModules_NestedArgs checks the nested module's run: -short, so that
+// the end-to-end tests that take minutes skip, and a -timeout inside this
+// package's.
+func TestModules_NestedArgs(t *testing.T) {
+	for _, c := range []struct {
+		race bool
+		left time.Duration
+		ok   bool
+		want string
+	}{
+		{false, 10 * time.Minute, true, "test -short -timeout 9m0s ./..."},
+		{true, 10 * time.Minute, true, "test -short -race -timeout 9m0s ./..."},
+		{false, 60 * time.Second, true, "test -short -timeout 50s ./..."},
+		{false, 5 * time.Second, true, "test -short -timeout 1s ./..."},
+		{false, 0, false, "test -short -timeout 0 ./..."},
+	} {
+		if got := strings.Join(nestedTestArgs(c.race, c.left, c.ok), " "); got != c.want {
+			t.Errorf("nestedTestArgs(%v, %v, %v) = %q, want %q", c.race, c.left, c.ok, got, c.want)
+		}
+	}
 }
 
 // footprintSmall and footprintBroad are programs that import package

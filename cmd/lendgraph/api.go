@@ -34,6 +34,8 @@ secrets apply as to every command. It prints the JSON answer on stdout
 (indented; one line with --json; nothing for HEAD). A non-2xx answer
 prints the error on stderr and exits 1 (3 for insufficient credits). It is
 for what the other commands do not wrap, as gh api is for GitHub.
+PATH may carry a query string (?a=1) but no # fragment: write a # that
+belongs to the path or the query as %23.
 
 The method is GET, or POST when a field or --input is given; -X sets it.
   -F KEY=VALUE   a field whose value is typed: true, false, null and JSON
@@ -104,6 +106,14 @@ job list, your balance) before running it again.`,
 // apiRequest checks the api command's arguments and returns the method,
 // the path (with its query string) and the body.
 func (a *app) apiRequest(path string, fl *apiFlags) (method, full string, body any, err error) {
+	if strings.TrimSpace(path) == "" {
+		return "", "", nil, usagef("PATH is empty: give the path relative to the base URL (e.g. /v1/agents)")
+	}
+	// A fragment is never sent to a server; one the client folded into the
+	// query string would ask for something else.
+	if strings.Contains(path, "#") {
+		return "", "", nil, usagef("PATH %q has a # fragment, which is not sent to the server: drop it, or write a # that belongs to the path or query as %%23", path)
+	}
 	if u, perr := url.Parse(path); perr != nil || u.Scheme != "" || u.Host != "" {
 		return "", "", nil, usagef("PATH %q: give the path relative to the base URL (e.g. /v1/agents); the host comes from --base-url or $%s", path, lendgraph.EnvBaseURL)
 	}

@@ -158,7 +158,22 @@ func TestAPI_ErrorsAndSecrets(t *testing.T) {
 		{"api", "/v1/agents", "--input", "bad.json"},
 		{"api", "/v1/agents", "--input", "missing.json"},
 		{"api"},
+		{"api", ""},
+		{"api", " "},
+		{"api", "/v1/agents/a%2Fb?x#y"},
+		{"api", "/v1/agents#top"},
 	})
+	if r := c.run("api", "/v1/agents/a%2Fb?x#y"); !strings.Contains(r.stderr, "%23") || !strings.Contains(r.stderr, "fragment") {
+		t.Errorf("a # fragment: the message does not say to drop it or escape it as %%23: %s", r.stderr)
+	}
+	if r := c.run("api", ""); !strings.Contains(r.stderr, "PATH is empty") {
+		t.Errorf("an empty PATH: %s", r.stderr)
+	}
+	// An escaped # (%23) is sent as written.
+	wantCode(t, c.run("api", "/v1/agents/agt_0000001?q=a%23b"), 0)
+	if req := lastRequest(t, c.srv); req.Query != "q=a%23b" {
+		t.Errorf("?q=a%%23b sent the query %q", req.Query)
+	}
 }
 
 // TestAPI_RetriesByMethod: what the help says of retries, counted at the

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,9 +104,10 @@ func (a *app) report(ctx context.Context, err error) int {
 			number(credits.Balance), number(credits.Cost))
 	case errors.As(err, &ie):
 		code = exitInterrupted
+		msg = dropRepeatedLines(msg, context.Cause(ctx))
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		code = exitInterrupted
-		msg = "interrupted: " + msg
+		msg = "interrupted: " + dropRepeatedLines(msg, context.Cause(ctx))
 	}
 	if a.jsonOut {
 		_ = json.NewEncoder(a.stderr).Encode(map[string]any{"error": msg, "exitCode": code})
@@ -113,6 +115,32 @@ func (a *app) report(ctx context.Context, err error) int {
 		fmt.Fprintln(a.stderr, "lendgraph:", msg)
 	}
 	return code
+}
+
+// dropRepeatedLines drops each line of msg that the lines kept before it
+// already say, and the interrupt's cause at the end of any line after the
+// first that gives it. Calls running at once that a Ctrl-C stops each end
+// with the signal's cause ("interrupt signal received"), and an error
+// joining them (errors.Join) would repeat it once a call.
+func dropRepeatedLines(msg string, cause error) string {
+	var kept []string
+	said := false // a kept line gives the cause
+	for line := range strings.SplitSeq(msg, "\n") {
+		if cause != nil {
+			if said {
+				line = strings.TrimSuffix(line, ": "+cause.Error())
+				if line == cause.Error() {
+					continue
+				}
+			}
+			said = said || strings.Contains(line, cause.Error())
+		}
+		if strings.TrimSpace(line) == "" || slices.Contains(kept, line) {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	return strings.Join(kept, "\n")
 }
 
 // interruptedError ends a command stopped by Ctrl-C, saying what was left

@@ -866,3 +866,28 @@ func TestEnrichProgressCountsCacheHits(t *testing.T) {
 		t.Errorf("summary:\n%s", r.stderr)
 	}
 }
+
+// TestReport_InterruptedOnce: an interrupt that stopped several calls at
+// once (planning sizes shards concurrently and joins their errors, each
+// ending with the signal's cause) prints the cause once, exit 130.
+func TestReport_InterruptedOnce(t *testing.T) {
+	const cause = "interrupt signal received"
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New(cause))
+	sig := context.Cause(ctx)
+	joined := fmt.Errorf("export: sizing the shards by state: %w", errors.Join(sig, sig,
+		fmt.Errorf("POST /v1/agents: %w: %w", context.Canceled, sig), sig))
+	for _, err := range []error{joined, &interruptedError{joined.Error()}} {
+		var stderr bytes.Buffer
+		a := &app{env: env{stderr: &stderr}, started: true, cmdPath: "lendgraph"}
+		if code := a.report(ctx, err); code != exitInterrupted {
+			t.Errorf("%T: exit %d, want %d", err, code, exitInterrupted)
+		}
+		if n := strings.Count(stderr.String(), cause); n != 1 {
+			t.Errorf("%T: %q printed %d times:\n%s", err, cause, n, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "sizing the shards by state") || !strings.Contains(stderr.String(), "POST /v1/agents") {
+			t.Errorf("%T: the message lost a line that says something else:\n%s", err, stderr.String())
+		}
+	}
+}

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -51,6 +53,11 @@ null, the cells of a column of true/false (any case, as pandas' True/False)
 as booleans, and any other cell as a JSON string holding exactly its text
 (the zip 02134 stays "02134", numbers stay strings).
 
+--fields names the columns; a name that no row has is an error naming it
+and the columns the rows have (exit 1: after the rows, or with --to parquet
+before anything is written). Give an export's directory, not its
+_manifest.json.
+
 ` + parquetHelp,
 		Example: `  lendgraph rows agents.parquet | head
   lendgraph rows agents/ --to csv --fields id,state,city > agents.csv
@@ -77,6 +84,9 @@ as booleans, and any other cell as a JSON string holding exactly its text
 				if f, ok := a.stdout.(*os.File); ok && isTerminal(f) {
 					return usagef("--to parquet writes a binary file: redirect stdout (> FILE.parquet)")
 				}
+			}
+			if err := notManifest(args[0]); err != nil {
+				return err
 			}
 			var rows iter.Seq2[lendgraph.Row, error]
 			if ds, err := openDataset(cmd.Context(), args[0], format, incomplete); err != nil {
@@ -162,6 +172,65 @@ func openDataset(ctx context.Context, path, format string, incomplete bool) (*da
 	return &dataset{format: m.Plan.Request.Format, rows: export.Rows[lendgraph.Row](ctx, path, opts...)}, nil
 }
 
+// notManifest refuses path when it is an export's manifest, whose rows are
+// those of the export in its directory.
+func notManifest(path string) error {
+	if filepath.Base(path) != export.ManifestFile {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if _, err := export.ReadManifest(dir); err != nil {
+		return nil // some other file of that name: read as given
+	}
+	return usagef("%s is an export's manifest, not a delivery file: pass the export's directory to read its rows (lendgraph rows %s)", path, dir)
+}
+
+// fieldCheck finds the --fields names that no row has: a name the rows
+// lack is a mistake (a typo, another resource's field), not a column of
+// empty cells.
+type fieldCheck struct {
+	fields  []string
+	missing map[string]bool // the names no row has had so far
+	seen    map[string]bool // the rows' columns, gathered while a name is missing
+	rows    int
+}
+
+func newFieldCheck(fields []string) *fieldCheck {
+	c := &fieldCheck{fields: fields, missing: map[string]bool{}, seen: map[string]bool{}}
+	for _, f := range fields {
+		c.missing[f] = true
+	}
+	return c
+}
+
+// see notes one row's columns.
+func (c *fieldCheck) see(row lendgraph.Row) {
+	c.rows++
+	if len(c.missing) == 0 {
+		return
+	}
+	for name := range row {
+		c.seen[name] = true
+		delete(c.missing, name)
+	}
+}
+
+// err names the --fields no row had, and the columns the rows had; nil
+// when every name was seen, or there were no rows.
+func (c *fieldCheck) err() error {
+	if len(c.missing) == 0 || c.rows == 0 {
+		return nil
+	}
+	var missing []string
+	for _, f := range c.fields {
+		if c.missing[f] {
+			missing = append(missing, strconv.Quote(f))
+		}
+	}
+	return fmt.Errorf("--fields: no row has the field %s (the %d rows have: %s)",
+		strings.Join(missing, ", "), c.rows, strings.Join(slices.Sorted(maps.Keys(c.seen)), ", "))
+}
+
 // openRows opens a delivery file (stdin for "-") and returns its rows.
 func (a *app) openRows(path, format string) (iter.Seq2[lendgraph.Row, error], func(), error) {
 	var in io.Reader = a.stdin
@@ -237,6 +306,7 @@ type rowWriter struct {
 	w      *bufio.Writer
 	fields []string // the columns, in order; nil: every column, sorted
 	named  bool     // the columns came from --fields
+	check  *fieldCheck
 	warn   func(string, ...any)
 	n      int
 	csv    *csv.Writer
@@ -247,11 +317,12 @@ type rowWriter struct {
 }
 
 func newRowWriter(to string, w *bufio.Writer, fields []string, warn func(string, ...any)) *rowWriter {
-	return &rowWriter{to: to, w: w, fields: fields, named: fields != nil, warn: warn}
+	return &rowWriter{to: to, w: w, fields: fields, named: fields != nil, warn: warn, check: newFieldCheck(fields)}
 }
 
 func (rw *rowWriter) write(row lendgraph.Row) error {
 	defer func() { rw.n++ }()
+	rw.check.see(row)
 	if rw.to == "csv" {
 		return rw.writeCSV(row)
 	}
@@ -302,7 +373,15 @@ func (rw *rowWriter) writeCSV(row lendgraph.Row) error {
 	return rw.csv.Write(rw.cells)
 }
 
+// close ends the output; it fails when a --fields name was in no row.
 func (rw *rowWriter) close() error {
+	if err := rw.end(); err != nil {
+		return err
+	}
+	return rw.check.err()
+}
+
+func (rw *rowWriter) end() error {
 	switch rw.to {
 	case "json":
 		if rw.n == 0 {

@@ -203,7 +203,11 @@ func (a *app) copyParquet(w io.Writer, f *os.File, size int64, fields []string, 
 				}
 			}
 			if g[name] == nil {
-				a.say("the input has no column %q; it is left out", name)
+				var have []string
+				for _, c := range from.Fields() {
+					have = append(have, c.Name())
+				}
+				return fmt.Errorf("--fields: the input has no column %q (its columns: %s)", name, strings.Join(have, ", "))
 			}
 		}
 		to = pq.NewSchema(from.Name(), inOrder(g, fields))
@@ -241,10 +245,12 @@ func writeInferred(w io.Writer, rows func() (iter.Seq2[lendgraph.Row, error], er
 	if err != nil {
 		return err
 	}
+	check := newFieldCheck(fields)
 	for row, err := range seq {
 		if err != nil {
 			return err
 		}
+		check.see(row)
 		for name, v := range row {
 			if _, want := kinds[name]; !want && fields != nil {
 				continue
@@ -252,6 +258,9 @@ func writeInferred(w io.Writer, rows func() (iter.Seq2[lendgraph.Row, error], er
 			k, _, _ := classify(jsontext.Value(v), text)
 			kinds[name] |= k
 		}
+	}
+	if err := check.err(); err != nil {
+		return err
 	}
 	names := fields
 	if names == nil {

@@ -64,16 +64,25 @@ func jsonKeys(t *testing.T, text string) [][]string {
 	return out
 }
 
+// rowsInputs is a fake of n agents (maxRows a delivery) and two inputs
+// for rows: a delivery file of 50 agents (ndjson.gz) and a csv export of
+// all of them by state.
+func rowsInputs(t *testing.T, n int, maxRows int64) (c *cli, src, dir string) {
+	t.Helper()
+	c = exportCLI(t, n, maxRows)
+	src = c.path("agents.ndjson.gz")
+	wantCode(t, c.run("deliver", "agents", "--format", "ndjson", "--limit", "50", "-o", src), 0)
+	dir = c.path("agents")
+	wantCode(t, c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--format", "csv"), 0)
+	return c, src, dir
+}
+
 // TestRows_FieldsKeepTheirOrder: --fields gives the columns' order in
 // every output format, parquet included (a parquet group sorts its fields
 // by name unless told otherwise), from a file of each kind and from an
 // export directory.
 func TestRows_FieldsKeepTheirOrder(t *testing.T) {
-	c := exportCLI(t, 600, 200)
-	src := c.path("agents.ndjson.gz")
-	wantCode(t, c.run("deliver", "agents", "--format", "ndjson", "--limit", "50", "-o", src), 0)
-	dir := c.path("agents")
-	wantCode(t, c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--format", "csv"), 0)
+	c, src, dir := rowsInputs(t, 600, 200)
 	order := []string{"state", "id", "fullName"}
 	fields := strings.Join(order, ",")
 	for _, in := range []string{src, dir} {
@@ -215,5 +224,33 @@ func TestRows_ExportDirectory(t *testing.T) {
 	r = c.run("rows", dir, "--format", "csv")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--format") {
 		t.Errorf("rows DIR --format csv: exit %d, stderr: %s", r.code, r.stderr)
+	}
+}
+
+// TestRows_UnknownFields: a --fields name that no row has is an error
+// naming it and the columns the rows have, in every output format, from a
+// file of each kind and from an export directory (not a column of empty
+// cells and exit 0); with --to parquet nothing is written. An export's
+// _manifest.json given as FILE is refused with a hint to pass its
+// directory.
+func TestRows_UnknownFields(t *testing.T) {
+	c, src, dir := rowsInputs(t, 300, 100)
+	for _, in := range []string{src, dir, testFile(t, "nested.parquet")} {
+		for _, to := range []string{"ndjson", "json", "csv", "parquet"} {
+			r := c.run("rows", in, "--to", to, "--fields", "id,nosuch")
+			if r.code != exitFailure || !strings.Contains(r.stderr, `"nosuch"`) || !strings.Contains(r.stderr, "id") {
+				t.Errorf("%s --to %s --fields id,nosuch: exit %d, want %d naming the field\nstderr: %s", filepath.Base(in), to, r.code, exitFailure, r.stderr)
+			}
+			if in != testFile(t, "nested.parquet") && !strings.Contains(r.stderr, "state") {
+				t.Errorf("%s --to %s: the error does not list the rows' columns: %s", filepath.Base(in), to, r.stderr)
+			}
+			if to == "parquet" && r.stdout != "" {
+				t.Errorf("%s --to parquet --fields id,nosuch: %d bytes written", filepath.Base(in), len(r.stdout))
+			}
+		}
+	}
+	r := c.run("rows", filepath.Join(dir, export.ManifestFile))
+	if r.code != exitUsage || !strings.Contains(r.stderr, "manifest") || !strings.Contains(r.stderr, "lendgraph rows "+dir) {
+		t.Errorf("rows DIR/_manifest.json: exit %d, stderr: %s", r.code, r.stderr)
 	}
 }

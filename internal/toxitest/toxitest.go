@@ -7,7 +7,9 @@
 // the PATH, or in the user cache directory; when none is there it is built
 // once with `go install` from the Go module proxy, so a fresh machine needs
 // nothing but Go. Running it out of process keeps Toxiproxy and its
-// dependencies out of the SDK's go.mod.
+// dependencies out of the SDK's go.mod. A server never outlives its test:
+// New stops it at the test's end, and on Linux it dies with the process
+// that started it.
 package toxitest
 
 import (
@@ -25,6 +27,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -39,7 +42,8 @@ type Server struct {
 	out bytes.Buffer
 	// hc keeps no idle connections: the tests check that no goroutine
 	// outlives them.
-	hc *http.Client
+	hc        *http.Client
+	closeOnce sync.Once
 }
 
 var buildMu sync.Mutex
@@ -92,7 +96,23 @@ func Binary() (string, error) {
 	return bin, nil
 }
 
-// Start starts a toxiproxy-server on a free loopback port.
+// New starts a toxiproxy-server for one test (or benchmark) and stops it
+// when the test ends (tb.Cleanup kills it and waits for it to exit). It
+// skips tb when no server can be started.
+func New(tb testing.TB) *Server {
+	tb.Helper()
+	s, err := Start()
+	if err != nil {
+		tb.Skipf("no toxiproxy-server: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a toxiproxy-server on a free loopback port. The caller stops
+// it with Close; on Linux it also dies with the process that started it,
+// so that a test binary killed before its cleanup (a go test -timeout
+// panic, SIGKILL) leaves no server running.
 func Start() (*Server, error) {
 	bin, err := Binary()
 	if err != nil {
@@ -107,6 +127,7 @@ func Start() (*Server, error) {
 		s := &Server{URL: "http://127.0.0.1:" + strconv.Itoa(port), hc: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
 		s.cmd = exec.Command(bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port))
 		s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+		dieWithParent(s.cmd)
 		if err := s.cmd.Start(); err != nil {
 			return nil, err
 		}
@@ -135,13 +156,16 @@ func (s *Server) waitReady(limit time.Duration) error {
 	}
 }
 
-// Close stops the server.
+// Close stops the server: it kills the process and waits for it to exit.
+// Calling it again does nothing.
 func (s *Server) Close() {
 	if s == nil || s.cmd == nil || s.cmd.Process == nil {
 		return
 	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	s.closeOnce.Do(func() {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	})
 }
 
 // Proxy is one Toxiproxy proxy.

@@ -90,7 +90,9 @@ func (c *cli) command(ctx context.Context, args ...string) *exec.Cmd {
 
 func (c *cli) run(args ...string) result {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A bound against a hung command, not a speed check: an export of a
+	// hundred shards under -race on a loaded 2-core machine took over 30 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := c.command(ctx, args...)
 	var stdout, stderr bytes.Buffer

@@ -325,3 +325,28 @@ func TestSearchHost_RetriesCutBody(t *testing.T) {
 		t.Fatalf("the search host saw %d attempts, want 3", n)
 	}
 }
+
+// TestSearchHost_NotScopedIsNoExpiry: a 403 saying that the token is not
+// scoped to the index (the host's scope narrower than the token's indexes
+// say) refuses the request, not the token: the host's error comes back
+// with no new token minted and nothing sent again.
+func TestSearchHost_NotScopedIsNoExpiry(t *testing.T) {
+	srv := searchServer(t)
+	h := srv.Client().Search.Host()
+	ctx := context.Background()
+	if _, err := h.Search(ctx, lendgraph.IndexOriginators, &lendgraph.HostSearchRequest{Q: "smi"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	srv.InjectFault(http.MethodPost, "/indexes/*/search", lendgraphtest.Fault{Status: 403, Times: -1,
+		Header: map[string]string{"Content-Type": "application/json"},
+		Body:   "{\"message\":\"The provided search token is not scoped to index `originators`.\",\"code\":\"invalid_api_key\",\"type\":\"auth\",\"link\":\"https://docs.meilisearch.com/errors#invalid_api_key\"}"})
+	_, err := h.Search(ctx, lendgraph.IndexOriginators, &lendgraph.HostSearchRequest{Q: "smi"})
+	var he *lendgraph.SearchHostError
+	if !errors.As(err, &he) || he.StatusCode != 403 || he.Code != "invalid_api_key" || !strings.Contains(he.Message, "not scoped to index") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := srv.CountRequests(http.MethodPost, "/indexes/*/search"); n != 1 || srv.SearchTokenMints() != 1 {
+		t.Fatalf("%d searches, %d mints; want 1 and 1", n, srv.SearchTokenMints())
+	}
+}

@@ -290,3 +290,23 @@ func TestNew_Refusals(t *testing.T) {
 		t.Fatalf("zero client: %v", err)
 	}
 }
+
+// TestNew_MultiSearchOutOfScope: a multi-search whose queries name an
+// index outside the token's scope fails before it is sent, as a search on
+// that index does: nothing reaches the host, no token is minted again.
+func TestNew_MultiSearchOutOfScope(t *testing.T) {
+	srv, _, ms := newHost(t)
+	srv.ResetRequests()
+	mints := srv.SearchTokenMints()
+	_, err := ms.MultiSearch(context.Background(), &meilisearch.MultiSearchRequest{Queries: []*meilisearch.SearchRequest{
+		{IndexUID: "originators", Query: "smi"},
+		{IndexUID: "loans", Query: "x"},
+	}})
+	var ia *lendgraph.InvalidArgumentError
+	if !errors.As(err, &ia) || ia.Arg != "indexUid" || !strings.Contains(ia.Problem, `queries[1] names index "loans"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(hostRequests(srv)); n != 0 || srv.SearchTokenMints() != mints {
+		t.Fatalf("%d host requests, %d mints (was %d)", n, srv.SearchTokenMints(), mints)
+	}
+}

@@ -280,6 +280,9 @@ func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) 
 	status, err := h.send(ctx, tok, hc, out)
 	var he *SearchHostError
 	if !errors.As(err, &he) || he.StatusCode != http.StatusUnauthorized && he.StatusCode != http.StatusForbidden || he.notScoped() {
+		if err == nil {
+			h.tokens.accept(tok) // the host answered with it: a later refusal means revoked
+		}
 		redactRaw(out, tok.Token)
 		return status, err
 	}
@@ -290,11 +293,14 @@ func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) 
 		return 0, err
 	}
 	if tok == old {
-		return 0, he // two mints in the last second already: no new token to try
+		return 0, he // a storm: two mints in the last second already, no new token to try
 	}
 	status, err = h.send(ctx, tok, hc, out)
 	if errors.As(err, &he) {
 		he.redact(old.Token)
+	}
+	if err == nil {
+		h.tokens.accept(tok)
 	}
 	redactRaw(out, tok.Token, old.Token)
 	return status, err

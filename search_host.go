@@ -28,7 +28,10 @@ var _ SearchHostAPI = (*SearchHost)(nil)
 // new token names another host), through the client's credential-free
 // pipeline with "Authorization: Bearer <search token>" and never the API
 // key. A request the host refuses with 401 or 403 is retried once with a
-// newly minted token; transient failures (5xx, 429, dropped connections, a
+// newly minted token (see SearchTokenSource for when a storm of refusals
+// gets no new token), except a 403 saying the token is not scoped to the
+// index, which no new token changes: that comes back as the host's
+// *SearchHostError, nothing sent again; transient failures (5xx, 429, dropped connections, a
 // body cut short) are retried like any read. The token is redacted from
 // errors, and the host's address obeys the SDK's link rules
 // (ErrUnsafeLink). It is safe for concurrent use; tokens rotate while
@@ -256,8 +259,9 @@ type hostCall struct {
 	method string
 	path   string // escaped, relative to the token's host
 	query  url.Values
-	body   any         // encoded as JSON when non-nil
-	index  SearchIndex // the index the path names, "" for none: it must be among the token's
+	body   any           // encoded as JSON when non-nil
+	index  SearchIndex   // the index the path names, "" for none: it must be among the token's
+	multi  []SearchIndex // the indexUid of each query of a /multi-search body: each must be among the token's
 	header *http.Header
 }
 
@@ -275,7 +279,10 @@ func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) 
 	}
 	status, err := h.send(ctx, tok, hc, out)
 	var he *SearchHostError
-	if !errors.As(err, &he) || he.StatusCode != http.StatusUnauthorized && he.StatusCode != http.StatusForbidden {
+	if !errors.As(err, &he) || he.StatusCode != http.StatusUnauthorized && he.StatusCode != http.StatusForbidden || he.notScoped() {
+		if err == nil {
+			h.tokens.accept(tok) // the host answered with it: a later refusal means revoked
+		}
 		redactRaw(out, tok.Token)
 		return status, err
 	}
@@ -286,11 +293,14 @@ func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) 
 		return 0, err
 	}
 	if tok == old {
-		return 0, he // two mints in the last second already: no new token to try
+		return 0, he // a storm: two mints in the last second already, no new token to try
 	}
 	status, err = h.send(ctx, tok, hc, out)
 	if errors.As(err, &he) {
 		he.redact(old.Token)
+	}
+	if err == nil {
+		h.tokens.accept(tok)
 	}
 	redactRaw(out, tok.Token, old.Token)
 	return status, err
@@ -314,6 +324,11 @@ func redactRaw(out any, tokens ...string) {
 func (h *SearchHost) send(ctx context.Context, tok *SearchToken, hc hostCall, out any) (int, error) {
 	if hc.index != "" && !slices.Contains(tok.Indexes, hc.index) {
 		return 0, invalidArg("index", "%q is not among the search token's indexes %v", hc.index, tok.Indexes)
+	}
+	for i, ix := range hc.multi {
+		if ix != "" && !slices.Contains(tok.Indexes, ix) {
+			return 0, invalidArg("indexUid", "queries[%d] names index %q, which is not among the search token's indexes %v", i, ix, tok.Indexes)
+		}
 	}
 	base, err := url.Parse(strings.TrimRight(tok.Host, "/"))
 	if err != nil {
@@ -341,7 +356,9 @@ func searchPath(index SearchIndex) string { return "/indexes/" + string(index) +
 // dropped), once more with a new token after a 401 or 403, transient
 // failures retried, answers read whole within the SDK's size caps and the
 // token redacted from them. A request on /indexes/{index}/... for an index
-// outside the token's scope fails before it is sent. Every request is
+// outside the token's scope fails before it is sent, and so does a
+// /multi-search whose queries name one (an *InvalidArgumentError either
+// way). Every request is
 // treated as a read: a search token cannot write. Errors other than the
 // host's answers (a transport failure, ErrUnsafeLink, a context ending)
 // are returned by RoundTrip as the SDK's errors.
@@ -378,9 +395,13 @@ func (t hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			index = SearchIndex(u)
 		}
 	}
+	var multi []SearchIndex
+	if b, ok := body.(json.RawMessage); ok && path == "/multi-search" {
+		multi = multiSearchIndexes(b)
+	}
 	var raw json.RawMessage
 	var hdr http.Header
-	status, err := t.h.do(req.Context(), hostCall{op: "SearchHost.Transport", method: req.Method, path: path, query: query, body: body, index: index, header: &hdr}, &raw)
+	status, err := t.h.do(req.Context(), hostCall{op: "SearchHost.Transport", method: req.Method, path: path, query: query, body: body, index: index, multi: multi, header: &hdr}, &raw)
 	var he *SearchHostError
 	switch {
 	case errors.As(err, &he) && he.APIError != nil:
@@ -428,6 +449,35 @@ func (e *SearchHostError) redact(secret string) {
 	}
 	e.Message = strings.ReplaceAll(e.Message, secret, "[redacted]")
 	e.Body = []byte(strings.ReplaceAll(string(e.Body), secret, "[redacted]"))
+}
+
+// notScoped reports whether the host refused the token for naming an index
+// outside its scope: a refusal of the request, not of the token, which a
+// new token (scoped alike) would not change. The host sends the same code
+// (invalid_api_key) for that as for an expired token, so its message tells
+// the two apart.
+func (e *SearchHostError) notScoped() bool {
+	return e.APIError != nil && e.StatusCode == http.StatusForbidden && e.Code == "invalid_api_key" &&
+		strings.Contains(e.Message, "not scoped to index")
+}
+
+// multiSearchIndexes returns the indexUid of each query of a /multi-search
+// body, or nil when the body does not parse as one (the host then says
+// what is wrong with it).
+func multiSearchIndexes(body json.RawMessage) []SearchIndex {
+	var ms struct {
+		Queries []struct {
+			IndexUID SearchIndex `json:"indexUid"`
+		} `json:"queries"`
+	}
+	if json.Unmarshal(body, &ms) != nil {
+		return nil
+	}
+	out := make([]SearchIndex, len(ms.Queries))
+	for i, q := range ms.Queries {
+		out[i] = q.IndexUID
+	}
+	return out
 }
 
 // Is matches the sentinel of the status, as *APIError does.

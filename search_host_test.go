@@ -125,8 +125,8 @@ func TestSearchHost_ReMintsOnceOnRefusal(t *testing.T) {
 	if n := srv.CountRequests(http.MethodPost, "/indexes/*/search"); n != 2 || srv.SearchTokenMints() != 2 {
 		t.Fatalf("%d searches, %d mints; want 2 and 2", n, srv.SearchTokenMints())
 	}
-	// Revoked: 401, re-mint, retry. (A second later: two mints started
-	// within a second hold the third, TestSearchTokenSource_MintStormGuard.)
+	// Revoked: 401, re-mint, retry (within a second of two mints as well:
+	// TestSearchHost_RevokedTokenReMintsInsideStormWindow).
 	clk.Advance(time.Second)
 	srv.RevokeSearchTokens()
 	if _, err := h.Search(ctx, lendgraph.IndexOriginators, q); err != nil || srv.SearchTokenMints() != 3 {
@@ -323,5 +323,76 @@ func TestSearchHost_RetriesCutBody(t *testing.T) {
 	}
 	if n := srv.CountRequests(http.MethodPost, "/indexes/*/search"); n != 3 {
 		t.Fatalf("the search host saw %d attempts, want 3", n)
+	}
+}
+
+// TestSearchHost_NotScopedIsNoExpiry: a 403 saying that the token is not
+// scoped to the index (the host's scope narrower than the token's indexes
+// say) refuses the request, not the token: the host's error comes back
+// with no new token minted and nothing sent again.
+func TestSearchHost_NotScopedIsNoExpiry(t *testing.T) {
+	srv := searchServer(t)
+	h := srv.Client().Search.Host()
+	ctx := context.Background()
+	if _, err := h.Search(ctx, lendgraph.IndexOriginators, &lendgraph.HostSearchRequest{Q: "smi"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.ResetRequests()
+	srv.InjectFault(http.MethodPost, "/indexes/*/search", lendgraphtest.Fault{Status: 403, Times: -1,
+		Header: map[string]string{"Content-Type": "application/json"},
+		Body:   "{\"message\":\"The provided search token is not scoped to index `originators`.\",\"code\":\"invalid_api_key\",\"type\":\"auth\",\"link\":\"https://docs.meilisearch.com/errors#invalid_api_key\"}"})
+	_, err := h.Search(ctx, lendgraph.IndexOriginators, &lendgraph.HostSearchRequest{Q: "smi"})
+	var he *lendgraph.SearchHostError
+	if !errors.As(err, &he) || he.StatusCode != 403 || he.Code != "invalid_api_key" || !strings.Contains(he.Message, "not scoped to index") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := srv.CountRequests(http.MethodPost, "/indexes/*/search"); n != 1 || srv.SearchTokenMints() != 1 {
+		t.Fatalf("%d searches, %d mints; want 1 and 1", n, srv.SearchTokenMints())
+	}
+}
+
+// TestSearchHost_RevokedTokenReMintsInsideStormWindow (issue 26 item 5):
+// the mint-storm guard holds back only tokens the host never accepted. A
+// token revoked after the host had answered with it gets its one re-mint
+// however recent the last mints: revoke, search, revoke, search within one
+// second both succeed, one re-mint each. A host refusing every token
+// (never accepting one) gets at most two mints a second. Counted at the
+// server, on a manual clock.
+func TestSearchHost_RevokedTokenReMintsInsideStormWindow(t *testing.T) {
+	srv := searchServer(t)
+	c, _, step := clockedSearch(t, srv)
+	h := c.Search.Host()
+	ctx := context.Background()
+	q := &lendgraph.HostSearchRequest{Q: "smi"}
+	if _, err := h.Search(ctx, lendgraph.IndexOriginators, q); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		step(100 * time.Millisecond)
+		srv.RevokeSearchTokens()
+		srv.ResetRequests()
+		if _, err := h.Search(ctx, lendgraph.IndexOriginators, q); err != nil {
+			t.Fatalf("search %d after revoking: %v", i+1, err)
+		}
+		if n, m := srv.CountRequests(http.MethodPost, "/indexes/*/search"), srv.SearchTokenMints(); n != 2 || m != 2+i {
+			t.Fatalf("revocation %d: %d searches, %d mints; want 2 and %d", i+1, n, m, 2+i)
+		}
+	}
+
+	// A host that refuses every token: 3 seconds of searches every 10ms.
+	srv2 := searchServer(t)
+	c2, _, step2 := clockedSearch(t, srv2)
+	srv2.InjectFault(http.MethodPost, "/indexes/*/search", lendgraphtest.Fault{Status: 401, Times: -1,
+		Header: map[string]string{"Content-Type": "application/json"},
+		Body:   `{"message":"The provided API key is invalid.","code":"invalid_api_key","type":"auth","link":"https://docs.meilisearch.com/errors#invalid_api_key"}`})
+	const seconds = 3
+	for range seconds * 100 {
+		if _, err := c2.Search.Host().Search(ctx, lendgraph.IndexOriginators, q); !errors.Is(err, lendgraph.ErrUnauthorized) {
+			t.Fatalf("err = %v", err)
+		}
+		step2(10 * time.Millisecond)
+	}
+	if m := srv2.SearchTokenMints(); m > 2*seconds+2 {
+		t.Fatalf("%d mints in %d seconds of refusals, want at most %d", m, seconds, 2*seconds+2)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,10 @@ func (s *SearchService) Token(ctx context.Context) (*SearchToken, error) {
 	if t.Token == "" {
 		return nil, errors.New("lendgraph: GET /v1/search-token: the response has no token")
 	}
+	if !strings.Contains(t.Host, "://") {
+		// "evil.example:443" parses as scheme "evil.example": say what is wrong.
+		return nil, &linkError{what: "search host address", reason: fmt.Sprintf("%q has no http or https scheme; only absolute http and https addresses are followed", t.Host)}
+	}
 	if err := s.client.checkLinkString("search host address", t.Host); err != nil {
 		return nil, err
 	}
@@ -106,7 +111,12 @@ var _ SearchTokenProvider = (*SearchTokenSource)(nil)
 // on every call nor keeps a token past its end. A token that arrives
 // expired or nearly so (a skewed clock, a broken minter) would call for a
 // mint on every call: the source then keeps handing out the newest token,
-// minting at most twice a second. However many goroutines ask at once, one
+// minting at most twice a second. A token the search host refuses (401,
+// 403) is replaced at once, however recent the last mints, when the host
+// had accepted it before (revoked); a token refused without ever being
+// accepted (a host refusing every token, a token arriving expired) gets a
+// new one only within the same limit, two mints starting in any second,
+// and SearchHost then returns the host's refusal. However many goroutines ask at once, one
 // mint runs; the others wait for it, each until its own context ends. A
 // failed mint is not cached: the next call tries again. Get one from
 // SearchService.TokenSource.
@@ -115,6 +125,7 @@ type SearchTokenSource struct {
 	now  func() time.Time
 
 	cur      atomic.Pointer[SearchToken]
+	accepted atomic.Pointer[SearchToken] // the last token the search host answered a request with (2xx)
 	mu       sync.Mutex
 	inflight *mintCall
 	minted   [2]time.Time // when the last two successful mints started (ts.now), the older first; guarded by mu
@@ -143,8 +154,9 @@ func (ts *SearchTokenSource) Token(ctx context.Context) (*SearchToken, error) {
 // renew returns a token that is fresh and is not stale (a token the search
 // host refused), minting one unless another goroutine already did. When two
 // mints started within the last second, it returns the cached token, stale
-// or not, instead of minting a third: the caller compares it with stale to
-// know that no new token came.
+// or not, instead of minting a third (the caller compares it with stale to
+// know that no new token came), unless stale is a token the host had
+// accepted: a revoked token always gets its new one.
 func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*SearchToken, error) {
 	for {
 		ts.mu.Lock()
@@ -156,7 +168,7 @@ func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*Se
 		}
 		call := ts.inflight
 		if call == nil {
-			if t != nil && now.Sub(ts.minted[0]) < mintWindow {
+			if t != nil && now.Sub(ts.minted[0]) < mintWindow && (stale == nil || ts.accepted.Load() != stale) {
 				ts.mu.Unlock()
 				return t, nil // the mint-storm guard
 			}
@@ -176,6 +188,14 @@ func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*Se
 			return call.tok, call.err
 		}
 		// The caller that was minting gave up; mint again for this one.
+	}
+}
+
+// accept records that the search host answered a request made with t
+// other than by refusing the token.
+func (ts *SearchTokenSource) accept(t *SearchToken) {
+	if ts.accepted.Load() != t {
+		ts.accepted.Store(t)
 	}
 }
 

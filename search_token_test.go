@@ -394,3 +394,17 @@ func TestNewTokenHandler_Statuses(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchService_TokenHostWithoutScheme: a token naming its host as
+// "host:port" is refused with ErrUnsafeLink, the message saying that the
+// address has no http(s) scheme (url.Parse reads "evil.example" as its
+// scheme).
+func TestSearchService_TokenHostWithoutScheme(t *testing.T) {
+	srv := searchServer(t)
+	srv.SetSearchTokenHost("evil.example:443")
+	_, err := srv.Client().Search.Token(context.Background())
+	if !errors.Is(err, lendgraph.ErrUnsafeLink) || !strings.Contains(err.Error(), `"evil.example:443" has no http or https scheme`) ||
+		strings.Contains(err.Error(), `scheme "evil.example"`) {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -10,10 +10,11 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"time"
 )
 
 // The search host's routes: search on one index (POST, and GET with the
-// parameters in the query string), multi-search, and health, behind
+// parameters in the query string), facet search, multi-search, and health, behind
 // Meilisearch's CORS layer.
 
 // startSearchHost starts the search host listener.
@@ -22,6 +23,7 @@ func (s *Server) startSearchHost() {
 	mux.HandleFunc("POST /indexes/{index}/search", s.serveHostSearch)
 	mux.HandleFunc("GET /indexes/{index}/search", s.serveHostSearch)
 	mux.HandleFunc("POST /multi-search", s.serveMultiSearch)
+	mux.HandleFunc("POST /indexes/{index}/facet-search", s.serveFacetSearch)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "available"})
 	})
@@ -280,4 +282,79 @@ func validIndexUID(s string) bool {
 		}
 	}
 	return true
+}
+
+// facetHit is one value of a facet search's answer.
+type facetHit struct {
+	Value string `json:"value"`
+	Count int    `json:"count"`
+}
+
+// serveFacetSearch is POST /indexes/{index}/facet-search: the values of
+// the filterable attribute facetName among the documents matching q and
+// filter, each with its count, in alphabetical order, keeping those that
+// start with facetQuery (case-insensitive; no typo tolerance). The other
+// members are read as a search's; at most maxValuesPerFacet values are
+// counted before facetQuery narrows them.
+func (s *Server) serveFacetSearch(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	granted, herr := s.hostToken(r)
+	var ix *hostIndex
+	if herr == nil {
+		ix, herr = s.indexAccess(granted, r.PathValue("index"))
+	}
+	var members []member
+	if herr == nil {
+		var b []byte
+		if b, herr = readPayload(r); herr == nil {
+			var ok bool
+			if members, ok = objectMembers(b); !ok {
+				herr = badRequest("bad_request", "The json payload provided is malformed.")
+			}
+		}
+	}
+	var name, query string
+	var q *hostQuery
+	if herr == nil {
+		for _, m := range members {
+			switch m.key {
+			case "facetName":
+				if json.Unmarshal(m.val, &name) != nil {
+					herr = typeError("invalid_facet_search_facet_name", ".facetName", "a string", m.val)
+				}
+			case "facetQuery":
+				if !isNull(m.val) && json.Unmarshal(m.val, &query) != nil {
+					herr = typeError("invalid_facet_search_facet_query", ".facetQuery", "a string", m.val)
+				}
+			}
+		}
+	}
+	switch {
+	case herr != nil:
+	case name == "":
+		herr = badRequest("missing_facet_search_facet_name", "Missing field `facetName`")
+	case !slices.Contains(ix.filterable, name):
+		herr = badRequest("invalid_facet_search_facet_name", fmt.Sprintf("Attribute `%s` is not facet-searchable. Available facet-searchable attributes patterns are: `%s`.", name, strings.Join(ix.filterable, ", ")))
+	default:
+		q, herr = ix.parseHostQuery(members, "", "facetName", "facetQuery")
+	}
+	if herr != nil {
+		meiliError(w, herr)
+		return
+	}
+	q.limit, q.offset, q.page, q.hitsPerPage = 0, 0, nil, nil
+	q.facets, q.facetsAsked = []string{name}, true
+	dist := *ix.run(q).FacetDistribution
+	hits := []facetHit{}
+	for v, n := range dist[name] {
+		if strings.HasPrefix(normalizeFacet(v), normalizeFacet(query)) {
+			hits = append(hits, facetHit{Value: v, Count: n})
+		}
+	}
+	slices.SortFunc(hits, func(a, b facetHit) int { return strings.Compare(normalizeFacet(a.Value), normalizeFacet(b.Value)) })
+	var fq any
+	if query != "" {
+		fq = query
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"facetHits": hits, "facetQuery": fq, "processingTimeMs": time.Since(start).Milliseconds()})
 }

@@ -13,7 +13,8 @@
 // Every request goes through lendgraph's SearchHost.Transport: to the host
 // the current search token names, with the token as
 // "Authorization: Bearer" (never the API key), once more with a newly
-// minted token after a 401 or 403, transient failures retried as the
+// minted token after a 401 or 403 (as lendgraph.SearchHost documents),
+// transient failures retried as the
 // client's other reads are, answers read within the SDK's size caps, the
 // token redacted from answers and errors, and the host's address held to
 // the SDK's link rules (lendgraph.ErrUnsafeLink). The host's refusals come

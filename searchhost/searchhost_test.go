@@ -290,3 +290,76 @@ func TestNew_Refusals(t *testing.T) {
 		t.Fatalf("zero client: %v", err)
 	}
 }
+
+// TestNew_MultiSearchOutOfScope: a multi-search whose queries name an
+// index outside the token's scope fails before it is sent, as a search on
+// that index does: nothing reaches the host, no token is minted again.
+func TestNew_MultiSearchOutOfScope(t *testing.T) {
+	srv, _, ms := newHost(t)
+	srv.ResetRequests()
+	mints := srv.SearchTokenMints()
+	_, err := ms.MultiSearch(context.Background(), &meilisearch.MultiSearchRequest{Queries: []*meilisearch.SearchRequest{
+		{IndexUID: "originators", Query: "smi"},
+		{IndexUID: "loans", Query: "x"},
+	}})
+	var ia *lendgraph.InvalidArgumentError
+	if !errors.As(err, &ia) || ia.Arg != "indexUid" || !strings.Contains(ia.Problem, `queries[1] names index "loans"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(hostRequests(srv)); n != 0 || srv.SearchTokenMints() != mints {
+		t.Fatalf("%d host requests, %d mints (was %d)", n, srv.SearchTokenMints(), mints)
+	}
+}
+
+// TestNew_FacetSearch: the official client's FacetSearch reaches the fake
+// host's POST /indexes/{index}/facet-search through the SDK's transport:
+// the values of a facet among the matches of q and filter that start with
+// facetQuery, each counted as the host's own facet distribution counts it.
+func TestNew_FacetSearch(t *testing.T) {
+	srv, _, ms := newHost(t)
+	srv.ResetRequests()
+	raw, err := ms.Index("agents").FacetSearch(context.Background(), &meilisearch.FacetSearchRequest{
+		FacetName: "cities", FacetQuery: "s", Q: "jo", Filter: `states = "TX"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		FacetHits []struct {
+			Value string `json:"value"`
+			Count int64  `json:"count"`
+		} `json:"facetHits"`
+		FacetQuery       *string `json:"facetQuery"`
+		ProcessingTimeMs *int64  `json:"processingTimeMs"`
+	}
+	if err := json.Unmarshal(*raw, &got); err != nil || got.FacetQuery == nil || *got.FacetQuery != "s" || got.ProcessingTimeMs == nil {
+		t.Fatalf("%s: %v", *raw, err)
+	}
+	if n := srv.CountRequests(http.MethodPost, "/indexes/*/facet-search"); n != 1 {
+		t.Fatalf("%d facet-search requests", n)
+	}
+	dist := rawHost(t, srv, "/indexes/agents/search", `{"q":"jo","filter":"states = \"TX\"","facets":["cities"],"limit":0}`)
+	var want map[string]map[string]int64
+	if err := json.Unmarshal(dist["facetDistribution"], &want); err != nil {
+		t.Fatal(err)
+	}
+	var wantHits []string
+	for v, n := range want["cities"] {
+		if strings.HasPrefix(strings.ToLower(v), "s") {
+			wantHits = append(wantHits, fmt.Sprintf("%s=%d", v, n))
+		}
+	}
+	slices.Sort(wantHits)
+	var gotHits []string
+	for _, h := range got.FacetHits {
+		gotHits = append(gotHits, fmt.Sprintf("%s=%d", h.Value, h.Count))
+	}
+	if len(gotHits) == 0 || !slices.Equal(gotHits, wantHits) {
+		t.Fatalf("facet hits %v, want %v", gotHits, wantHits)
+	}
+	// A facet the index cannot filter on: the host's refusal.
+	_, err = ms.Index("agents").FacetSearch(context.Background(), &meilisearch.FacetSearchRequest{FacetName: "firstName"})
+	var me *meilisearch.Error
+	if !errors.As(err, &me) || me.StatusCode != 400 || me.APIError.Code != "invalid_facet_search_facet_name" {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -31,6 +31,25 @@ type Source[T any] interface {
 	lendgraph.DelivererAPI[T]
 }
 
+// sourceResource is the resource src delivers, when it says (the SDK's
+// services do, through Resource: their path segment); "" when it does not
+// (a stub), and nothing can be checked before a submit.
+func sourceResource(src any) string {
+	if r, ok := src.(interface{ Resource() string }); ok {
+		return r.Resource()
+	}
+	return ""
+}
+
+// checkResource refuses a resource name that is not the one src delivers,
+// before anything is sized or submitted.
+func checkResource(src any, resource string) error {
+	if got := sourceResource(src); got != "" && got != resource {
+		return invalid("resource", "is %q, but the source delivers %s: pass %q, or the service of %s", resource, got, got, resource)
+	}
+	return nil
+}
+
 // PlanVersion is the version of the plan and manifest files this package
 // writes.
 const PlanVersion = 1
@@ -256,7 +275,10 @@ const defaultSizing = 4
 // query that matches nothing is an *EmptyError unless opts.AllowEmpty; a
 // partition field the service refuses is an invalid By, found before
 // anything is sized (every field is checked, even one the plan would not
-// need). A 429 on the ceiling probe is waited out until ctx ends.
+// need). A 429 on the ceiling probe is waited out until ctx ends. A
+// resource that is not the one src delivers (its Resource method: the
+// SDK's services have one) is an invalid resource, found before any
+// request.
 //
 // req.Format is required and req.Limit must be 0. When req.Fields is set
 // and lacks "id", "id" is added: the export checks ids across shards.
@@ -266,6 +288,9 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 		o = *opts
 	}
 	if err := checkPlanArgs(resource, req, &o); err != nil {
+		return nil, err
+	}
+	if err := checkResource(src, resource); err != nil {
 		return nil, err
 	}
 	base := *req

@@ -197,6 +197,10 @@ type UncertainShard struct {
 // A plan with no shard (the query matched nothing) is run only when it was
 // made with PlanOptions.AllowEmpty; it then writes _SUCCESS over no file.
 //
+// A plan of another resource than the one src delivers (its Resource
+// method, which the SDK's services have) is refused before anything is
+// submitted.
+//
 // Errors: *RunError lists the shards that failed (the others are landed);
 // *UncertainError the shards left because a submit may have charged;
 // *DuplicateError reports ids found twice; *PlanMismatchError a directory
@@ -217,6 +221,9 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 	}
 	if err := plan.check(); err != nil {
 		return nil, invalid("plan", "%v", err)
+	}
+	if got := sourceResource(src); got != "" && got != plan.Resource {
+		return nil, invalid("plan", "exports %s, but the source delivers %s: run it with the service of %s", plan.Resource, got, plan.Resource)
 	}
 	if o.Concurrency < 0 || o.Concurrency > MaxConcurrency {
 		return nil, invalid("Concurrency", "is %d; use 1 to %d (MaxConcurrency), or 0 for the default, %d", o.Concurrency, MaxConcurrency, DefaultConcurrency)

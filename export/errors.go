@@ -134,8 +134,14 @@ type ShardFailure struct {
 // RunError lists the shards a run could not land. The others are landed
 // and recorded; running the same export again retries these: a failed or
 // cancelled job is submitted again, a completed one is downloaded again.
+// When a refusal stopped the run's submits (the balance ran out, the
+// plan's ceiling is above the service's, the service refuses the request
+// itself) the message says what to change first instead. Shards left
+// because a submit's answer was lost are not listed: the UncertainError
+// beside it lists them.
 type RunError struct {
 	Failed []ShardFailure
+	fix    string // what to change before running again; "" when a run again retries
 }
 
 // Error implements the error interface.
@@ -144,7 +150,7 @@ func (e *RunError) Error() string {
 		return "export: shards failed"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "export: %d shards failed", len(e.Failed))
+	fmt.Fprintf(&b, "export: %s failed", plural(len(e.Failed), "shard"))
 	for i, f := range e.Failed {
 		if i == 5 {
 			fmt.Fprintf(&b, "; and %d more", len(e.Failed)-5)
@@ -156,7 +162,11 @@ func (e *RunError) Error() string {
 		}
 		fmt.Fprintf(&b, ": %v", f.Err)
 	}
-	b.WriteString("; run the same export again to retry them")
+	if e.fix != "" {
+		b.WriteString(". " + e.fix)
+	} else {
+		b.WriteString("; run the same export again to retry them")
+	}
 	return b.String()
 }
 
@@ -197,7 +207,11 @@ func (e *UncertainError) Error() string {
 		rows += u.Rows
 		credits += u.Credits
 	}
-	fmt.Fprintf(&b, "export: %d shards were not submitted again because an earlier submit's answer was lost and the service may hold a job for each, charged when it completes (up to %d rows", len(e.Shards), rows)
+	were := "were"
+	if len(e.Shards) == 1 {
+		were = "was"
+	}
+	fmt.Fprintf(&b, "export: %s %s not submitted again because an earlier submit's answer was lost and the service may hold a job for each, charged when it completes (up to %d rows", plural(len(e.Shards), "shard"), were, rows)
 	if e.CreditsKnown {
 		fmt.Fprintf(&b, ", %s credits", strconv.FormatFloat(credits, 'f', -1, 64))
 	}
@@ -243,6 +257,14 @@ func (e *PlanMismatchError) Error() string {
 		return "export: the directory holds another export"
 	}
 	return fmt.Sprintf("export: %s holds an export of another plan (%s; this one is %s): resume it with the same query, or export into another directory", e.Dir, e.Want, e.Got)
+}
+
+// plural is n and noun, with an s unless n is 1: "1 shard", "3 shards".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // errLocked is a lock another process holds.

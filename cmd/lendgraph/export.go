@@ -329,6 +329,9 @@ func (a *app) printPlan(p *export.Plan, dir string) error {
 		}
 		fmt.Fprintf(a.stdout, "%s\t%d rows%s\n", s.Name, s.Rows, credits)
 	}
+	if len(p.Request.Fields) > 0 {
+		a.say("note: the service checks --fields (%s) only at submit: a field it does not have stops the run at the first submit, before any other shard is submitted", strings.Join(p.Request.Fields, ","))
+	}
 	a.say("plan written to %s; run it with the same command without --plan-only (or one shard a task: --shard NAME)", file)
 	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -152,5 +155,53 @@ func TestRunAdviceForFailedAndUncertainShards(t *testing.T) {
 	}
 	if msg := ue.Error(); !strings.Contains(msg, "1 shard was not submitted again") || !strings.Contains(msg, "ResubmitUncertain") || strings.Contains(msg, failed) {
 		t.Errorf("UncertainError: %s; want %s and ResubmitUncertain", msg, cut)
+	}
+}
+
+// A request that narrows the fields still delivers the partition fields,
+// so Rows reads each row's partition value from its file.
+func TestRowsReadPartitionValuesWithNarrowedFields(t *testing.T) {
+	srv, c := fakeFor(t, 600, 0)
+	req := &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Fields: []string{"id", "fullName"}}
+	p, err := export.NewPlan(context.Background(), c.Agents, "agents", req, &export.PlanOptions{By: []string{"state"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"id", "fullName", "state"}; !slices.Equal(p.Request.Fields, want) {
+		t.Errorf("plan fields %q; want %q", p.Request.Fields, want)
+	}
+	dir := t.TempDir()
+	if _, err := export.Run(context.Background(), c.Agents, p, runOpts(dir)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.FullName == "" {
+			t.Errorf("agent %s: no fullName", a.ID)
+		}
+		got[a.State]++
+	}
+	if want := countBy(srv, "state"); !maps.Equal(got, want) {
+		t.Errorf("rows by state %v; the fake has %v", got, want)
+	}
+}
+
+// Rows of a directory that does not exist, or holds no export, is an
+// error that matches fs.ErrNotExist.
+func TestRowsOfAMissingDirectory(t *testing.T) {
+	for _, dir := range []string{filepath.Join(t.TempDir(), "nosuch"), t.TempDir()} {
+		n := 0
+		for _, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+			n++
+			if !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Rows(%s): %v; want an error matching fs.ErrNotExist", dir, err)
+			}
+		}
+		if n != 1 {
+			t.Errorf("Rows(%s) yielded %d times; want one error", dir, n)
+		}
 	}
 }

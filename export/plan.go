@@ -230,6 +230,8 @@ type PlanOptions struct {
 	// above the row ceiling. When any shard needs the next field, every
 	// shard is split by it, so that every file sits at the same depth
 	// (DuckDB and Spark expect one directory level per partition column).
+	// When the request names Fields, the By fields are delivered too
+	// (DeliveredFields), so that each file holds its partition values.
 	By []string
 	// MaxRows is the row ceiling of one delivery. Zero learns it from the
 	// service: a submit with an impossible Limit, which the service refuses
@@ -280,8 +282,10 @@ const defaultSizing = 4
 // SDK's services have one) is an invalid resource, found before any
 // request.
 //
-// req.Format is required and req.Limit must be 0. When req.Fields is set
-// and lacks "id", "id" is added: the export checks ids across shards.
+// req.Format is required and req.Limit must be 0. When req.Fields is set,
+// "id" and the partition fields are added to it (DeliveredFields): the
+// export checks ids across shards, and every file holds its partition
+// values, as Rows reads them.
 func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *lendgraph.DeliveryRequest, opts *PlanOptions) (*Plan, error) {
 	var o PlanOptions
 	if opts != nil {
@@ -294,10 +298,7 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 		return nil, err
 	}
 	base := *req
-	base.Fields = slices.Clone(req.Fields)
-	if len(base.Fields) > 0 && !slices.Contains(base.Fields, "id") {
-		base.Fields = append([]string{"id"}, base.Fields...)
-	}
+	base.Fields = DeliveredFields(req.Fields, o.By)
 	pl := &planner[T]{src: src, opts: o, sem: make(chan struct{}, cmp.Or(o.Concurrency, defaultSizing))}
 	p := &Plan{Version: PlanVersion, Resource: resource, By: slices.Clone(o.By), ByRequested: slices.Clone(o.By), Request: base,
 		CreditsPerRow: o.CreditsPerRow, IncludeMissing: o.IncludeMissing, AllowEmpty: o.AllowEmpty, PlannedAt: time.Now().UTC()}
@@ -361,6 +362,27 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 		return nil, &ShardTooBigError{Shard: big[0].Name, Rows: big[0].Rows, MaxRows: p.MaxRows, By: p.By, Others: len(big) - 1, Plan: p}
 	}
 	return p, nil
+}
+
+// DeliveredFields are the fields a plan delivers when the request names
+// fields: "id" first unless named, then the fields named, then the
+// partition fields by not named (so that each file holds the values of
+// its partition, which Rows reads from the rows). No fields (nil) stays
+// nil: every allowed column is delivered.
+func DeliveredFields(fields, by []string) []string {
+	if len(fields) == 0 {
+		return nil
+	}
+	out := slices.Clone(fields)
+	if !slices.Contains(out, "id") {
+		out = append([]string{"id"}, out...)
+	}
+	for _, f := range by {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func checkPlanArgs(resource string, req *lendgraph.DeliveryRequest, o *PlanOptions) error {

@@ -144,16 +144,23 @@ type RunError struct {
 	fix    string // what to change before running again; "" when a run again retries
 }
 
-// Error implements the error interface.
+// Error implements the error interface. The shards not submitted because
+// an earlier refusal stopped the run's submits are counted, not listed.
 func (e *RunError) Error() string {
 	if e == nil || len(e.Failed) == 0 {
 		return "export: shards failed"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "export: %s failed", plural(len(e.Failed), "shard"))
-	for i, f := range e.Failed {
+	var failed []ShardFailure
+	for _, f := range e.Failed {
+		if !errors.Is(f.Err, errNoSubmit) {
+			failed = append(failed, f)
+		}
+	}
+	fmt.Fprintf(&b, "export: %s failed", plural(len(failed), "shard"))
+	for i, f := range failed {
 		if i == 5 {
-			fmt.Fprintf(&b, "; and %d more", len(e.Failed)-5)
+			fmt.Fprintf(&b, "; and %d more", len(failed)-5)
 			break
 		}
 		fmt.Fprintf(&b, "; %s", f.Shard)
@@ -161,6 +168,9 @@ func (e *RunError) Error() string {
 			fmt.Fprintf(&b, " (job %s)", f.JobID)
 		}
 		fmt.Fprintf(&b, ": %v", f.Err)
+	}
+	if n := len(e.Failed) - len(failed); n > 0 {
+		fmt.Fprintf(&b, "; %s not submitted after that", plural(n, "more shard"))
 	}
 	if e.fix != "" {
 		b.WriteString(". " + e.fix)

@@ -347,7 +347,7 @@ func (r *runner[T]) runAll(ctx context.Context, targets []Shard) []ShardFailure 
 
 // errNoSubmit ends a shard that would need a submit after a submit's
 // answer stopped the run's submits (RunError says why).
-var errNoSubmit = errors.New("not submitted: an earlier submit's answer stopped the run's submits")
+var errNoSubmit = errors.New("not submitted: an earlier refusal stopped the run's submits")
 
 // stopSubmits stops every further submit of the run; fix says what to
 // change before running again (the first one stays).
@@ -497,7 +497,7 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 			r.credits = err
 		}
 		r.mu.Unlock()
-		r.stopSubmits("the balance ran out: add credits, then run the same export again to submit the rest")
+		r.stopSubmits("The balance ran out: add credits, then run the same export again to submit the rest")
 	case r.ceilingAbove(sh, err) > 0:
 		n := r.ceilingAbove(sh, err)
 		err = fmt.Errorf("%w (the shard was planned at %d rows, within the plan's ceiling of %d, but the service's ceiling is %d)", err, sh.Rows, r.plan.MaxRows, n)
@@ -505,7 +505,7 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 		if r.plan.MaxRowsFrom != "user" {
 			from = "learned from the service's " + r.plan.MaxRowsFrom + " when planned"
 		}
-		r.stopSubmits(fmt.Sprintf("the plan's row ceiling of %d (%s) is above the service's ceiling of %d: every shard above %d rows is refused alike, so no more were submitted; plan the export again with a ceiling of at most %d (PlanOptions.MaxRows; 0 asks the service), into a new directory",
+		r.stopSubmits(fmt.Sprintf("The plan's row ceiling of %d (%s) is above the service's ceiling of %d: every shard above %d rows is refused alike, so no more were submitted; plan the export again with a ceiling of at most %d (PlanOptions.MaxRows; 0 asks the service), into a new directory",
 			r.plan.MaxRows, from, n, n, n))
 	case errors.As(err, &mr):
 		err = fmt.Errorf("%w (the shard grew above the ceiling since it was planned: plan the export again into a new directory)", err)
@@ -564,7 +564,7 @@ func refusesRequest(err error) string {
 		ent *lendgraph.EntitlementError
 	)
 	if errors.As(err, &inv) {
-		return "the request is invalid for every shard alike, so no more were submitted; change what it names and plan the export again into a new directory"
+		return "The request is invalid for every shard alike, so no more were submitted; change what it names and plan the export again into a new directory"
 	}
 	if !errors.As(err, &api) || errors.As(err, &mr) || errors.As(err, &ent) {
 		return ""
@@ -573,9 +573,9 @@ func refusesRequest(err error) string {
 	case s < 400 || s >= 500, s == http.StatusPaymentRequired, s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
 		return ""
 	case s == http.StatusBadRequest || s == http.StatusUnprocessableEntity:
-		return "the service refused the export's request itself, not one shard: every shard would be refused alike, so no more were submitted; change what it names (a field, filter, sort or format) and plan the export again into a new directory. Delivery fields are checked by the service only at submit"
+		return "The service refused the export's request itself, not one shard: every shard would be refused alike, so no more were submitted; change what it names (a field, filter, sort or format) and plan the export again into a new directory. Delivery fields are checked by the service only at submit"
 	default:
-		return fmt.Sprintf("the service refused the submit with %d %s, which is not about one shard: every shard would be refused alike, so no more were submitted; fix what it names (the API key, its permissions), then run the same export again", s, http.StatusText(s))
+		return fmt.Sprintf("The service refused the submit with %d %s, which is not about one shard: every shard would be refused alike, so no more were submitted; fix what it names (the API key, its permissions), then run the same export again", s, http.StatusText(s))
 	}
 }
 

@@ -490,6 +490,7 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 		ice *lendgraph.InsufficientCreditsError
 		mr  *lendgraph.MaxRowsError
 	)
+	ceiling := r.ceilingAbove(sh, err)
 	switch {
 	case errors.As(err, &ice):
 		r.mu.Lock()
@@ -498,8 +499,8 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 		}
 		r.mu.Unlock()
 		r.stopSubmits("The balance ran out: add credits, then run the same export again to submit the rest")
-	case r.ceilingAbove(sh, err) > 0:
-		n := r.ceilingAbove(sh, err)
+	case ceiling > 0:
+		n := ceiling
 		err = fmt.Errorf("%w (the shard was planned at %d rows, within the plan's ceiling of %d, but the service's ceiling is %d)", err, sh.Rows, r.plan.MaxRows, n)
 		from := "PlanOptions.MaxRows"
 		if r.plan.MaxRowsFrom != "user" {

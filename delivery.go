@@ -90,6 +90,11 @@ type DeliveryService[T any] struct {
 	name   string
 }
 
+// Resource is the path segment of the resource the service delivers
+// ("agents"), as in /v1/agents/bulk-delivery. It sends nothing; the export
+// package checks a plan's resource against it before any submit.
+func (s *DeliveryService[T]) Resource() string { return s.name }
+
 // DeliveryRequest asks for every row matching a list query in one file.
 // There is no pagination: the whole matching set is delivered.
 type DeliveryRequest struct {

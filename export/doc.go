@@ -54,7 +54,13 @@
 // Up front, before anything is charged: a query that matches nothing is
 // an *EmptyError unless PlanOptions.AllowEmpty is set. Every partition
 // field is checked with the service, even one the plan would not need. A
-// 429 on the ceiling probe is waited out, honouring Retry-After.
+// 429 on the ceiling probe is waited out, honouring Retry-After. A
+// resource name that is not the one the source delivers is refused before
+// any request (NewPlan, and Run for a plan read from a file). Delivery
+// Fields are checked by the service only at submit: a refusal that every
+// shard would get alike (a field the resource does not have, a
+// PlanOptions.MaxRows above the service's ceiling, a 402) stops the run's
+// submits at once, and the *RunError says what to change.
 //
 // The dataset, read by other tools (DuckDB, then PySpark), by format:
 //
@@ -74,7 +80,8 @@
 // The glob names the data files (part-*), so it matches none of the
 // dataset's own files; Spark skips names starting with _ or a dot.
 //
-// Each file keeps the partition columns it was delivered with; DuckDB and
+// Each file keeps the partition columns it was delivered with (a request
+// that narrows Fields gets them added: DeliveredFields); DuckDB and
 // Spark take the column's value from the directory, which is the same.
 // Records without a value of a partition field land, with
 // PlanOptions.IncludeMissing, under <field>=__HIVE_DEFAULT_PARTITION__,

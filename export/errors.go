@@ -134,20 +134,33 @@ type ShardFailure struct {
 // RunError lists the shards a run could not land. The others are landed
 // and recorded; running the same export again retries these: a failed or
 // cancelled job is submitted again, a completed one is downloaded again.
+// When a refusal stopped the run's submits (the balance ran out, the
+// plan's ceiling is above the service's, the service refuses the request
+// itself) the message says what to change first instead. Shards left
+// because a submit's answer was lost are not listed: the UncertainError
+// beside it lists them.
 type RunError struct {
 	Failed []ShardFailure
+	fix    string // what to change before running again; "" when a run again retries
 }
 
-// Error implements the error interface.
+// Error implements the error interface. The shards not submitted because
+// an earlier refusal stopped the run's submits are counted, not listed.
 func (e *RunError) Error() string {
 	if e == nil || len(e.Failed) == 0 {
 		return "export: shards failed"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "export: %d shards failed", len(e.Failed))
-	for i, f := range e.Failed {
+	var failed []ShardFailure
+	for _, f := range e.Failed {
+		if !errors.Is(f.Err, errNoSubmit) {
+			failed = append(failed, f)
+		}
+	}
+	fmt.Fprintf(&b, "export: %s failed", plural(len(failed), "shard"))
+	for i, f := range failed {
 		if i == 5 {
-			fmt.Fprintf(&b, "; and %d more", len(e.Failed)-5)
+			fmt.Fprintf(&b, "; and %d more", len(failed)-5)
 			break
 		}
 		fmt.Fprintf(&b, "; %s", f.Shard)
@@ -156,7 +169,14 @@ func (e *RunError) Error() string {
 		}
 		fmt.Fprintf(&b, ": %v", f.Err)
 	}
-	b.WriteString("; run the same export again to retry them")
+	if n := len(e.Failed) - len(failed); n > 0 {
+		fmt.Fprintf(&b, "; %s not submitted after that", plural(n, "more shard"))
+	}
+	if e.fix != "" {
+		b.WriteString(". " + e.fix)
+	} else {
+		b.WriteString("; run the same export again to retry them")
+	}
 	return b.String()
 }
 
@@ -197,7 +217,11 @@ func (e *UncertainError) Error() string {
 		rows += u.Rows
 		credits += u.Credits
 	}
-	fmt.Fprintf(&b, "export: %d shards were not submitted again because an earlier submit's answer was lost and the service may hold a job for each, charged when it completes (up to %d rows", len(e.Shards), rows)
+	were := "were"
+	if len(e.Shards) == 1 {
+		were = "was"
+	}
+	fmt.Fprintf(&b, "export: %s %s not submitted again because an earlier submit's answer was lost and the service may hold a job for each, charged when it completes (up to %d rows", plural(len(e.Shards), "shard"), were, rows)
 	if e.CreditsKnown {
 		fmt.Fprintf(&b, ", %s credits", strconv.FormatFloat(credits, 'f', -1, 64))
 	}
@@ -243,6 +267,14 @@ func (e *PlanMismatchError) Error() string {
 		return "export: the directory holds another export"
 	}
 	return fmt.Sprintf("export: %s holds an export of another plan (%s; this one is %s): resume it with the same query, or export into another directory", e.Dir, e.Want, e.Got)
+}
+
+// plural is n and noun, with an s unless n is 1: "1 shard", "3 shards".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 // errLocked is a lock another process holds.

@@ -133,14 +133,19 @@ type Verification struct {
 	VerifiedAt     time.Time `json:"verifiedAt"`
 }
 
-// ReadManifest reads the manifest of an export directory.
+// ReadManifest reads the manifest of an export directory. A directory
+// that does not exist, or holds no manifest, is an error that matches
+// fs.ErrNotExist.
 func ReadManifest(dir string) (*Manifest, error) {
 	m, err := readManifest(dir)
 	if err != nil {
 		return nil, err
 	}
 	if m == nil {
-		return nil, fmt.Errorf("export: %s holds no %s: not an export directory", dir, ManifestFile)
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("export: reading the export directory: %w", err)
+		}
+		return nil, fmt.Errorf("export: %s holds no %s: not an export directory (%w)", dir, ManifestFile, fs.ErrNotExist)
 	}
 	return m, nil
 }

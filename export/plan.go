@@ -31,6 +31,25 @@ type Source[T any] interface {
 	lendgraph.DelivererAPI[T]
 }
 
+// sourceResource is the resource src delivers, when it says (the SDK's
+// services do, through Resource: their path segment); "" when it does not
+// (a stub), and nothing can be checked before a submit.
+func sourceResource(src any) string {
+	if r, ok := src.(interface{ Resource() string }); ok {
+		return r.Resource()
+	}
+	return ""
+}
+
+// checkResource refuses a resource name that is not the one src delivers,
+// before anything is sized or submitted.
+func checkResource(src any, resource string) error {
+	if got := sourceResource(src); got != "" && got != resource {
+		return invalid("resource", "is %q, but the source delivers %s: pass %q, or the service of %s", resource, got, got, resource)
+	}
+	return nil
+}
+
 // PlanVersion is the version of the plan and manifest files this package
 // writes.
 const PlanVersion = 1
@@ -211,6 +230,8 @@ type PlanOptions struct {
 	// above the row ceiling. When any shard needs the next field, every
 	// shard is split by it, so that every file sits at the same depth
 	// (DuckDB and Spark expect one directory level per partition column).
+	// When the request names Fields, the By fields are delivered too
+	// (DeliveredFields), so that each file holds its partition values.
 	By []string
 	// MaxRows is the row ceiling of one delivery. Zero learns it from the
 	// service: a submit with an impossible Limit, which the service refuses
@@ -256,10 +277,15 @@ const defaultSizing = 4
 // query that matches nothing is an *EmptyError unless opts.AllowEmpty; a
 // partition field the service refuses is an invalid By, found before
 // anything is sized (every field is checked, even one the plan would not
-// need). A 429 on the ceiling probe is waited out until ctx ends.
+// need). A 429 on the ceiling probe is waited out until ctx ends. A
+// resource that is not the one src delivers (its Resource method: the
+// SDK's services have one) is an invalid resource, found before any
+// request.
 //
-// req.Format is required and req.Limit must be 0. When req.Fields is set
-// and lacks "id", "id" is added: the export checks ids across shards.
+// req.Format is required and req.Limit must be 0. When req.Fields is set,
+// "id" and the partition fields are added to it (DeliveredFields): the
+// export checks ids across shards, and every file holds its partition
+// values, as Rows reads them.
 func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *lendgraph.DeliveryRequest, opts *PlanOptions) (*Plan, error) {
 	var o PlanOptions
 	if opts != nil {
@@ -268,11 +294,11 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 	if err := checkPlanArgs(resource, req, &o); err != nil {
 		return nil, err
 	}
-	base := *req
-	base.Fields = slices.Clone(req.Fields)
-	if len(base.Fields) > 0 && !slices.Contains(base.Fields, "id") {
-		base.Fields = append([]string{"id"}, base.Fields...)
+	if err := checkResource(src, resource); err != nil {
+		return nil, err
 	}
+	base := *req
+	base.Fields = DeliveredFields(req.Fields, o.By)
 	pl := &planner[T]{src: src, opts: o, sem: make(chan struct{}, cmp.Or(o.Concurrency, defaultSizing))}
 	p := &Plan{Version: PlanVersion, Resource: resource, By: slices.Clone(o.By), ByRequested: slices.Clone(o.By), Request: base,
 		CreditsPerRow: o.CreditsPerRow, IncludeMissing: o.IncludeMissing, AllowEmpty: o.AllowEmpty, PlannedAt: time.Now().UTC()}
@@ -336,6 +362,27 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 		return nil, &ShardTooBigError{Shard: big[0].Name, Rows: big[0].Rows, MaxRows: p.MaxRows, By: p.By, Others: len(big) - 1, Plan: p}
 	}
 	return p, nil
+}
+
+// DeliveredFields are the fields a plan delivers when the request names
+// fields: "id" first unless named, then the fields named, then the
+// partition fields by not named (so that each file holds the values of
+// its partition, which Rows reads from the rows). No fields (nil) stays
+// nil: every allowed column is delivered.
+func DeliveredFields(fields, by []string) []string {
+	if len(fields) == 0 {
+		return nil
+	}
+	out := slices.Clone(fields)
+	if !slices.Contains(out, "id") {
+		out = append([]string{"id"}, out...)
+	}
+	for _, f := range by {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func checkPlanArgs(resource string, req *lendgraph.DeliveryRequest, o *PlanOptions) error {

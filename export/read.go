@@ -39,8 +39,11 @@ const readBatch = 256
 // file (several at once, each in file order; the order across files is not
 // defined), whatever the format: the rows Run landed, typed like
 // lendgraph.DeliveryJob.Rows. The partition values are the rows' own
-// fields (the files are landed as delivered). An export without _SUCCESS
-// is an error unless AllowIncomplete is given.
+// fields (the files are landed as delivered; NewPlan delivers the
+// partition fields even when the request narrows Fields). An export
+// without _SUCCESS is an error unless AllowIncomplete is given; a dir that
+// does not exist, or holds no manifest, an error that matches
+// fs.ErrNotExist.
 //
 // The sequence follows the SDK's iterator contract: breaking out of the
 // loop (or a panic in it) stops the readers before Rows returns and leaves

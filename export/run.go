@@ -204,6 +204,10 @@ type UncertainShard struct {
 // A plan with no shard (the query matched nothing) is run only when it was
 // made with PlanOptions.AllowEmpty; it then writes _SUCCESS over no file.
 //
+// A plan of another resource than the one src delivers (its Resource
+// method, which the SDK's services have) is refused before anything is
+// submitted.
+//
 // Errors: *RunError lists the shards that failed (the others are landed);
 // *UncertainError the shards left because a submit may have charged;
 // *DuplicateError reports ids found twice; *PlanMismatchError a directory
@@ -224,6 +228,9 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 	}
 	if err := plan.check(); err != nil {
 		return nil, invalid("plan", "%v", err)
+	}
+	if got := sourceResource(src); got != "" && got != plan.Resource {
+		return nil, invalid("plan", "exports %s, but the source delivers %s: run it with the service of %s", plan.Resource, got, plan.Resource)
 	}
 	if o.Concurrency < 0 || o.Concurrency > MaxConcurrency {
 		return nil, invalid("Concurrency", "is %d; use 1 to %d (MaxConcurrency), or 0 for the default, %d", o.Concurrency, MaxConcurrency, DefaultConcurrency)
@@ -271,14 +278,20 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 		return res, fmt.Errorf("export: interrupted with %d of %d shards landed; run the same export again to resume: %w", res.Landed, res.Shards, context.Cause(ctx))
 	}
 	var errs []error
+	left := r.left(targets)
+	// A shard left uncertain is the UncertainError's: a plain run again
+	// does not retry it, so the RunError does not list it.
+	failed = slices.DeleteFunc(failed, func(f ShardFailure) bool {
+		return slices.ContainsFunc(left, func(u UncertainShard) bool { return u.Shard == f.Shard })
+	})
 	if len(failed) > 0 {
 		slices.SortFunc(failed, func(a, b ShardFailure) int { return cmp.Compare(a.Shard, b.Shard) })
-		errs = append(errs, &RunError{Failed: failed})
+		errs = append(errs, &RunError{Failed: failed, fix: r.halt})
 		if r.credits != nil {
 			errs = append(errs, r.credits)
 		}
 	}
-	if left := r.left(targets); len(left) > 0 {
+	if len(left) > 0 {
 		errs = append(errs, &UncertainError{Shards: left, CreditsKnown: plan.CreditsPerRow > 0})
 	}
 	if res.Landed == res.Shards {
@@ -299,10 +312,11 @@ type runner[T any] struct {
 
 	limit *submitLimit
 
-	mu        sync.Mutex // guards res, warned, busy, credits and events
+	mu        sync.Mutex // guards res, warned, busy, credits, halt and events
 	warned    map[string]bool
 	busy      map[string]bool // shards another process held
 	credits   error           // an InsufficientCreditsError: submit no more
+	halt      string          // why submits stopped: what to change before running again
 	noSubmits atomic.Bool
 }
 
@@ -338,8 +352,20 @@ func (r *runner[T]) runAll(ctx context.Context, targets []Shard) []ShardFailure 
 	return failed
 }
 
-// errNoSubmit ends a shard that would need a submit after the balance ran out.
-var errNoSubmit = errors.New("not submitted: the balance ran out")
+// errNoSubmit ends a shard that would need a submit after a submit's
+// answer stopped the run's submits (RunError says why).
+var errNoSubmit = errors.New("not submitted: an earlier refusal stopped the run's submits")
+
+// stopSubmits stops every further submit of the run; fix says what to
+// change before running again (the first one stays).
+func (r *runner[T]) stopSubmits(fix string) {
+	r.mu.Lock()
+	if r.halt == "" {
+		r.halt = fix
+	}
+	r.mu.Unlock()
+	r.noSubmits.Store(true)
+}
 
 // shard brings one shard to landed.
 func (r *runner[T]) shard(ctx context.Context, sh *Shard) (err error) {
@@ -468,11 +494,18 @@ func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgra
 // may have started a job anyway (no answer, a 5xx other than 502, an
 // answer that did not decode) the shard stays submitting, which a later
 // run submits again only with RunOptions.ResubmitUncertain.
+//
+// A refusal that every other shard would get alike stops the run's
+// submits at once: a 402 (the balance), a ceiling below the plan's (the
+// shard was planned within the plan's ceiling but is above the
+// service's), and a 4xx about the request itself (a field the resource
+// does not have, a bad key) rather than the shard.
 func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 	var (
 		ice *lendgraph.InsufficientCreditsError
 		mr  *lendgraph.MaxRowsError
 	)
+	ceiling := r.ceilingAbove(sh, err)
 	switch {
 	case errors.As(err, &ice):
 		r.mu.Lock()
@@ -480,9 +513,22 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 			r.credits = err
 		}
 		r.mu.Unlock()
-		r.noSubmits.Store(true)
+		r.stopSubmits("The balance ran out: add credits, then run the same export again to submit the rest")
+	case ceiling > 0:
+		n := ceiling
+		err = fmt.Errorf("%w (the shard was planned at %d rows, within the plan's ceiling of %d, but the service's ceiling is %d)", err, sh.Rows, r.plan.MaxRows, n)
+		from := "PlanOptions.MaxRows"
+		if r.plan.MaxRowsFrom != "user" {
+			from = "learned from the service's " + r.plan.MaxRowsFrom + " when planned"
+		}
+		r.stopSubmits(fmt.Sprintf("The plan's row ceiling of %d (%s) is above the service's ceiling of %d: every shard above %d rows is refused alike, so no more were submitted; plan the export again with a ceiling of at most %d (PlanOptions.MaxRows; 0 asks the service), into a new directory",
+			r.plan.MaxRows, from, n, n, n))
 	case errors.As(err, &mr):
 		err = fmt.Errorf("%w (the shard grew above the ceiling since it was planned: plan the export again into a new directory)", err)
+	default:
+		if fix := refusesRequest(err); fix != "" {
+			r.stopSubmits(fix)
+		}
 	}
 	unknown := outcomeUnknown(err)
 	uerr := r.store.update(sh.Name, func(s *ShardStatus) {
@@ -499,6 +545,54 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 	}
 	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: state, What: "submit failed", Err: err})
 	return errors.Join(err, uerr)
+}
+
+// ceilingAbove is the service's row ceiling when a submit's refusal says
+// the plan's ceiling is above it: the shard's planned rows were within the
+// plan's ceiling but are above the service's. Zero otherwise (the shard
+// grew since it was planned, or another refusal).
+func (r *runner[T]) ceilingAbove(sh *Shard, err error) int64 {
+	var n int64
+	var mr *lendgraph.MaxRowsError
+	var ent *lendgraph.EntitlementError
+	switch {
+	case errors.As(err, &mr):
+		n = mr.MaxRows
+	case errors.As(err, &ent):
+		n = ent.MaxRows
+	}
+	if n > 0 && n < r.plan.MaxRows && sh.Rows > n && sh.Rows <= r.plan.MaxRows {
+		return n
+	}
+	return 0
+}
+
+// refusesRequest says what to change when a submit's refusal is about the
+// export's request itself, which every shard would get alike, and "" when
+// it is about this shard or may pass on a retry: a 4xx other than a
+// row-ceiling refusal (400 delivery_exceeds_max_rows, 403
+// entitlement_missing), 402, 408 and 429.
+func refusesRequest(err error) string {
+	var (
+		inv *lendgraph.InvalidArgumentError
+		api *lendgraph.APIError
+		mr  *lendgraph.MaxRowsError
+		ent *lendgraph.EntitlementError
+	)
+	if errors.As(err, &inv) {
+		return "The request is invalid for every shard alike, so no more were submitted; change what it names and plan the export again into a new directory"
+	}
+	if !errors.As(err, &api) || errors.As(err, &mr) || errors.As(err, &ent) {
+		return ""
+	}
+	switch s := api.StatusCode; {
+	case s < 400 || s >= 500, s == http.StatusPaymentRequired, s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
+		return ""
+	case s == http.StatusBadRequest || s == http.StatusUnprocessableEntity:
+		return "The service refused the export's request itself, not one shard: every shard would be refused alike, so no more were submitted; change what it names (a field, filter, sort or format) and plan the export again into a new directory. Delivery fields are checked by the service only at submit"
+	default:
+		return fmt.Sprintf("The service refused the submit with %d %s, which is not about one shard: every shard would be refused alike, so no more were submitted; fix what it names (the API key, its permissions), then run the same export again", s, http.StatusText(s))
+	}
 }
 
 // graceContext is ctx for a submit: it is not cancelled when ctx is, but

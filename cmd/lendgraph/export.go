@@ -98,7 +98,7 @@ workflow can run one shard a task (with --plan FILE, or the plan in DIR).
 	f.StringSliceVar(&fl.by, "by", nil, "partition fields, outermost first (e.g. state,city)")
 	f.StringVar(&fl.out, "out", "", "the export directory (created; an export already there is resumed)")
 	f.StringVar(&fl.format, "format", "parquet", "file format: parquet, csv, json or ndjson (.ndjson.gz)")
-	f.StringSliceVar(&fl.fields, "fields", nil, "deliver only these fields (id is always kept)")
+	f.StringSliceVar(&fl.fields, "fields", nil, "deliver only these fields (id and the --by fields are always kept)")
 	f.IntVar(&fl.concurrency, "concurrency", export.DefaultConcurrency, fmt.Sprintf("shards delivered at once (at most %d; submits slow down by themselves when the service does)", export.MaxConcurrency))
 	f.BoolVar(&fl.planOnly, "plan-only", false, "plan and print the shards; submit nothing")
 	f.StringVar(&fl.planFrom, "plan", "", "run the plan in this file (from --plan-only) instead of planning")
@@ -240,9 +240,7 @@ func sameQuery(p *export.Plan, req *lendgraph.DeliveryRequest, fl *exportFlags) 
 		return fmt.Errorf("--by %s, the plan's is %s", strings.Join(fl.by, ","), strings.Join(p.ByRequested, ","))
 	}
 	want := *req
-	if len(want.Fields) > 0 && !slices.Contains(want.Fields, "id") {
-		want.Fields = append([]string{"id"}, want.Fields...)
-	}
+	want.Fields = export.DeliveredFields(want.Fields, p.ByRequested)
 	a, _ := json.Marshal(want)
 	b, _ := json.Marshal(p.Request)
 	var x, y any
@@ -328,6 +326,9 @@ func (a *app) printPlan(p *export.Plan, dir string) error {
 			credits = "\t" + number(float64(s.Rows)*p.CreditsPerRow) + " credits"
 		}
 		fmt.Fprintf(a.stdout, "%s\t%d rows%s\n", s.Name, s.Rows, credits)
+	}
+	if len(p.Request.Fields) > 0 {
+		a.say("note: the service checks --fields (%s) only at submit: a field it does not have stops the run at the first submit, before any other shard is submitted", strings.Join(p.Request.Fields, ","))
 	}
 	a.say("plan written to %s; run it with the same command without --plan-only (or one shard a task: --shard NAME)", file)
 	return nil

@@ -64,6 +64,9 @@ func TestExportNeverChargesTwiceAfterLostAnswers(t *testing.T) {
 				t.Errorf("run %d: stderr lacks %q:\n%s", run, want, r.stderr)
 			}
 		}
+		if strings.Contains(r.stderr, "retry them") {
+			t.Errorf("run %d tells to run again, which does not resubmit the uncertain shards:\n%s", run, r.stderr)
+		}
 		if strings.Contains(r.stderr, "RunOptions") || strings.Contains(r.stderr, "PlanOptions") {
 			t.Errorf("run %d names Go options:\n%s", run, r.stderr)
 		}

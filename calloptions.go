@@ -1,6 +1,7 @@
 package lendgraph
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/textproto"
@@ -43,7 +44,7 @@ type callOptionsKey struct{}
 //
 // Options given to a context that already carries some are added to them:
 // a later value of the same option wins, headers accumulate. A bad option
-// (a negative retry count, an Authorization header) makes each call made
+// (nil, a negative retry count, an Authorization header) makes each call made
 // with the context fail before sending with an *InvalidArgumentError.
 //
 // Per-call options were chosen over variadic options on each method
@@ -58,9 +59,11 @@ func WithCallOptions(ctx context.Context, opts ...CallOption) context.Context {
 		o.header = prev.header.Clone()
 	}
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if opt == nil {
+			o.fail(invalidArg("CallOption", "is nil; pass options such as CallMaxRetries(n), or none"))
+			continue
 		}
+		opt(&o)
 	}
 	return context.WithValue(ctx, callOptionsKey{}, &o)
 }
@@ -207,12 +210,19 @@ type ResponseMeta struct {
 }
 
 // RateLimit returns the server's rate-limit headers as sent: the limit,
-// what is left, and when the window resets ("" when absent).
+// what is left, and when the window resets ("" when absent). It reads
+// X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, and each
+// one's IETF draft name (RateLimit-Limit, RateLimit-Remaining,
+// RateLimit-Reset) when the X- one is absent; the reference shows none, so
+// any other shape is in Header.
 func (m *ResponseMeta) RateLimit() (limit, remaining, reset string) {
 	if m == nil || m.Header == nil {
 		return "", "", ""
 	}
-	return m.Header.Get("X-RateLimit-Limit"), m.Header.Get("X-RateLimit-Remaining"), m.Header.Get("X-RateLimit-Reset")
+	get := func(name string) string {
+		return cmp.Or(m.Header.Get("X-RateLimit-"+name), m.Header.Get("RateLimit-"+name))
+	}
+	return get("Limit"), get("Remaining"), get("Reset")
 }
 
 type operationKey struct{}

@@ -293,6 +293,7 @@ func TestCallOptions_BadOptionsSendNothing(t *testing.T) {
 		"CallMaxRetries":     lendgraph.CallMaxRetries(-1),
 		"CallAttemptTimeout": lendgraph.CallAttemptTimeout(-time.Second),
 		"CallResponseInto":   lendgraph.CallResponseInto(nil),
+		"CallOption":         nil, // refused as NewClient refuses a nil Option
 	} {
 		_, err := c.Agents.List(lendgraph.WithCallOptions(context.Background(), opt), nil)
 		var ia *lendgraph.InvalidArgumentError
@@ -355,5 +356,29 @@ func TestOperationFrom_MultiRequestMethods(t *testing.T) {
 	}
 	if api == 0 || traced != api {
 		t.Fatalf("%d of %d API requests carried the call header", traced, api)
+	}
+}
+
+// TestResponseMeta_RateLimit: the X- headers first, the IETF draft's names
+// when they are absent, "" when neither is sent.
+func TestResponseMeta_RateLimit(t *testing.T) {
+	for _, c := range []struct {
+		header http.Header
+		want   [3]string
+	}{
+		{http.Header{"X-Ratelimit-Limit": {"100"}, "X-Ratelimit-Remaining": {"7"}, "X-Ratelimit-Reset": {"30"}}, [3]string{"100", "7", "30"}},
+		{http.Header{"Ratelimit-Limit": {"50"}, "Ratelimit-Remaining": {"1"}, "Ratelimit-Reset": {"9"}}, [3]string{"50", "1", "9"}},
+		{http.Header{"X-Ratelimit-Limit": {"100"}, "Ratelimit-Limit": {"50"}}, [3]string{"100", "", ""}},
+		{http.Header{}, [3]string{}},
+	} {
+		m := &lendgraph.ResponseMeta{Header: c.header}
+		l, r, s := m.RateLimit()
+		if got := [3]string{l, r, s}; got != c.want {
+			t.Errorf("RateLimit() of %v = %q, want %q", c.header, got, c.want)
+		}
+	}
+	var none *lendgraph.ResponseMeta
+	if l, r, s := none.RateLimit(); l+r+s != "" {
+		t.Errorf("nil meta: %q %q %q", l, r, s)
 	}
 }

@@ -36,7 +36,7 @@ func TestExportEndToEndWithDuckDB(t *testing.T) {
 	duck := duckdbNode(t)
 
 	// The fake, as a harness in any language runs it.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	fake := exec.CommandContext(ctx, binary, "--json", "fake", "--addr", "127.0.0.1:0", "--entitle", "agents=2000", "--rows", "30000")
 	fake.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
@@ -67,7 +67,7 @@ func TestExportEndToEndWithDuckDB(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "agents")
 	// --include-missing: records without a state (the fake has some) land
 	// under state=__HIVE_DEFAULT_PARTITION__, which DuckDB reads as NULL.
-	args := []string{"export", "agents", "--by", "state,city", "--out", dir, "--yes", "--include-missing", "--concurrency", "2"}
+	args := []string{"export", "agents", "--by", "state,city", "--out", dir, "--yes", "--include-missing", "--concurrency", "8"}
 
 	// First run: killed once a few shards have landed.
 	first := exec.CommandContext(ctx, binary, args...)

@@ -27,14 +27,7 @@ func settle(t *testing.T, srv *lendgraphtest.Server) {
 
 // ledger is what the fake charged for deliveries: the debits and their sum.
 func ledger(srv *lendgraphtest.Server) (int, float64) {
-	n, sum := 0, 0.0
-	for _, d := range srv.Debits(lendgraphtest.DefaultOrg) {
-		if d.Reason == "delivery" {
-			n++
-			sum += d.Amount
-		}
-	}
-	return n, sum
+	return srv.Charged(lendgraphtest.DefaultOrg, "delivery")
 }
 
 // TestRunNeverPaysTwiceOnASlowService reproduces issue 22's report at the

@@ -382,6 +382,19 @@ func (s *Server) Debits(orgID string) []Debit {
 	return append([]Debit(nil), s.orgLocked(orgID).ledger...)
 }
 
+// Charged adds up an organization's debits of one reason ("delivery",
+// ...): how many there are and the credits they took. A test counts what
+// was charged here, at the ledger, not in the SDK's own figures.
+func (s *Server) Charged(orgID, reason string) (debits int, credits float64) {
+	for _, d := range s.Debits(orgID) {
+		if d.Reason == reason {
+			debits++
+			credits += d.Amount
+		}
+	}
+	return debits, credits
+}
+
 // SetEntitlement grants an organization the bulk-delivery entitlement of a
 // resource. It panics, saying what is wrong, on a resource that offers no
 // delivery, a MaxRows below 1, or columns and filters that name fields the

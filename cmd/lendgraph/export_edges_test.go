@@ -28,14 +28,7 @@ func settled(t *testing.T, srv *lendgraphtest.Server) (int, float64) {
 	if err := srv.WaitJobs(ctx); err != nil {
 		t.Fatalf("the fake's jobs did not end: %v", err)
 	}
-	n, sum := 0, 0.0
-	for _, d := range srv.Debits(lendgraphtest.DefaultOrg) {
-		if d.Reason == "delivery" {
-			n++
-			sum += d.Amount
-		}
-	}
-	return n, sum
+	return srv.Charged(lendgraphtest.DefaultOrg, "delivery")
 }
 
 // TestExportNeverChargesTwiceAfterLostAnswers is issue 22's reproduction:

@@ -38,31 +38,9 @@ func TestExportEndToEndWithDuckDB(t *testing.T) {
 	// The fake, as a harness in any language runs it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	fake := exec.CommandContext(ctx, binary, "--json", "fake", "--addr", "127.0.0.1:0", "--entitle", "agents=2000", "--rows", "30000")
-	fake.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	out, err := fake.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fake.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Process.Kill(); _ = fake.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the fake's address: %v", err)
-	}
-	var addr struct {
-		BaseURL string `json:"baseUrl"`
-		Keys    []struct {
-			Key string `json:"key"`
-		} `json:"keys"`
-	}
-	if err := json.Unmarshal([]byte(line), &addr); err != nil || len(addr.Keys) == 0 {
-		t.Fatalf("the fake printed %q: %v", line, err)
-	}
+	baseURL, key := startFake(ctx, t, "--entitle", "agents=2000", "--rows", "30000")
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-		lendgraph.EnvBaseURL + "=" + addr.BaseURL, lendgraph.EnvAPIKey + "=" + addr.Keys[0].Key}
+		lendgraph.EnvBaseURL + "=" + baseURL, lendgraph.EnvAPIKey + "=" + key}
 
 	dir := filepath.Join(t.TempDir(), "agents")
 	// --include-missing: records without a state (the fake has some) land
@@ -130,7 +108,7 @@ func TestExportEndToEndWithDuckDB(t *testing.T) {
 	}
 
 	// What the fake lists for the exported query.
-	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(addr.BaseURL), lendgraph.WithAPIKey(addr.Keys[0].Key))
+	c, err := lendgraph.NewClient(lendgraph.WithBaseURL(baseURL), lendgraph.WithAPIKey(key))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,4 +255,35 @@ func stderrOf(err error) string {
 		return string(ee.Stderr)
 	}
 	return ""
+}
+
+// startFake starts `lendgraph fake` as a process of its own, as a harness
+// in any language runs it, with args after its address, and returns the
+// base URL and the API key it printed. The process ends with the test.
+func startFake(ctx context.Context, t *testing.T, args ...string) (baseURL, key string) {
+	t.Helper()
+	fake := exec.CommandContext(ctx, binary, append([]string{"--json", "fake", "--addr", "127.0.0.1:0"}, args...)...)
+	fake.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	out, err := fake.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Process.Kill(); _ = fake.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the fake's address: %v", err)
+	}
+	var addr struct {
+		BaseURL string `json:"baseUrl"`
+		Keys    []struct {
+			Key string `json:"key"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(line), &addr); err != nil || len(addr.Keys) == 0 {
+		t.Fatalf("the fake printed %q: %v", line, err)
+	}
+	return addr.BaseURL, addr.Keys[0].Key
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -167,32 +166,10 @@ func TestTelemetry_JaegerEndToEnd(t *testing.T) {
 	waitUp(t, api+"/api/services", &jlog)
 
 	// The fake, a process of its own, as a harness in any language runs it.
-	fake := exec.CommandContext(ctx, binary, "--json", "fake", "--addr", "127.0.0.1:0")
-	fake.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	out, err := fake.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fake.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Process.Kill(); _ = fake.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the fake's address: %v", err)
-	}
-	var addr struct {
-		BaseURL string `json:"baseUrl"`
-		Keys    []struct {
-			Key string `json:"key"`
-		} `json:"keys"`
-	}
-	if err := json.Unmarshal([]byte(line), &addr); err != nil || len(addr.Keys) == 0 {
-		t.Fatalf("the fake printed %q: %v", line, err)
-	}
+	baseURL, key := startFake(ctx, t)
 	dir := t.TempDir()
 	deliver := exec.CommandContext(ctx, binary, "deliver", "agents", "--format", "csv", "--limit", "50", "-o", filepath.Join(dir, "agents.csv"))
-	deliver.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LENDGRAPH_BASE_URL=" + addr.BaseURL, "LENDGRAPH_API_KEY=" + addr.Keys[0].Key,
+	deliver.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "LENDGRAPH_BASE_URL=" + baseURL, "LENDGRAPH_API_KEY=" + key,
 		"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:" + otlp, "OTEL_SERVICE_NAME=lendgraph-e2e"}
 	if b, err := deliver.CombinedOutput(); err != nil {
 		t.Fatalf("lendgraph deliver: %v\n%s", err, b)

@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,10 +79,6 @@ func (s *SearchService) Token(ctx context.Context) (*SearchToken, error) {
 	}
 	if t.Token == "" {
 		return nil, errors.New("lendgraph: GET /v1/search-token: the response has no token")
-	}
-	if !strings.Contains(t.Host, "://") {
-		// "evil.example:443" parses as scheme "evil.example": say what is wrong.
-		return nil, &linkError{what: "search host address", reason: fmt.Sprintf("%q has no http or https scheme; only absolute http and https addresses are followed", t.Host)}
 	}
 	if err := s.client.checkLinkString("search host address", t.Host); err != nil {
 		return nil, err

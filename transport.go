@@ -86,6 +86,10 @@ func (c *Client) checkLink(what string, u *url.URL) error {
 	switch {
 	case u.Scheme == "":
 		return &linkError{what: what, reason: "it is not an absolute URL (no scheme); only http and https links are followed"}
+	case u.Opaque != "" && strings.Trim(u.Opaque, "0123456789") == "":
+		// "evil.example:443" parses as scheme "evil.example": a host and
+		// port with no scheme (nothing else to quote, so no secret).
+		return &linkError{what: what, reason: fmt.Sprintf("%q has no http or https scheme; only absolute http and https addresses are followed", u.Scheme+":"+u.Opaque)}
 	case u.Scheme != "http" && u.Scheme != "https":
 		return &linkError{what: what, reason: fmt.Sprintf("its scheme %q is not http or https", u.Scheme)}
 	case u.Host == "":

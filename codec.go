@@ -103,8 +103,9 @@ func unmarshalReadMode(r io.Reader, out any, lenient bool) error {
 // is decoded member by member; a member that does not fit its field
 // leaves the field zero and is kept, as sent, in Extra under its own name,
 // where InvalidFields finds it. A value that is not an object, or is not
-// valid JSON, fails as in strict mode.
-func lenientDecode[T any](d *jsontext.Decoder, r *T, extra *Fields) error {
+// valid JSON, fails as in strict mode. r is a pointer to the shape; it is
+// not a type parameter so that the code exists once, not once per record.
+func lenientDecode(d *jsontext.Decoder, r any, extra *Fields) error {
 	val, err := d.ReadValue()
 	if err != nil {
 		return err
@@ -114,8 +115,7 @@ func lenientDecode[T any](d *jsontext.Decoder, r *T, extra *Fields) error {
 	if err == nil || val.Kind() != '{' {
 		return err
 	}
-	var zero T
-	*r = zero
+	reflect.ValueOf(r).Elem().SetZero()
 	dec := jsontext.NewDecoder(bytes.NewReader(val), opts)
 	if _, err := dec.ReadToken(); err != nil {
 		return err
@@ -149,14 +149,14 @@ func lenientDecode[T any](d *jsontext.Decoder, r *T, extra *Fields) error {
 }
 
 // invalidFields returns, sorted, the members of extra that name a typed
-// field of the record shape T: members a lenient decode set aside because
+// field of the record shape t: members a lenient decode set aside because
 // their value did not fit the field.
-func invalidFields[T any](extra Fields) []string {
+func invalidFields(t reflect.Type, extra Fields) []string {
 	if len(extra) == 0 {
 		return nil
 	}
 	var out []string
-	for _, name := range typedNames(reflect.TypeFor[T]()) {
+	for _, name := range typedNames(t) {
 		if extra.Has(name) {
 			out = append(out, name)
 		}
@@ -189,11 +189,15 @@ func typedNames(t reflect.Type) []string {
 	return names
 }
 
-// marshalRecord encodes the record shape r (whose Extra is extra) to e. A
-// member a lenient decode set aside (see invalidFields) is written once,
-// with the value as the server sent it in place of the zero field.
-func marshalRecord[T any](e *jsontext.Encoder, r *T, extra Fields) error {
-	bad := invalidFields[T](extra)
+// marshalRecord encodes the record shape r, a pointer (whose Extra is
+// extra), to e. A member a lenient decode set aside (see invalidFields) is
+// written once, with the value as the server sent it in place of the zero
+// field.
+func marshalRecord(e *jsontext.Encoder, r any, extra Fields) error {
+	var bad []string
+	if len(extra) > 0 {
+		bad = invalidFields(reflect.TypeOf(r).Elem(), extra)
+	}
 	if len(bad) == 0 {
 		return jsonv2.MarshalEncode(e, r)
 	}

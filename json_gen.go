@@ -3,6 +3,8 @@
 package lendgraph
 
 import (
+	"reflect"
+
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -92,7 +94,9 @@ func (r *AIAction) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAIA
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r AIAction) InvalidFields() []string { return invalidFields[jsonAIAction](r.Extra) }
+func (r AIAction) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonAIAction](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -105,7 +109,9 @@ func (r *Address) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAddr
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Address) InvalidFields() []string { return invalidFields[jsonAddress](r.Extra) }
+func (r Address) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonAddress](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -118,7 +124,7 @@ func (r *Agent) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAgent)
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Agent) InvalidFields() []string { return invalidFields[jsonAgent](r.Extra) }
+func (r Agent) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonAgent](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -131,7 +137,9 @@ func (r *Branch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonBranc
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Branch) InvalidFields() []string { return invalidFields[jsonBranch](r.Extra) }
+func (r Branch) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonBranch](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -144,7 +152,9 @@ func (r *BranchPage) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonB
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r BranchPage) InvalidFields() []string { return invalidFields[jsonBranchPage](r.Extra) }
+func (r BranchPage) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonBranchPage](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -157,7 +167,9 @@ func (r *CRMBilling) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonC
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r CRMBilling) InvalidFields() []string { return invalidFields[jsonCRMBilling](r.Extra) }
+func (r CRMBilling) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonCRMBilling](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -172,7 +184,9 @@ func (r *CRMPushResponse) UnmarshalJSON(b []byte) error {
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r CRMPushResponse) InvalidFields() []string { return invalidFields[jsonCRMPushResponse](r.Extra) }
+func (r CRMPushResponse) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonCRMPushResponse](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -185,7 +199,9 @@ func (r *CRMPushResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*js
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r CRMPushResult) InvalidFields() []string { return invalidFields[jsonCRMPushResult](r.Extra) }
+func (r CRMPushResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonCRMPushResult](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -198,7 +214,9 @@ func (r *CRMPushSummary) UnmarshalJSON(b []byte) error { return unmarshal(b, (*j
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r CRMPushSummary) InvalidFields() []string { return invalidFields[jsonCRMPushSummary](r.Extra) }
+func (r CRMPushSummary) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonCRMPushSummary](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -211,7 +229,9 @@ func (r *CRMStatus) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCR
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r CRMStatus) InvalidFields() []string { return invalidFields[jsonCRMStatus](r.Extra) }
+func (r CRMStatus) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonCRMStatus](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -224,7 +244,7 @@ func (r *Call) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCall)(r
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Call) InvalidFields() []string { return invalidFields[jsonCall](r.Extra) }
+func (r Call) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonCall](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -240,7 +260,7 @@ func (r *ChartCompleteness) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ChartCompleteness) InvalidFields() []string {
-	return invalidFields[jsonChartCompleteness](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonChartCompleteness](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -254,7 +274,9 @@ func (r *ChartResponse) UnmarshalJSON(b []byte) error { return unmarshal(b, (*js
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r ChartResponse) InvalidFields() []string { return invalidFields[jsonChartResponse](r.Extra) }
+func (r ChartResponse) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonChartResponse](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -267,7 +289,9 @@ func (r *ChartRow) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCha
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r ChartRow) InvalidFields() []string { return invalidFields[jsonChartRow](r.Extra) }
+func (r ChartRow) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonChartRow](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -280,7 +304,9 @@ func (r *ChartSegment) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jso
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r ChartSegment) InvalidFields() []string { return invalidFields[jsonChartSegment](r.Extra) }
+func (r ChartSegment) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonChartSegment](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -293,7 +319,9 @@ func (r *Company) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonComp
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Company) InvalidFields() []string { return invalidFields[jsonCompany](r.Extra) }
+func (r Company) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonCompany](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -306,7 +334,9 @@ func (r *CompanyRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonC
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r CompanyRef) InvalidFields() []string { return invalidFields[jsonCompanyRef](r.Extra) }
+func (r CompanyRef) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonCompanyRef](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -319,7 +349,7 @@ func (r *Count) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCount)
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Count) InvalidFields() []string { return invalidFields[jsonCount](r.Extra) }
+func (r Count) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonCount](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -332,7 +362,9 @@ func (r *DeliveryStatus) UnmarshalJSON(b []byte) error { return unmarshal(b, (*j
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r DeliveryStatus) InvalidFields() []string { return invalidFields[jsonDeliveryStatus](r.Extra) }
+func (r DeliveryStatus) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonDeliveryStatus](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -345,7 +377,7 @@ func (r *Email) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEmail)
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Email) InvalidFields() []string { return invalidFields[jsonEmail](r.Extra) }
+func (r Email) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonEmail](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -358,7 +390,9 @@ func (r *EnrichCounts) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jso
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r EnrichCounts) InvalidFields() []string { return invalidFields[jsonEnrichCounts](r.Extra) }
+func (r EnrichCounts) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonEnrichCounts](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -371,7 +405,9 @@ func (r *EnrichData) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonE
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r EnrichData) InvalidFields() []string { return invalidFields[jsonEnrichData](r.Extra) }
+func (r EnrichData) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonEnrichData](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -386,7 +422,9 @@ func (r *EnrichJobStatus) UnmarshalJSON(b []byte) error {
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r EnrichJobStatus) InvalidFields() []string { return invalidFields[jsonEnrichJobStatus](r.Extra) }
+func (r EnrichJobStatus) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonEnrichJobStatus](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -399,7 +437,9 @@ func (r *EnrichResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jso
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r EnrichResult) InvalidFields() []string { return invalidFields[jsonEnrichResult](r.Extra) }
+func (r EnrichResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonEnrichResult](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -414,7 +454,9 @@ func (r *EnrichmentEntry) UnmarshalJSON(b []byte) error {
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r EnrichmentEntry) InvalidFields() []string { return invalidFields[jsonEnrichmentEntry](r.Extra) }
+func (r EnrichmentEntry) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonEnrichmentEntry](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -430,7 +472,7 @@ func (r *EnrichmentResultEntry) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichmentResultEntry) InvalidFields() []string {
-	return invalidFields[jsonEnrichmentResultEntry](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonEnrichmentResultEntry](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -444,7 +486,9 @@ func (r *FilterIcon) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonF
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r FilterIcon) InvalidFields() []string { return invalidFields[jsonFilterIcon](r.Extra) }
+func (r FilterIcon) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonFilterIcon](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -460,7 +504,7 @@ func (r *HostSearchResult) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r HostSearchResult) InvalidFields() []string {
-	return invalidFields[jsonHostSearchResult](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonHostSearchResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -477,7 +521,7 @@ func (r *InstantSearchResult) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r InstantSearchResult) InvalidFields() []string {
-	return invalidFields[jsonInstantSearchResult](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonInstantSearchResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -491,7 +535,9 @@ func (r *LenderChannel) UnmarshalJSON(b []byte) error { return unmarshal(b, (*js
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r LenderChannel) InvalidFields() []string { return invalidFields[jsonLenderChannel](r.Extra) }
+func (r LenderChannel) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonLenderChannel](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -507,7 +553,7 @@ func (r *LenderNormalization) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LenderNormalization) InvalidFields() []string {
-	return invalidFields[jsonLenderNormalization](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonLenderNormalization](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -521,7 +567,7 @@ func (r *Loan) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLoan)(r
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Loan) InvalidFields() []string { return invalidFields[jsonLoan](r.Extra) }
+func (r Loan) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonLoan](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -534,7 +580,9 @@ func (r *Location) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLoc
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Location) InvalidFields() []string { return invalidFields[jsonLocation](r.Extra) }
+func (r Location) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonLocation](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -550,7 +598,7 @@ func (r *LocationNormalization) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LocationNormalization) InvalidFields() []string {
-	return invalidFields[jsonLocationNormalization](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonLocationNormalization](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -567,7 +615,7 @@ func (r *LocationSuggestion) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LocationSuggestion) InvalidFields() []string {
-	return invalidFields[jsonLocationSuggestion](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonLocationSuggestion](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -584,7 +632,7 @@ func (r *MarketMovementRow) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MarketMovementRow) InvalidFields() []string {
-	return invalidFields[jsonMarketMovementRow](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonMarketMovementRow](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -598,7 +646,9 @@ func (r *MarketRecord) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jso
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r MarketRecord) InvalidFields() []string { return invalidFields[jsonMarketRecord](r.Extra) }
+func (r MarketRecord) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonMarketRecord](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -611,7 +661,9 @@ func (r *MeetingResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*js
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r MeetingResult) InvalidFields() []string { return invalidFields[jsonMeetingResult](r.Extra) }
+func (r MeetingResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonMeetingResult](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -627,7 +679,7 @@ func (r *MostGainedResponse) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MostGainedResponse) InvalidFields() []string {
-	return invalidFields[jsonMostGainedResponse](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonMostGainedResponse](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -641,7 +693,9 @@ func (r *MovementWindow) UnmarshalJSON(b []byte) error { return unmarshal(b, (*j
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r MovementWindow) InvalidFields() []string { return invalidFields[jsonMovementWindow](r.Extra) }
+func (r MovementWindow) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonMovementWindow](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -654,7 +708,9 @@ func (r *NoteEdit) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonNot
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r NoteEdit) InvalidFields() []string { return invalidFields[jsonNoteEdit](r.Extra) }
+func (r NoteEdit) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonNoteEdit](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -667,7 +723,9 @@ func (r *OfficeOverride) UnmarshalJSON(b []byte) error { return unmarshal(b, (*j
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r OfficeOverride) InvalidFields() []string { return invalidFields[jsonOfficeOverride](r.Extra) }
+func (r OfficeOverride) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonOfficeOverride](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -680,7 +738,9 @@ func (r *OfficeRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOf
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r OfficeRef) InvalidFields() []string { return invalidFields[jsonOfficeRef](r.Extra) }
+func (r OfficeRef) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonOfficeRef](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -693,7 +753,9 @@ func (r *OrgMember) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOr
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r OrgMember) InvalidFields() []string { return invalidFields[jsonOrgMember](r.Extra) }
+func (r OrgMember) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonOrgMember](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -709,7 +771,7 @@ func (r *OrganizationMatch) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OrganizationMatch) InvalidFields() []string {
-	return invalidFields[jsonOrganizationMatch](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonOrganizationMatch](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -723,7 +785,9 @@ func (r *Originator) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonO
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Originator) InvalidFields() []string { return invalidFields[jsonOriginator](r.Extra) }
+func (r Originator) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonOriginator](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -738,7 +802,9 @@ func (r *OriginatorCount) UnmarshalJSON(b []byte) error {
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r OriginatorCount) InvalidFields() []string { return invalidFields[jsonOriginatorCount](r.Extra) }
+func (r OriginatorCount) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonOriginatorCount](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -751,7 +817,9 @@ func (r *OriginatorHit) UnmarshalJSON(b []byte) error { return unmarshal(b, (*js
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r OriginatorHit) InvalidFields() []string { return invalidFields[jsonOriginatorHit](r.Extra) }
+func (r OriginatorHit) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonOriginatorHit](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -764,7 +832,9 @@ func (r *Person) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPerso
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Person) InvalidFields() []string { return invalidFields[jsonPerson](r.Extra) }
+func (r Person) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonPerson](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -777,7 +847,9 @@ func (r *PersonMatch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r PersonMatch) InvalidFields() []string { return invalidFields[jsonPersonMatch](r.Extra) }
+func (r PersonMatch) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonPersonMatch](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -790,7 +862,9 @@ func (r *PersonName) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonP
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r PersonName) InvalidFields() []string { return invalidFields[jsonPersonName](r.Extra) }
+func (r PersonName) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonPersonName](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -803,7 +877,9 @@ func (r *PhoneNumber) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r PhoneNumber) InvalidFields() []string { return invalidFields[jsonPhoneNumber](r.Extra) }
+func (r PhoneNumber) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonPhoneNumber](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -816,7 +892,9 @@ func (r *Property) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPro
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Property) InvalidFields() []string { return invalidFields[jsonProperty](r.Extra) }
+func (r Property) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonProperty](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -829,7 +907,9 @@ func (r *RecordRemoval) UnmarshalJSON(b []byte) error { return unmarshal(b, (*js
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r RecordRemoval) InvalidFields() []string { return invalidFields[jsonRecordRemoval](r.Extra) }
+func (r RecordRemoval) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonRecordRemoval](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -842,7 +922,9 @@ func (r *RelatedRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonR
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r RelatedRef) InvalidFields() []string { return invalidFields[jsonRelatedRef](r.Extra) }
+func (r RelatedRef) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonRelatedRef](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -857,7 +939,9 @@ func (r *RelatedResponse) UnmarshalJSON(b []byte) error {
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r RelatedResponse) InvalidFields() []string { return invalidFields[jsonRelatedResponse](r.Extra) }
+func (r RelatedResponse) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonRelatedResponse](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -870,7 +954,7 @@ func (r *Sale) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSale)(r
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Sale) InvalidFields() []string { return invalidFields[jsonSale](r.Extra) }
+func (r Sale) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonSale](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -883,7 +967,9 @@ func (r *SavedFilter) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r SavedFilter) InvalidFields() []string { return invalidFields[jsonSavedFilter](r.Extra) }
+func (r SavedFilter) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonSavedFilter](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -899,7 +985,7 @@ func (r *SavedFilterDeletion) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r SavedFilterDeletion) InvalidFields() []string {
-	return invalidFields[jsonSavedFilterDeletion](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonSavedFilterDeletion](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -913,7 +999,9 @@ func (r *SearchToken) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r SearchToken) InvalidFields() []string { return invalidFields[jsonSearchToken](r.Extra) }
+func (r SearchToken) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonSearchToken](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -926,7 +1014,9 @@ func (r *ShareResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r ShareResult) InvalidFields() []string { return invalidFields[jsonShareResult](r.Extra) }
+func (r ShareResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonShareResult](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -939,7 +1029,7 @@ func (r *Task) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTask)(r
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Task) InvalidFields() []string { return invalidFields[jsonTask](r.Extra) }
+func (r Task) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonTask](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -952,7 +1042,9 @@ func (r *TaskDisplay) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r TaskDisplay) InvalidFields() []string { return invalidFields[jsonTaskDisplay](r.Extra) }
+func (r TaskDisplay) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonTaskDisplay](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -965,7 +1057,9 @@ func (r *TaskOverrides) UnmarshalJSON(b []byte) error { return unmarshal(b, (*js
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r TaskOverrides) InvalidFields() []string { return invalidFields[jsonTaskOverrides](r.Extra) }
+func (r TaskOverrides) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonTaskOverrides](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -981,7 +1075,7 @@ func (r *TitleCompanyPage) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TitleCompanyPage) InvalidFields() []string {
-	return invalidFields[jsonTitleCompanyPage](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonTitleCompanyPage](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -997,7 +1091,9 @@ func (r *TitleCompanyRow) UnmarshalJSON(b []byte) error {
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r TitleCompanyRow) InvalidFields() []string { return invalidFields[jsonTitleCompanyRow](r.Extra) }
+func (r TitleCompanyRow) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonTitleCompanyRow](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -1013,7 +1109,7 @@ func (r *TitleCompanyTotals) UnmarshalJSON(b []byte) error {
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TitleCompanyTotals) InvalidFields() []string {
-	return invalidFields[jsonTitleCompanyTotals](r.Extra)
+	return invalidFields(reflect.TypeFor[jsonTitleCompanyTotals](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1027,7 +1123,9 @@ func (r *TranscriptLine) UnmarshalJSON(b []byte) error { return unmarshal(b, (*j
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r TranscriptLine) InvalidFields() []string { return invalidFields[jsonTranscriptLine](r.Extra) }
+func (r TranscriptLine) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonTranscriptLine](), r.Extra)
+}
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -1040,163 +1138,168 @@ func (r *WorkspaceTask) UnmarshalJSON(b []byte) error { return unmarshal(b, (*js
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r WorkspaceTask) InvalidFields() []string { return invalidFields[jsonWorkspaceTask](r.Extra) }
+func (r WorkspaceTask) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonWorkspaceTask](), r.Extra)
+}
 
 // recordMarshalers encode each record through its JSON shape in one pass;
-// the SDK's options carry them, so no record needs a v2 method.
+// the SDK's options carry them, so no record needs a v2 method. They take
+// pointers (jsonv2 always marshals from an addressable value), so that
+// every record shares one instantiation of MarshalToFunc: a program pays
+// for the code once, not once per record type.
 var recordMarshalers = jsonv2.JoinMarshalers(
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r AIAction) error { return marshalRecord(e, (*jsonAIAction)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Address) error { return marshalRecord(e, (*jsonAddress)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Agent) error { return marshalRecord(e, (*jsonAgent)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Branch) error { return marshalRecord(e, (*jsonBranch)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r BranchPage) error { return marshalRecord(e, (*jsonBranchPage)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMBilling) error { return marshalRecord(e, (*jsonCRMBilling)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMPushResponse) error {
-		return marshalRecord(e, (*jsonCRMPushResponse)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *AIAction) error { return marshalRecord(e, (*jsonAIAction)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Address) error { return marshalRecord(e, (*jsonAddress)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Agent) error { return marshalRecord(e, (*jsonAgent)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Branch) error { return marshalRecord(e, (*jsonBranch)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *BranchPage) error { return marshalRecord(e, (*jsonBranchPage)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMBilling) error { return marshalRecord(e, (*jsonCRMBilling)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushResponse) error {
+		return marshalRecord(e, (*jsonCRMPushResponse)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMPushResult) error {
-		return marshalRecord(e, (*jsonCRMPushResult)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushResult) error {
+		return marshalRecord(e, (*jsonCRMPushResult)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMPushSummary) error {
-		return marshalRecord(e, (*jsonCRMPushSummary)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushSummary) error {
+		return marshalRecord(e, (*jsonCRMPushSummary)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CRMStatus) error { return marshalRecord(e, (*jsonCRMStatus)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Call) error { return marshalRecord(e, (*jsonCall)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartCompleteness) error {
-		return marshalRecord(e, (*jsonChartCompleteness)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMStatus) error { return marshalRecord(e, (*jsonCRMStatus)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Call) error { return marshalRecord(e, (*jsonCall)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartCompleteness) error {
+		return marshalRecord(e, (*jsonChartCompleteness)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartResponse) error {
-		return marshalRecord(e, (*jsonChartResponse)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartResponse) error {
+		return marshalRecord(e, (*jsonChartResponse)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartRow) error { return marshalRecord(e, (*jsonChartRow)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ChartSegment) error {
-		return marshalRecord(e, (*jsonChartSegment)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartRow) error { return marshalRecord(e, (*jsonChartRow)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartSegment) error {
+		return marshalRecord(e, (*jsonChartSegment)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Company) error { return marshalRecord(e, (*jsonCompany)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r CompanyRef) error { return marshalRecord(e, (*jsonCompanyRef)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Count) error { return marshalRecord(e, (*jsonCount)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r DeliveryStatus) error {
-		return marshalRecord(e, (*jsonDeliveryStatus)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Company) error { return marshalRecord(e, (*jsonCompany)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CompanyRef) error { return marshalRecord(e, (*jsonCompanyRef)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Count) error { return marshalRecord(e, (*jsonCount)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *DeliveryStatus) error {
+		return marshalRecord(e, (*jsonDeliveryStatus)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Email) error { return marshalRecord(e, (*jsonEmail)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichCounts) error {
-		return marshalRecord(e, (*jsonEnrichCounts)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Email) error { return marshalRecord(e, (*jsonEmail)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichCounts) error {
+		return marshalRecord(e, (*jsonEnrichCounts)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichData) error { return marshalRecord(e, (*jsonEnrichData)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichJobStatus) error {
-		return marshalRecord(e, (*jsonEnrichJobStatus)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichData) error { return marshalRecord(e, (*jsonEnrichData)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichJobStatus) error {
+		return marshalRecord(e, (*jsonEnrichJobStatus)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichResult) error {
-		return marshalRecord(e, (*jsonEnrichResult)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichResult) error {
+		return marshalRecord(e, (*jsonEnrichResult)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichmentEntry) error {
-		return marshalRecord(e, (*jsonEnrichmentEntry)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichmentEntry) error {
+		return marshalRecord(e, (*jsonEnrichmentEntry)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r EnrichmentResultEntry) error {
-		return marshalRecord(e, (*jsonEnrichmentResultEntry)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichmentResultEntry) error {
+		return marshalRecord(e, (*jsonEnrichmentResultEntry)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r FilterIcon) error { return marshalRecord(e, (*jsonFilterIcon)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r HostSearchResult) error {
-		return marshalRecord(e, (*jsonHostSearchResult)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *FilterIcon) error { return marshalRecord(e, (*jsonFilterIcon)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *HostSearchResult) error {
+		return marshalRecord(e, (*jsonHostSearchResult)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r InstantSearchResult) error {
-		return marshalRecord(e, (*jsonInstantSearchResult)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *InstantSearchResult) error {
+		return marshalRecord(e, (*jsonInstantSearchResult)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r LenderChannel) error {
-		return marshalRecord(e, (*jsonLenderChannel)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LenderChannel) error {
+		return marshalRecord(e, (*jsonLenderChannel)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r LenderNormalization) error {
-		return marshalRecord(e, (*jsonLenderNormalization)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LenderNormalization) error {
+		return marshalRecord(e, (*jsonLenderNormalization)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Loan) error { return marshalRecord(e, (*jsonLoan)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Location) error { return marshalRecord(e, (*jsonLocation)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r LocationNormalization) error {
-		return marshalRecord(e, (*jsonLocationNormalization)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Loan) error { return marshalRecord(e, (*jsonLoan)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Location) error { return marshalRecord(e, (*jsonLocation)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LocationNormalization) error {
+		return marshalRecord(e, (*jsonLocationNormalization)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r LocationSuggestion) error {
-		return marshalRecord(e, (*jsonLocationSuggestion)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LocationSuggestion) error {
+		return marshalRecord(e, (*jsonLocationSuggestion)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MarketMovementRow) error {
-		return marshalRecord(e, (*jsonMarketMovementRow)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MarketMovementRow) error {
+		return marshalRecord(e, (*jsonMarketMovementRow)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MarketRecord) error {
-		return marshalRecord(e, (*jsonMarketRecord)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MarketRecord) error {
+		return marshalRecord(e, (*jsonMarketRecord)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MeetingResult) error {
-		return marshalRecord(e, (*jsonMeetingResult)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MeetingResult) error {
+		return marshalRecord(e, (*jsonMeetingResult)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MostGainedResponse) error {
-		return marshalRecord(e, (*jsonMostGainedResponse)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MostGainedResponse) error {
+		return marshalRecord(e, (*jsonMostGainedResponse)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r MovementWindow) error {
-		return marshalRecord(e, (*jsonMovementWindow)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MovementWindow) error {
+		return marshalRecord(e, (*jsonMovementWindow)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r NoteEdit) error { return marshalRecord(e, (*jsonNoteEdit)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OfficeOverride) error {
-		return marshalRecord(e, (*jsonOfficeOverride)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *NoteEdit) error { return marshalRecord(e, (*jsonNoteEdit)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OfficeOverride) error {
+		return marshalRecord(e, (*jsonOfficeOverride)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OfficeRef) error { return marshalRecord(e, (*jsonOfficeRef)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OrgMember) error { return marshalRecord(e, (*jsonOrgMember)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OrganizationMatch) error {
-		return marshalRecord(e, (*jsonOrganizationMatch)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OfficeRef) error { return marshalRecord(e, (*jsonOfficeRef)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OrgMember) error { return marshalRecord(e, (*jsonOrgMember)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OrganizationMatch) error {
+		return marshalRecord(e, (*jsonOrganizationMatch)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Originator) error { return marshalRecord(e, (*jsonOriginator)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OriginatorCount) error {
-		return marshalRecord(e, (*jsonOriginatorCount)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Originator) error { return marshalRecord(e, (*jsonOriginator)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OriginatorCount) error {
+		return marshalRecord(e, (*jsonOriginatorCount)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r OriginatorHit) error {
-		return marshalRecord(e, (*jsonOriginatorHit)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OriginatorHit) error {
+		return marshalRecord(e, (*jsonOriginatorHit)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Person) error { return marshalRecord(e, (*jsonPerson)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r PersonMatch) error {
-		return marshalRecord(e, (*jsonPersonMatch)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Person) error { return marshalRecord(e, (*jsonPerson)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PersonMatch) error {
+		return marshalRecord(e, (*jsonPersonMatch)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r PersonName) error { return marshalRecord(e, (*jsonPersonName)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r PhoneNumber) error {
-		return marshalRecord(e, (*jsonPhoneNumber)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PersonName) error { return marshalRecord(e, (*jsonPersonName)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PhoneNumber) error {
+		return marshalRecord(e, (*jsonPhoneNumber)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Property) error { return marshalRecord(e, (*jsonProperty)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r RecordRemoval) error {
-		return marshalRecord(e, (*jsonRecordRemoval)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Property) error { return marshalRecord(e, (*jsonProperty)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RecordRemoval) error {
+		return marshalRecord(e, (*jsonRecordRemoval)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r RelatedRef) error { return marshalRecord(e, (*jsonRelatedRef)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r RelatedResponse) error {
-		return marshalRecord(e, (*jsonRelatedResponse)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedRef) error { return marshalRecord(e, (*jsonRelatedRef)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedResponse) error {
+		return marshalRecord(e, (*jsonRelatedResponse)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Sale) error { return marshalRecord(e, (*jsonSale)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r SavedFilter) error {
-		return marshalRecord(e, (*jsonSavedFilter)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Sale) error { return marshalRecord(e, (*jsonSale)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SavedFilter) error {
+		return marshalRecord(e, (*jsonSavedFilter)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r SavedFilterDeletion) error {
-		return marshalRecord(e, (*jsonSavedFilterDeletion)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SavedFilterDeletion) error {
+		return marshalRecord(e, (*jsonSavedFilterDeletion)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r SearchToken) error {
-		return marshalRecord(e, (*jsonSearchToken)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SearchToken) error {
+		return marshalRecord(e, (*jsonSearchToken)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r ShareResult) error {
-		return marshalRecord(e, (*jsonShareResult)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ShareResult) error {
+		return marshalRecord(e, (*jsonShareResult)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r Task) error { return marshalRecord(e, (*jsonTask)(&r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TaskDisplay) error {
-		return marshalRecord(e, (*jsonTaskDisplay)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Task) error { return marshalRecord(e, (*jsonTask)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TaskDisplay) error {
+		return marshalRecord(e, (*jsonTaskDisplay)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TaskOverrides) error {
-		return marshalRecord(e, (*jsonTaskOverrides)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TaskOverrides) error {
+		return marshalRecord(e, (*jsonTaskOverrides)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TitleCompanyPage) error {
-		return marshalRecord(e, (*jsonTitleCompanyPage)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TitleCompanyPage) error {
+		return marshalRecord(e, (*jsonTitleCompanyPage)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TitleCompanyRow) error {
-		return marshalRecord(e, (*jsonTitleCompanyRow)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TitleCompanyRow) error {
+		return marshalRecord(e, (*jsonTitleCompanyRow)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TitleCompanyTotals) error {
-		return marshalRecord(e, (*jsonTitleCompanyTotals)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TitleCompanyTotals) error {
+		return marshalRecord(e, (*jsonTitleCompanyTotals)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r TranscriptLine) error {
-		return marshalRecord(e, (*jsonTranscriptLine)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TranscriptLine) error {
+		return marshalRecord(e, (*jsonTranscriptLine)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r WorkspaceTask) error {
-		return marshalRecord(e, (*jsonWorkspaceTask)(&r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *WorkspaceTask) error {
+		return marshalRecord(e, (*jsonWorkspaceTask)(r), r.Extra)
 	}),
 )
 

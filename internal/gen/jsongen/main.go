@@ -121,6 +121,8 @@ func generate(types []string) ([]byte, error) {
 package lendgraph
 
 import (
+	"reflect"
+
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -146,16 +148,19 @@ func (r *%[1]s) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json%[1]s)
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r %[1]s) InvalidFields() []string { return invalidFields[json%[1]s](r.Extra) }
+func (r %[1]s) InvalidFields() []string { return invalidFields(reflect.TypeFor[json%[1]s](), r.Extra) }
 `, t)
 	}
 	b.WriteString(`
 // recordMarshalers encode each record through its JSON shape in one pass;
-// the SDK's options carry them, so no record needs a v2 method.
+// the SDK's options carry them, so no record needs a v2 method. They take
+// pointers (jsonv2 always marshals from an addressable value), so that
+// every record shares one instantiation of MarshalToFunc: a program pays
+// for the code once, not once per record type.
 var recordMarshalers = jsonv2.JoinMarshalers(
 `)
 	for _, t := range types {
-		fmt.Fprintf(&b, "\tjsonv2.MarshalToFunc(func(e *jsontext.Encoder, r %[1]s) error { return marshalRecord(e, (*json%[1]s)(&r), r.Extra) }),\n", t)
+		fmt.Fprintf(&b, "\tjsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *%[1]s) error { return marshalRecord(e, (*json%[1]s)(r), r.Extra) }),\n", t)
 	}
 	b.WriteString(`)
 

@@ -3,7 +3,6 @@ package lendgraph
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -79,7 +78,7 @@ func openPartial(path, job string) (*partial, error) {
 		return nil, fmt.Errorf("lendgraph: reading %s: %w", p.meta, err)
 	}
 	var m partialMeta
-	if json.Unmarshal(b, &m) != nil || m.Version != partialVersion {
+	if unmarshal(b, &m) != nil || m.Version != partialVersion {
 		return p, nil // not a record this version wrote: start over
 	}
 	if m.Job != job {
@@ -487,7 +486,7 @@ func (st *fillState) wrote(n int64) {
 // writeFileSynced replaces path with v as JSON: written aside, fsynced,
 // renamed over path, and the directory fsynced.
 func writeFileSynced(path string, v any) error {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
 		return err
 	}

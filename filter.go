@@ -1,7 +1,6 @@
 package lendgraph
 
 import (
-	"encoding/json"
 	"fmt"
 )
 
@@ -141,13 +140,13 @@ func (f Filter) MarshalJSON() ([]byte, error) {
 		v := f.Value
 		j.Value = &v
 	}
-	return json.Marshal(j)
+	return marshal(j)
 }
 
 // UnmarshalJSON reads a node written by MarshalJSON.
 func (f *Filter) UnmarshalJSON(b []byte) error {
 	var j filterJSON
-	if err := json.Unmarshal(b, &j); err != nil {
+	if err := unmarshal(b, &j); err != nil {
 		return err
 	}
 	*f = Filter{And: j.And, Or: j.Or, Not: j.Not, Field: j.Field, Op: j.Op}

@@ -435,8 +435,13 @@ func readCappedRequest(body io.ReadCloser) ([]byte, error) {
 func newSearchHostError(method, path string, index SearchIndex, status int, h http.Header, body []byte, truncated bool) error {
 	e := &SearchHostError{Index: index, APIError: &APIError{StatusCode: status, Method: method,
 		Path: path, RequestID: h.Get("X-Request-Id"), Body: body, Truncated: truncated}}
-	var eb struct{ Message, Code, Type, Link string }
-	if json.Unmarshal(body, &eb) == nil {
+	var eb struct {
+		Message string `json:"message"`
+		Code    string `json:"code"`
+		Type    string `json:"type"`
+		Link    string `json:"link"`
+	}
+	if unmarshal(body, &eb) == nil {
 		e.Message, e.Code, e.Type, e.Link = eb.Message, eb.Code, eb.Type, eb.Link
 	}
 	return e
@@ -470,7 +475,7 @@ func multiSearchIndexes(body json.RawMessage) []SearchIndex {
 			IndexUID SearchIndex `json:"indexUid"`
 		} `json:"queries"`
 	}
-	if json.Unmarshal(body, &ms) != nil {
+	if unmarshal(body, &ms) != nil {
 		return nil
 	}
 	out := make([]SearchIndex, len(ms.Queries))

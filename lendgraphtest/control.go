@@ -62,30 +62,31 @@ type FaultSpec struct {
 	// Path is the pattern, in InjectFault's syntax ("/v1/agents/{id}").
 	Path string `json:"path"`
 	// Kind is respond (the default), drop-before-response, drop-mid-body,
-	// stall or trickle (see FaultKind).
+	// stall, trickle or throttle (see FaultKind).
 	Kind    string            `json:"kind,omitempty"`
 	Status  int               `json:"status,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 	Body    string            `json:"body,omitempty"`
 	// Delay is a Go duration: the stall, or the pause between trickled bytes.
 	Delay string `json:"delay,omitempty"`
+	// Rate is the bytes a second of a throttle.
+	Rate int64 `json:"rate,omitempty"`
 	// Times is how many matching requests get the fault (0 means 1, -1 every one).
 	Times  int   `json:"times,omitempty"`
 	Stream int64 `json:"stream,omitempty"`
 }
 
-var faultKindNames = map[string]FaultKind{
-	"respond": Respond, "drop-before-response": DropBeforeResponse, "drop-mid-body": DropMidBody,
-	"stall": Stall, "trickle": Trickle,
-}
+// faultKindNames are the kinds' names, in FaultKind order: FaultSpec.Kind
+// and FaultKind.String.
+var faultKindNames = []string{"respond", "drop-before-response", "drop-mid-body", "stall", "trickle", "throttle"}
 
-func faultKindName(k FaultKind) string {
-	for name, v := range faultKindNames {
-		if v == k {
-			return name
-		}
+// String returns the kind's name as FaultSpec.Kind spells it
+// ("drop-mid-body").
+func (k FaultKind) String() string {
+	if k >= 0 && int(k) < len(faultKindNames) {
+		return faultKindNames[k]
 	}
-	return fmt.Sprint(int(k))
+	return fmt.Sprintf("FaultKind(%d)", int(k))
 }
 
 // parse checks the spec and returns the fault it describes.
@@ -99,14 +100,17 @@ func (f FaultSpec) parse() (routePattern, Fault, error) {
 	}
 	kind := Respond
 	if f.Kind != "" {
-		k, ok := faultKindNames[f.Kind]
-		if !ok {
-			return rp, Fault{}, fmt.Errorf("kind: %q is not one of respond, drop-before-response, drop-mid-body, stall, trickle", f.Kind)
+		k := slices.Index(faultKindNames, f.Kind)
+		if k < 0 {
+			return rp, Fault{}, fmt.Errorf("kind: %q is not one of %s", f.Kind, strings.Join(faultKindNames, ", "))
 		}
-		kind = k
+		kind = FaultKind(k)
 	}
 	if f.Status != 0 && (f.Status < 100 || f.Status > 999) {
 		return rp, Fault{}, fmt.Errorf("status: %d is not an HTTP status", f.Status)
+	}
+	if (kind == Throttle) != (f.Rate > 0) {
+		return rp, Fault{}, fmt.Errorf("rate: %d: a throttle takes a rate in bytes a second, and only a throttle does", f.Rate)
 	}
 	if f.Times < -1 {
 		return rp, Fault{}, fmt.Errorf("times: %d: use a count, or -1 for every request", f.Times)
@@ -115,7 +119,7 @@ func (f FaultSpec) parse() (routePattern, Fault, error) {
 	if err != nil {
 		return rp, Fault{}, err
 	}
-	return rp, Fault{Kind: kind, Status: f.Status, Header: f.Headers, Body: f.Body, Delay: delay, Times: f.Times, Stream: f.Stream}, nil
+	return rp, Fault{Kind: kind, Status: f.Status, Header: f.Headers, Body: f.Body, Delay: delay, Rate: f.Rate, Times: f.Times, Stream: f.Stream}, nil
 }
 
 func parseDuration(name, v string) (time.Duration, error) {
@@ -267,8 +271,8 @@ func (s *Server) settingsLocked() Settings {
 	}
 	for _, r := range s.faults {
 		f := r.fault
-		st.Faults = append(st.Faults, FaultSpec{Method: r.method, Path: r.route.raw, Kind: faultKindName(f.Kind), Status: f.Status,
-			Headers: f.Header, Body: f.Body, Delay: durationText(f.Delay), Times: r.left, Stream: f.Stream})
+		st.Faults = append(st.Faults, FaultSpec{Method: r.method, Path: r.route.raw, Kind: f.Kind.String(), Status: f.Status,
+			Headers: f.Header, Body: f.Body, Delay: durationText(f.Delay), Rate: f.Rate, Times: r.left, Stream: f.Stream})
 	}
 	return st
 }

@@ -158,6 +158,9 @@ func TestStartRefusesBadSettings(t *testing.T) {
 	for _, st := range []Settings{
 		{ResourceRows: map[string]int{"planets": 5}},
 		{Faults: []FaultSpec{{Method: "get", Path: "/v1/agents"}}},
+		{Faults: []FaultSpec{{Path: "/objects/*", Kind: "throttle"}}},
+		{Faults: []FaultSpec{{Path: "/objects/*", Kind: "stall", Rate: 100}}},
+		{Faults: []FaultSpec{{Path: "/objects/*", Kind: "slow"}}},
 		{Entitlements: map[string]*Entitlement{"agents": {MaxRows: 0}}},
 	} {
 		if s, err := Start(WithSettings(st)); err == nil {
@@ -166,6 +169,31 @@ func TestStartRefusesBadSettings(t *testing.T) {
 		} else if !strings.HasPrefix(err.Error(), "settings: ") {
 			t.Errorf("Start: %v", err)
 		}
+	}
+}
+
+// Every kind has the name FaultSpec takes, and a throttle armed from JSON
+// reads back with its rate.
+func TestFaultKindNames(t *testing.T) {
+	for k := Respond; k <= Throttle; k++ {
+		spec := FaultSpec{Path: "/objects/*", Kind: k.String()}
+		if k == Throttle {
+			spec.Rate = 1 << 20
+		}
+		s, err := Start(WithSettings(Settings{Faults: []FaultSpec{spec}}))
+		if err != nil {
+			t.Fatalf("%v: %v", k, err)
+		}
+		s.mu.Lock()
+		got := s.settingsLocked().Faults
+		s.mu.Unlock()
+		s.Close()
+		if len(got) != 1 || got[0].Kind != k.String() || got[0].Rate != spec.Rate {
+			t.Errorf("%v armed from %+v reads back as %+v", k, spec, got)
+		}
+	}
+	if got := FaultKind(42).String(); got != "FaultKind(42)" {
+		t.Errorf("FaultKind(42).String() = %q", got)
 	}
 }
 

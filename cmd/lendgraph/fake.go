@@ -108,7 +108,7 @@ Flags override the file.`,
 	f.StringArrayVar(&ff.jobRate, "job-rate", nil, "job pace, KIND=ROWS_PER_SECOND for enrichment or delivery (repeatable)")
 	f.StringVar(&ff.linkTTL, "link-ttl", "", "lifetime of signed download links, e.g. 15m (default 15m)")
 	f.StringVar(&ff.computeDelay, "compute-delay", "", "how long a new most-gained query answers 202 computing, e.g. 0s (default 20ms)")
-	f.StringArrayVar(&ff.faults, "fault", nil, `arm a fault, as JSON: {"method","path","kind","status","headers","body","delay","times"} (repeatable)`)
+	f.StringArrayVar(&ff.faults, "fault", nil, `arm a fault, as JSON: {"method","path","kind","status","headers","body","delay","rate","times","stream"}; kind is respond (default), drop-before-response, drop-mid-body, stall, trickle or throttle (repeatable)`)
 	return cmd
 }
 

@@ -112,10 +112,35 @@ type planField struct {
 	sub    *plan      // setStruct
 	elem   *planField // setPtr, setSlice (at offset 0)
 	size   uintptr    // setSlice: the element size
-	// arrays[n] is the type [n]E of the elements E of a setSlice field,
-	// for short slices.
+	// How a setSlice field's backing array is allocated: mk for elements
+	// of a basic kind, or arrays[n], the type [n]E of its elements E, for
+	// short slices.
+	mk     func(n int) unsafe.Pointer
 	arrays []reflect.Type
 }
+
+// sliceMaker allocates the backing array of n elements of type t with
+// make, for the basic kinds (the memory of a named string or number type
+// is that of its kind); nil for others.
+func sliceMaker(t reflect.Type) func(n int) unsafe.Pointer {
+	switch t.Kind() {
+	case reflect.String:
+		return makeSlice[string]
+	case reflect.Bool, reflect.Int8, reflect.Uint8:
+		return makeSlice[uint8]
+	case reflect.Int16, reflect.Uint16:
+		return makeSlice[uint16]
+	case reflect.Int32, reflect.Uint32, reflect.Float32:
+		return makeSlice[uint32]
+	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64, reflect.Float64, reflect.Uintptr:
+		if t.Size() == 8 {
+			return makeSlice[uint64]
+		}
+	}
+	return nil
+}
+
+func makeSlice[E any](n int) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(make([]E, n))) }
 
 // nested reports whether f holds a JSON object or array (a struct, a
 // slice, a pointer to either): in csv and parquet, a JSON-encoded string.
@@ -279,8 +304,11 @@ func (b *planBuilder) field(t reflect.Type) *planField {
 		}
 		if e := b.field(t.Elem()); e.kind != setOther {
 			f.kind, f.elem, f.size = setSlice, e, t.Elem().Size()
-			for n := range 9 {
-				f.arrays = append(f.arrays, reflect.ArrayOf(n, t.Elem()))
+			f.mk = sliceMaker(t.Elem())
+			if f.mk == nil {
+				for n := range 9 {
+					f.arrays = append(f.arrays, reflect.ArrayOf(n, t.Elem()))
+				}
 			}
 		}
 	}
@@ -354,12 +382,13 @@ func (s *scratch) setStrings() {
 			*(*string)(sp.ptr) = all[sp.a : sp.a+sp.n]
 		}
 	}
-	clear(s.strs)
+	// Not cleared: the stale pointers point into the worker's row slices,
+	// which the stream reuses, and clearing costs a write barrier each
+	// while the GC runs.
 	s.strs = s.strs[:0]
 }
 
 func (s *scratch) resetStrings() {
-	clear(s.strs)
 	s.strs, s.sbuf, s.elems = s.strs[:0], s.sbuf[:0], s.elems[:0]
 }
 
@@ -716,6 +745,9 @@ type elemSpan struct {
 // newSlice allocates the backing array of a slice of n elements of the
 // slice field f (reflect.MakeSlice would allocate its header too).
 func (f *planField) newSlice(n int) unsafe.Pointer {
+	if f.mk != nil {
+		return f.mk(n)
+	}
 	if n < len(f.arrays) {
 		return reflect.New(f.arrays[n]).UnsafePointer()
 	}

@@ -84,8 +84,8 @@ func parts(off, end, size int64) []span {
 // arrive, and a part read to its end frees its buffer for the next part. (A
 // spare buffer made no measurable difference, so the window holds conns
 // parts: 32 MiB with the defaults.) When a decoder reads the stream (Rows),
-// the parts are smaller (decodePart: about eight a connection) and the
-// window has as many more buffers, the same 32 MiB. A worker takes a free buffer before it
+// the parts are smaller (decodePart: about eight a connection, at most
+// 1 MiB) and the window has as many more buffers, the same 32 MiB. A worker takes a free buffer before it
 // takes the next part, so the parts being fetched are always the first
 // ones not yet read and the window cannot deadlock. A worker that finds no
 // part left steals (download_sched.go): it fetches the second half of the
@@ -142,16 +142,15 @@ func newStreamPart(sp span, chunk int64) *streamPart {
 }
 
 // decodePart is the part size of a rangedStream that a decoder reads:
-// about eight parts a connection, between stealMin and streamPart. The
-// decoder takes the bytes in file order, so while the part it reads
-// streams in at one connection's speed, the parts after it wait in the
-// window: when the last byte arrives, what the other connections fetched
-// of the last round is still to decode (with eight connections, seven
-// parts). Smaller parts keep that tail small, at the cost of a request
-// each; eight a connection measured better than one, and than parts that
-// shrink towards the end (BENCHMARKS.md).
+// about eight parts a connection, between stealMin and streamPart/4
+// (256 KiB and 1 MiB with the defaults). The decoder takes the bytes in
+// file order, so while the part it reads streams in at one connection's
+// speed, the parts after it wait in the window: when the last byte
+// arrives, what the other connections fetched of the last round is still
+// to decode (with eight connections, seven parts). Smaller parts keep that
+// tail small, at the cost of a request each (BENCHMARKS.md).
 func (c *Client) decodePart(size int64) int64 {
-	return min(max(ceilDiv(size, 8*int64(c.conns)), c.stealMin()), c.streamPart())
+	return max(min(max(ceilDiv(size, 8*int64(c.conns)), c.stealMin()), c.streamPart()/4), 1)
 }
 
 // newRangedStream starts a parallel download read in order. decoding says

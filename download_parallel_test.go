@@ -51,10 +51,10 @@ func TestParallel_ByteExact(t *testing.T) {
 			t.Fatalf("%s: rows differ (%d over one connection, %d in parallel)", f, len(a), len(b))
 		}
 		// A decoder reads in order: parts of about an eighth of a
-		// connection's share (at least 1/32 of the part size), so that
+		// connection's share (between 1/32 and 1/8 of the part size), so that
 		// little is left to decode when the last byte is in.
 		if _, ranges := m.stats(); f != lendgraph.FormatParquet {
-			if err := askedParts(ranges, st.Bytes, min(max((st.Bytes+31)/32, partSize/32), partSize/2)); err != nil {
+			if err := askedParts(ranges, st.Bytes, min(max((st.Bytes+31)/32, partSize/32), partSize/8)); err != nil {
 				t.Fatalf("%s: Rows: %v", f, err)
 			}
 		}

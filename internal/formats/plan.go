@@ -382,9 +382,9 @@ func (s *scratch) setStrings() {
 			*(*string)(sp.ptr) = all[sp.a : sp.a+sp.n]
 		}
 	}
-	// Not cleared: the stale pointers point into the worker's row slices,
-	// which the stream reuses, and clearing costs a write barrier each
-	// while the GC runs.
+	// Not cleared: the stale pointers keep at most this row's memory
+	// alive until the next row overwrites them, and clearing costs a
+	// write barrier each while the GC runs.
 	s.strs = s.strs[:0]
 }
 

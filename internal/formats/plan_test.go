@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"slices"
@@ -111,24 +112,6 @@ func TestPlanAfterOtherRows(t *testing.T) {
 	}
 }
 
-func checkPlanAfter[T any](t *testing.T, prev string, in []byte) {
-	t.Helper()
-	d := RowDecoder[T](slowUnmarshal, false)()
-	var p T
-	_ = d.JSON([]byte(prev), &p)
-	var fast, slow T
-	ferr := d.JSON(in, &fast)
-	serr := slowUnmarshal(in, &slow)
-	if (ferr == nil) != (serr == nil) || ferr != nil && ferr.Error() != serr.Error() {
-		t.Errorf("%q after %q: error %v, want %v", in, prev, ferr, serr)
-	}
-	if serr == nil {
-		if d := cmp.Diff(slow, fast); d != "" {
-			t.Errorf("%q after %q: %s", in, prev, d)
-		}
-	}
-}
-
 // TestPlanMatchesSlowPath: the direct scan gives the same row, or the same
 // error, as the full unmarshal for every input.
 func TestPlanMatchesSlowPath(t *testing.T) {
@@ -138,17 +121,28 @@ func TestPlanMatchesSlowPath(t *testing.T) {
 	}
 }
 
-func checkPlan[T any](t *testing.T, in []byte) {
+func checkPlan[T any](t *testing.T, in []byte) { t.Helper(); checkPlanAfter[T](t, "", in) }
+
+// checkPlanAfter checks the row in decoded by a decoder that decoded the
+// row prev before it ("": none).
+func checkPlanAfter[T any](t *testing.T, prev string, in []byte) {
 	t.Helper()
+	d := RowDecoder[T](slowUnmarshal, false)()
 	var fast, slow T
-	ferr := RowDecoder[T](slowUnmarshal, false)().JSON(in, &fast)
+	what := fmt.Sprintf("%T %q", fast, in)
+	if prev != "" {
+		var p T
+		_ = d.JSON([]byte(prev), &p)
+		what += fmt.Sprintf(" after %q", prev)
+	}
+	ferr := d.JSON(in, &fast)
 	serr := slowUnmarshal(in, &slow)
 	if (ferr == nil) != (serr == nil) || ferr != nil && ferr.Error() != serr.Error() {
-		t.Errorf("%T %q: error %v, want %v", fast, in, ferr, serr)
+		t.Errorf("%s: error %v, want %v", what, ferr, serr)
 	}
 	if serr == nil {
 		if d := cmp.Diff(slow, fast); d != "" {
-			t.Errorf("%T %q: %s", fast, in, d)
+			t.Errorf("%s: %s", what, d)
 		}
 	}
 }

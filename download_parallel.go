@@ -187,36 +187,41 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 	}
 	s.wg.Add(workers)
 	for range workers {
-		go s.work()
+		go s.work(part)
 	}
 	return s
 }
 
-func (s *rangedStream) work() {
+func (s *rangedStream) work(part int64) {
 	defer s.wg.Done()
 	for {
 		var buf []byte
 		select {
 		case buf = <-s.slots:
+			if buf == nil {
+				buf = make([]byte, part)
+			}
 		case <-s.sched.drained:
 			// No part left to start: steal rather than wait for a buffer
 			// that a reader stuck on a slow part cannot free.
 		case <-s.ctx.Done():
 			return
 		}
-		p, ok := s.sched.take(func(i int) *streamPart { return s.parts[i] })
+		// The part gets its buffer before take makes it active: from then
+		// on another connection may steal its tail into that buffer.
+		p, ok := s.sched.take(func(i int) *streamPart {
+			p := s.parts[i]
+			p.c.mu.Lock()
+			p.base, p.buf, p.frees = buf, buf[:p.end-p.off], true
+			p.c.mu.Unlock()
+			return p
+		})
 		if !ok {
 			if buf != nil {
 				s.slots <- buf
 			}
 			break
 		}
-		if n := p.end - p.off; int64(cap(buf)) < n {
-			buf = make([]byte, n) // at most part bytes
-		}
-		p.c.mu.Lock()
-		p.base, p.buf, p.frees = buf, buf[:p.end-p.off], true
-		p.c.mu.Unlock()
 		if !s.fetch(p) {
 			return
 		}

@@ -85,9 +85,10 @@ func parts(off, end, size int64) []span {
 // spare buffer made no measurable difference, so the window holds conns
 // parts: 32 MiB with the defaults.) When a decoder reads the stream (Rows),
 // the parts are smaller (decodePart: about eight a connection, at most
-// 1 MiB) and the window has as many more buffers, the same 32 MiB. A worker takes a free buffer before it
-// takes the next part, so the parts being fetched are always the first
-// ones not yet read and the window cannot deadlock. A worker that finds no
+// 1 MiB) and the window has as many more buffers, the same 32 MiB. A
+// worker takes a free buffer before it takes the next part, so the parts
+// being fetched are always the first ones not yet read and the window
+// cannot deadlock. A worker that finds no
 // part left steals (download_sched.go): it fetches the second half of the
 // remainder of the part with the most bytes to come straight into that
 // part's buffer, as a part of its own that follows it in the reading order.

@@ -186,7 +186,7 @@ func (c *Client) download(ctx context.Context, first SignedURL, link linkFunc, w
 func (c *Client) openDownload(ctx context.Context, first SignedURL, link linkFunc, size int64) io.ReadCloser {
 	src, obj := newLinkSource(first, link), newObjectCheck(size)
 	if c.parallel(size) {
-		return c.newRangedStream(ctx, src, obj)
+		return c.newRangedStream(ctx, src, obj, true)
 	}
 	return c.openSequential(ctx, src, obj, 0)
 }
@@ -238,7 +238,7 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 	}
 	src, obj := newLinkSource(first, link), newObjectCheck(size)
 	if c.parallel(size) {
-		rs := c.newRangedStream(ctx, src, obj)
+		rs := c.newRangedStream(ctx, src, obj, false)
 		defer rs.Close()
 		return rs.WriteTo(w)
 	}

@@ -83,9 +83,12 @@ func parts(off, end, size int64) []span {
 // workers; the reader takes the bytes in file order, each part's as they
 // arrive, and a part read to its end frees its buffer for the next part. (A
 // spare buffer made no measurable difference, so the window holds conns
-// parts: 32 MiB with the defaults.) A worker takes a free buffer before it
-// takes the next part, so the parts being fetched are always the first
-// ones not yet read and the window cannot deadlock. A worker that finds no
+// parts: 32 MiB with the defaults.) When a decoder reads the stream (Rows),
+// the parts are smaller (decodePart: about eight a connection, at most
+// 1 MiB) and the window has as many more buffers, the same 32 MiB. A
+// worker takes a free buffer before it takes the next part, so the parts
+// being fetched are always the first ones not yet read and the window
+// cannot deadlock. A worker that finds no
 // part left steals (download_sched.go): it fetches the second half of the
 // remainder of the part with the most bytes to come straight into that
 // part's buffer, as a part of its own that follows it in the reading order.
@@ -139,12 +142,34 @@ func newStreamPart(sp span, chunk int64) *streamPart {
 	return &streamPart{span: sp, c: newCursor(sp.off, sp.end), chunk: chunk, notify: make(chan struct{}, 1)}
 }
 
-func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *objectCheck) *rangedStream {
+// decodePart is the part size of a rangedStream that a decoder reads:
+// about eight parts a connection, between stealMin and streamPart/4
+// (256 KiB and 1 MiB with the defaults). The decoder takes the bytes in
+// file order, so while the part it reads streams in at one connection's
+// speed, the parts after it wait in the window: when the last byte
+// arrives, what the other connections fetched of the last round is still
+// to decode (with eight connections, seven parts). Smaller parts keep that
+// tail small, at the cost of a request each (BENCHMARKS.md).
+func (c *Client) decodePart(size int64) int64 {
+	return max(min(max(ceilDiv(size, 8*int64(c.conns)), c.stealMin()), c.streamPart()/4), 1)
+}
+
+// newRangedStream starts a parallel download read in order. decoding says
+// that a decoder reads it (Rows): the parts are then smaller (decodePart),
+// and the window holds as many bytes as with full parts, in more buffers.
+func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *objectCheck, decoding bool) *rangedStream {
 	size, _, _ := obj.validators()
 	wctx, cancel := context.WithCancel(ctx)
 	s := &rangedStream{c: c, parent: ctx, ctx: wctx, cancel: cancel, src: src, obj: obj, size: size}
 	part := c.partFor(size, c.streamPart())
-	for _, sp := range parts(0, size, part) {
+	spans := parts(0, size, part)
+	window := int64(c.conns) // buffers
+	if decoding {
+		part = min(part, c.decodePart(size))
+		spans = parts(0, size, part)
+		window = int64(c.conns) * c.streamPart() / part
+	}
+	for _, sp := range spans {
 		p := newStreamPart(sp, c.stealMin())
 		if n := len(s.parts); n > 0 {
 			s.parts[n-1].next = p
@@ -157,7 +182,7 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 	s.sched = newSched[*streamPart](len(s.parts), c.stealMin(), c.idleHook)
 	workers := c.conns
 	opFrom(ctx).connections(workers)
-	s.slots = make(chan []byte, min(workers, len(s.parts)))
+	s.slots = make(chan []byte, min(window, int64(len(s.parts))))
 	for range cap(s.slots) {
 		s.slots <- nil
 	}
@@ -174,25 +199,30 @@ func (s *rangedStream) work(part int64) {
 		var buf []byte
 		select {
 		case buf = <-s.slots:
+			if buf == nil {
+				buf = make([]byte, part)
+			}
 		case <-s.sched.drained:
 			// No part left to start: steal rather than wait for a buffer
 			// that a reader stuck on a slow part cannot free.
 		case <-s.ctx.Done():
 			return
 		}
-		p, ok := s.sched.take(func(i int) *streamPart { return s.parts[i] })
+		// The part gets its buffer before take makes it active: from then
+		// on another connection may steal its tail into that buffer.
+		p, ok := s.sched.take(func(i int) *streamPart {
+			p := s.parts[i]
+			p.c.mu.Lock()
+			p.base, p.buf, p.frees = buf, buf[:p.end-p.off], true
+			p.c.mu.Unlock()
+			return p
+		})
 		if !ok {
 			if buf != nil {
 				s.slots <- buf
 			}
 			break
 		}
-		if buf == nil {
-			buf = make([]byte, part)
-		}
-		p.c.mu.Lock()
-		p.base, p.buf, p.frees = buf, buf[:p.end-p.off], true
-		p.c.mu.Unlock()
 		if !s.fetch(p) {
 			return
 		}

@@ -121,11 +121,11 @@ func WithUserAgent(ua string) Option { return func(s *settings) { s.userAgent = 
 // delivery file opens at once (default DefaultDownloadConnections; 1 for a
 // single connection, at most 64). Object stores cap the speed of each
 // connection, so a file of 16 MiB or more comes down in ranges fetched in
-// parallel, as aws s3 cp and s5cmd do: Download and Rows keep at most n
-// ranges of up to 4 MiB in memory and hand the bytes over in order;
-// DownloadFile writes ranges of up to 8 MiB in place. A connection that
-// runs out of ranges takes over half of what another has left, so all n
-// stay busy until the end. Smaller files always use one connection.
+// parallel, as aws s3 cp and s5cmd do: Download and Rows keep at most
+// n × 4 MiB in memory (Download in ranges of up to 4 MiB, Rows in smaller
+// ones) and hand the bytes over in order; DownloadFile writes ranges of up
+// to 8 MiB in place. A connection that runs out of ranges takes over half
+// of what another has left, so all n stay busy until the end. Smaller files always use one connection.
 func WithDownloadConnections(n int) Option { return func(s *settings) { s.downloadConns = &n } }
 
 // WithBearerAuth sends the key as "Authorization: Bearer <key>" instead of

@@ -112,7 +112,35 @@ type planField struct {
 	sub    *plan      // setStruct
 	elem   *planField // setPtr, setSlice (at offset 0)
 	size   uintptr    // setSlice: the element size
+	// How a setSlice field's backing array is allocated: mk for elements
+	// of a basic kind, or arrays[n], the type [n]E of its elements E, for
+	// short slices.
+	mk     func(n int) unsafe.Pointer
+	arrays []reflect.Type
 }
+
+// sliceMaker allocates the backing array of n elements of type t with
+// make, for the basic kinds (the memory of a named string or number type
+// is that of its kind); nil for others.
+func sliceMaker(t reflect.Type) func(n int) unsafe.Pointer {
+	switch t.Kind() {
+	case reflect.String:
+		return makeSlice[string]
+	case reflect.Bool, reflect.Int8, reflect.Uint8:
+		return makeSlice[uint8]
+	case reflect.Int16, reflect.Uint16:
+		return makeSlice[uint16]
+	case reflect.Int32, reflect.Uint32, reflect.Float32:
+		return makeSlice[uint32]
+	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint64, reflect.Float64, reflect.Uintptr:
+		if t.Size() == 8 {
+			return makeSlice[uint64]
+		}
+	}
+	return nil
+}
+
+func makeSlice[E any](n int) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(make([]E, n))) }
 
 // nested reports whether f holds a JSON object or array (a struct, a
 // slice, a pointer to either): in csv and parquet, a JSON-encoded string.
@@ -276,6 +304,12 @@ func (b *planBuilder) field(t reflect.Type) *planField {
 		}
 		if e := b.field(t.Elem()); e.kind != setOther {
 			f.kind, f.elem, f.size = setSlice, e, t.Elem().Size()
+			f.mk = sliceMaker(t.Elem())
+			if f.mk == nil {
+				for n := range 9 {
+					f.arrays = append(f.arrays, reflect.ArrayOf(n, t.Elem()))
+				}
+			}
 		}
 	}
 	return f
@@ -299,11 +333,27 @@ type scratch struct {
 	sbuf []byte
 	strs []strSpan
 	ebuf []byte
+	// elems holds the elements of the arrays being decoded (array).
+	elems []elemSpan
 }
 
 type posEntry struct {
 	name string
 	f    *planField
+	// plain: name is printable ASCII without '"' or '\\', so a member
+	// name whose raw bytes are name followed by '"' is exactly name.
+	plain bool
+}
+
+// plainName reports whether the JSON string "name" needs no escapes and
+// has only printable ASCII (see posEntry.plain).
+func plainName(name string) bool {
+	for i := range len(name) {
+		if c := name[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 type strSpan struct {
@@ -332,13 +382,14 @@ func (s *scratch) setStrings() {
 			*(*string)(sp.ptr) = all[sp.a : sp.a+sp.n]
 		}
 	}
-	clear(s.strs)
+	// Not cleared: the stale pointers keep at most this row's memory
+	// alive until the next row overwrites them, and clearing costs a
+	// write barrier each while the GC runs.
 	s.strs = s.strs[:0]
 }
 
 func (s *scratch) resetStrings() {
-	clear(s.strs)
-	s.strs, s.sbuf = s.strs[:0], s.sbuf[:0]
+	s.strs, s.sbuf, s.elems = s.strs[:0], s.sbuf[:0], s.elems[:0]
 }
 
 // zero clears the value of type t at ptr (a JSON null into a struct),
@@ -420,32 +471,42 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 		if i >= len(b) || b[i] != '"' {
 			return 0, false
 		}
-		ne, esc, hi, ok := scanString(b, i)
-		if !ok {
-			return 0, false
+		if k >= len(pos) {
+			pos = append(pos, posEntry{})
+			s.pos[p.id] = pos
 		}
-		name := b[i+1 : ne-1]
-		if esc || hi && !utf8.Valid(name) {
-			var err error
-			if s.unq, err = jsontext.AppendUnquote(s.unq[:0], b[i:ne]); err != nil {
+		pe := &pos[k]
+		// Rows of a file list their members in the same order: the name
+		// at this position is most often the previous row's, compared
+		// as bytes without a scan.
+		ne := i + 1 + len(pe.name)
+		if !pe.plain || ne >= len(b) || b[ne] != '"' || string(b[i+1:ne]) != pe.name {
+			var esc, hi, ok bool
+			if ne, esc, hi, ok = scanString(b, i); !ok {
 				return 0, false
 			}
-			name = s.unq
+			name := b[i+1 : ne-1]
+			if esc || hi && !utf8.Valid(name) {
+				var err error
+				if s.unq, err = jsontext.AppendUnquote(s.unq[:0], b[i:ne]); err != nil {
+					return 0, false
+				}
+				name = s.unq
+			}
+			if pe.name != string(name) {
+				n := s.intern(name)
+				*pe = posEntry{n, p.fields[n], plainName(n)}
+			}
+		} else {
+			ne++ // past the closing quote
 		}
 		i = skipWS(b, ne)
 		if i >= len(b) || b[i] != ':' {
 			return 0, false
 		}
 		vs := skipWS(b, i+1)
-		if k >= len(pos) {
-			pos = append(pos, posEntry{})
-			s.pos[p.id] = pos
-		}
-		pe := &pos[k]
-		if pe.name != string(name) {
-			*pe = posEntry{s.intern(name), p.fields[string(name)]}
-		}
 		f, mname := pe.f, pe.name
+		var ok bool
 		var ve int
 		if f != nil {
 			ve, ok = p.value(f, b, vs, unsafe.Add(v, f.offset), s, depth)
@@ -528,6 +589,11 @@ func (p *plan) value(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scrat
 		}
 		return ve, p.set(f, ptr, b[i:ve], s)
 	}
+	if f.kind == setInt || f.kind == setUint || f.kind == setFloat {
+		if ve, ok := fastNumber(f, b, i, ptr); ok {
+			return ve, true
+		}
+	}
 	ve, ok := skipValue(b, i, depth)
 	if !ok || !p.set(f, ptr, b[i:ve], s) {
 		return 0, false
@@ -535,24 +601,112 @@ func (p *plan) value(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scrat
 	return ve, true
 }
 
+// pow10 holds the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// fastNumber sets the 64-bit number field f at ptr from the JSON number at
+// b[i] in one pass, for the common spellings: an integer of at most 18
+// digits, or (into a float64) at most 15 digits with a fraction and no
+// exponent, whose value float64 division gives exactly as
+// strconv.ParseFloat rounds it (both operands are exact, and IEEE division
+// rounds correctly). Anything else reports false, for the general path.
+func fastNumber(f *planField, b []byte, i int, ptr unsafe.Pointer) (int, bool) {
+	if f.bits != 64 {
+		return 0, false
+	}
+	j := i
+	neg := j < len(b) && b[j] == '-'
+	if neg {
+		j++
+	}
+	start := j
+	var m uint64
+	for j < len(b) && b[j]-'0' <= 9 {
+		m = m*10 + uint64(b[j]-'0')
+		j++
+	}
+	digits := j - start
+	if digits == 0 || digits > 18 || digits > 1 && b[start] == '0' {
+		return 0, false
+	}
+	frac := 0
+	if j < len(b) && b[j] == '.' {
+		if f.kind != setFloat {
+			return 0, false
+		}
+		j++
+		fs := j
+		for j < len(b) && b[j]-'0' <= 9 {
+			m = m*10 + uint64(b[j]-'0')
+			j++
+		}
+		if frac = j - fs; frac == 0 || digits+frac > 15 {
+			return 0, false
+		}
+	}
+	if j < len(b) {
+		switch b[j] {
+		case '.', 'e', 'E', '+', '-':
+			return 0, false
+		}
+	}
+	switch f.kind {
+	case setInt:
+		n := int64(m)
+		if neg {
+			n = -n
+		}
+		*(*int64)(ptr) = n
+	case setUint:
+		if neg {
+			return 0, false
+		}
+		*(*uint64)(ptr) = m
+	case setFloat:
+		if digits > 15 {
+			return 0, false
+		}
+		x := float64(m) / pow10[frac]
+		if neg {
+			x = -x
+		}
+		*(*float64)(ptr) = x
+	}
+	return j, true
+}
+
 // array decodes the JSON array at b[i] == '[' into a new slice of exactly
 // its length (counted first, so that queued strings point into the final
-// backing array).
+// backing array). The first pass records where each element is (and
+// whether a string element is plain), so the second scans only elements
+// that are not plain strings again.
 func (p *plan) array(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scratch, depth int) (int, bool) {
 	if depth > maxDepth {
 		return 0, false
 	}
-	n, end := 0, 0
+	base := len(s.elems) // nested arrays push their elements after ours
+	end := 0
 	j := skipWS(b, i+1)
 	if j < len(b) && b[j] == ']' {
 		end = j + 1
 	} else {
 		for {
-			e, ok := skipValue(b, j, depth+1)
-			if !ok {
-				return 0, false
+			var e int
+			plain := false
+			if j < len(b) && b[j] == '"' {
+				ne, esc, hi, ok := scanString(b, j)
+				if !ok {
+					return 0, false
+				}
+				e, plain = ne, !esc && (!hi || utf8.Valid(b[j+1:ne-1]))
+			} else {
+				ne, ok := skipValue(b, j, depth+1)
+				if !ok {
+					return 0, false
+				}
+				e = ne
 			}
-			n++
+			s.elems = append(s.elems, elemSpan{j, e, plain})
 			j = skipWS(b, e)
 			if j < len(b) && b[j] == ',' {
 				j = skipWS(b, j+1)
@@ -565,17 +719,39 @@ func (p *plan) array(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scrat
 			return 0, false
 		}
 	}
-	data := reflect.MakeSlice(f.typ, n, n).UnsafePointer()
+	n := len(s.elems) - base
+	data := f.newSlice(n)
 	*(*sliceHeader)(ptr) = sliceHeader{data, n, n}
-	j = skipWS(b, i+1)
 	for k := range n {
-		e, ok := p.value(f.elem, b, j, unsafe.Add(data, uintptr(k)*f.size), s, depth+1)
-		if !ok {
+		el, at := s.elems[base+k], unsafe.Add(data, uintptr(k)*f.size)
+		if el.plain && f.elem.kind == setString {
+			s.addString(at, b[el.start+1:el.end-1])
+			continue
+		}
+		if e, ok := p.value(f.elem, b, el.start, at, s, depth+1); !ok || e != el.end {
 			return 0, false
 		}
-		j = skipWS(b, skipWS(b, e)+1) // past the ',' (or the closing ']')
 	}
+	s.elems = s.elems[:base]
 	return end, true
+}
+
+// elemSpan is where an array element is in the row: b[start:end].
+type elemSpan struct {
+	start, end int
+	plain      bool // a string without escapes, valid UTF-8
+}
+
+// newSlice allocates the backing array of a slice of n elements of the
+// slice field f (reflect.MakeSlice would allocate its header too).
+func (f *planField) newSlice(n int) unsafe.Pointer {
+	if f.mk != nil {
+		return f.mk(n)
+	}
+	if n < len(f.arrays) {
+		return reflect.New(f.arrays[n]).UnsafePointer()
+	}
+	return reflect.MakeSlice(f.typ, n, n).UnsafePointer()
 }
 
 // setExtra stores the unknown members (spans of b) in one new buffer.

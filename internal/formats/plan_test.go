@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"slices"
@@ -23,6 +24,7 @@ type planRow struct {
 	N     int64                      `json:"n,omitempty"`
 	N8    int8                       `json:"n8"`
 	U     uint32                     `json:"u"`
+	U64   uint64                     `json:"u64"`
 	F     float64                    `json:"f"`
 	F32   float32                    `json:"f32"`
 	B     bool                       `json:"b"`
@@ -88,6 +90,26 @@ var planInputs = []string{
 	`{"ps":null}`, `{"ps":1}`, `{"tree":{"kids":[{"kids":[{"kids":[{"v":"deep"}]}]}]}}`, `{"odd":{"a":"7","b":2}}`, `{"odd":{"a":7}}`,
 	`{"bytes":"aGk=","m":{"a":1},"arr":[1,2]}`, `{"office":{"n":1e2}}`, `{"office":{"f":1e40}}`, `{"pList":[{"name":"a"},{"name":"b"}],"pList":[{"zip":"c"}]}`,
 	`{"office":{"name":"a"}`, `{"office":{"name":"a"}}}`, `{"list":[{"name":"a"}`, `{"office":{"name":"a",}}`,
+	// numbers: the one-pass parse and where it leaves them to strconv
+	`{"n":-0,"f":-0,"u64":0}`, `{"f":0.1,"n":-12,"u64":18446744073709551615}`, `{"f":123456789012345.6}`, `{"f":9007199254740.993}`, `{"f":0.9007199254740993}`, `{"f":12345678901234.5}`,
+	`{"f":-1.25}`, `{"f":79.19}`, `{"f":1.}`, `{"f":.5}`, `{"f":1.5e}`, `{"f":1.5e2}`, `{"f":1.5E-2}`, `{"f":00.5}`, `{"f":-01}`,
+	`{"f":0.30000000000000004}`, `{"f":9007199254740993}`, `{"f":1-2}`, `{"f":1+2}`, `{"f":1.2.3}`, `{"f":2,"f":-}`,
+	`{"n":999999999999999999}`, `{"n":9223372036854775807}`, `{"n":9223372036854775808}`, `{"n":-9223372036854775808}`,
+	`{"n":12x}`, `{"n":1-}`, `{"n":-0.0}`, `{"u64":-0}`, `{"u64":-1}`, `{"u":4294967296}`, `{"u64":1.5}`, `{"p":7,"p":-7}`,
+	// member names the previous row had at the same position, or nearly
+	`{"id\u0022":1}`, `{"i\u0064":"x"}`, `{"id" :"x"}`, `{"id\\":"x"}`, `{"idx":"x"}`, `{"i":"x"}`, `{"ID":"x"}`, `{"id`, `{"id"`,
+}
+
+// TestPlanAfterOtherRows: a decoder remembers the member names of the
+// rows before (per position) and compares the next row's names to them
+// without a scan; whatever came before, every row decodes as the full
+// unmarshal does.
+func TestPlanAfterOtherRows(t *testing.T) {
+	for _, prev := range planInputs {
+		for _, in := range planInputs {
+			checkPlanAfter[planRow](t, prev, []byte(in))
+		}
+	}
 }
 
 // TestPlanMatchesSlowPath: the direct scan gives the same row, or the same
@@ -99,17 +121,28 @@ func TestPlanMatchesSlowPath(t *testing.T) {
 	}
 }
 
-func checkPlan[T any](t *testing.T, in []byte) {
+func checkPlan[T any](t *testing.T, in []byte) { t.Helper(); checkPlanAfter[T](t, "", in) }
+
+// checkPlanAfter checks the row in decoded by a decoder that decoded the
+// row prev before it ("": none).
+func checkPlanAfter[T any](t *testing.T, prev string, in []byte) {
 	t.Helper()
+	d := RowDecoder[T](slowUnmarshal, false)()
 	var fast, slow T
-	ferr := RowDecoder[T](slowUnmarshal, false)().JSON(in, &fast)
+	what := fmt.Sprintf("%T %q", fast, in)
+	if prev != "" {
+		var p T
+		_ = d.JSON([]byte(prev), &p)
+		what += fmt.Sprintf(" after %q", prev)
+	}
+	ferr := d.JSON(in, &fast)
 	serr := slowUnmarshal(in, &slow)
 	if (ferr == nil) != (serr == nil) || ferr != nil && ferr.Error() != serr.Error() {
-		t.Errorf("%T %q: error %v, want %v", fast, in, ferr, serr)
+		t.Errorf("%s: error %v, want %v", what, ferr, serr)
 	}
 	if serr == nil {
 		if d := cmp.Diff(slow, fast); d != "" {
-			t.Errorf("%T %q: %s", fast, in, d)
+			t.Errorf("%s: %s", what, d)
 		}
 	}
 }
@@ -121,6 +154,8 @@ func FuzzPlan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		checkPlan[planRow](t, in)
 		checkPlan[map[string]json.RawMessage](t, in)
+		checkPlanAfter[planRow](t, string(in), in)
+		checkPlanAfter[planRow](t, planInputs[2], in)
 	})
 }
 

@@ -60,6 +60,10 @@ var (
 	})
 )
 
+// decodeFieldOptions are the rules for values decoded into the caller's
+// types (Fields.Decode, delivery rows): a member that names no field
+// exactly matches one whose name differs only in case, '_' or '-', as
+// encoding/json matches an untagged FullName to "fullName".
 var decodeFieldOptions = jsonv2.JoinOptions(jsonOptions, jsonv2.MatchCaseInsensitiveNames(true))
 
 // unmarshalRead decodes exactly one JSON value from r into out; anything but
@@ -89,6 +93,10 @@ func kindOf(v json.RawMessage) jsontext.Kind { return jsontext.Value(v).Kind() }
 // record's Extra instead of failing the whole value.
 var lenientJSONOptions = jsonv2.JoinOptions(jsonOptions,
 	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(recordUnmarshalersLenient, rawUnmarshaler)))
+
+// lenientRowOptions are lenientJSONOptions for delivery rows, which match
+// names as decodeFieldOptions do.
+var lenientRowOptions = jsonv2.JoinOptions(lenientJSONOptions, jsonv2.MatchCaseInsensitiveNames(true))
 
 // unmarshalReadMode is unmarshalRead, lenient or strict.
 func unmarshalReadMode(r io.Reader, out any, lenient bool) error {

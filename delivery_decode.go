@@ -39,7 +39,11 @@ func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxL
 
 // DecodeRows decodes a delivery file in format f from r into rows of T,
 // yielded in file order; for FormatNDJSON r is the .ndjson.gz file as
-// delivered. Every format gives the same rows:
+// delivered. A member (or csv column, or parquet column) sets the field of
+// T it names: by the field's json tag, else by the field's name, exactly,
+// else up to case and '_' or '-' (an untagged FullName takes "fullName",
+// as encoding/json and Fields.Decode match it). Every format gives the
+// same rows:
 //
 //   - ndjson: gzip (concatenated members too), lines of any length up to
 //     the WithMaxLineSize limit, CRLF and a missing last newline tolerated.
@@ -103,7 +107,7 @@ func decodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T,
 	}
 	dec := rowDecoder[T]()
 	if cfg.lenient {
-		dec = formats.LenientRowDecoder[T](func(b []byte, v any) error { return jsonv2.Unmarshal(b, v, lenientJSONOptions) },
+		dec = formats.LenientRowDecoder[T](func(b []byte, v any) error { return jsonv2.Unmarshal(b, v, lenientRowOptions) },
 			plainRecords[reflect.TypeFor[T]()])
 	}
 	switch f {
@@ -134,7 +138,7 @@ func rowDecoder[T any]() func() *formats.RowDec[T] { return formats.SDKRowDecode
 // The SDK's parquet package decodes rows as this package does: the same
 // JSON rules and the same trusted record types.
 func init() {
-	formats.SetSDKCodec(func(b []byte, v any) error { return unmarshal(b, v) }, func(t reflect.Type) bool { return plainRecords[t] },
+	formats.SetSDKCodec(func(b []byte, v any) error { return jsonv2.Unmarshal(b, v, decodeFieldOptions) }, func(t reflect.Type) bool { return plainRecords[t] },
 		func(e *formats.RowError) error { return (*RowError)(e) })
 }
 

@@ -614,3 +614,70 @@ func TestDecodeRows_EdgeCases(t *testing.T) {
 		t.Errorf("json trailing garbage: %d rows, %v", len(rows), err)
 	}
 }
+
+// untaggedAgent is a row type of the caller's with no json tags at all, as
+// encoding/json users write them: FullName matches "fullName", Office
+// "office" (a nested object; in csv and parquet a JSON text), and
+// License_Number "licenseNumber" (jsonv2's folding drops '_' too).
+type untaggedAgent struct {
+	ID       string
+	FullName string
+	Office   struct {
+		Name string
+		City string
+	}
+	License_Number string //nolint:revive // a name that folds like licenseNumber
+}
+
+// A delivery's rows decoded into a type without tags land every member
+// that names a field up to case (encoding/json's rule, and Fields.Decode's),
+// in every format: the untagged fields are never silently left zero.
+func TestDeliveryRows_UntaggedFieldsMatchUpToCase(t *testing.T) {
+	_, c := newDeliveryServer(t)
+	ctx := t.Context()
+	for _, f := range allFormats {
+		t.Run(string(f), func(t *testing.T) {
+			job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f, Limit: 500})
+			want := collect(t, jobRows(ctx, job, f))
+			got := collect(t, jobRows(ctx, lendgraph.DeliveryJobAs[untaggedAgent](job), f))
+			if len(got) != len(want) || len(got) == 0 {
+				t.Fatalf("%d rows, want %d", len(got), len(want))
+			}
+			offices, licences := 0, 0
+			for i, a := range want {
+				g := got[i]
+				var office struct{ Name, City string }
+				var licence string
+				_ = a.Extra.Decode("office", &office)
+				_ = a.Extra.Decode("licenseNumber", &licence)
+				if g.ID != a.ID || g.FullName != a.FullName || g.Office.Name != office.Name || g.Office.City != office.City || g.License_Number != licence {
+					t.Fatalf("row %d: %+v, want id %s, fullName %q, office %+v, licenseNumber %q", i, g, a.ID, a.FullName, office, licence)
+				}
+				if office.Name != "" {
+					offices++
+				}
+				if licence != "" {
+					licences++
+				}
+			}
+			if offices == 0 || licences == 0 {
+				t.Fatalf("rows with an office: %d, with a licence number: %d: the check checks nothing", offices, licences)
+			}
+		})
+	}
+}
+
+// The slow path (a tag option the direct scan leaves to jsonv2: ",string")
+// matches names as the direct scan does.
+func TestDecodeRows_SlowPathMatchesUpToCase(t *testing.T) {
+	type row struct {
+		ID       string
+		FullName string
+		Count    int `json:",string"`
+	}
+	in := `{"id":"a1","full_name":"Ann","Count":"5"}` + "\n"
+	got := collect(t, lendgraph.DecodeRows[row](bytes.NewReader(gzipped(t, []byte(in))), lendgraph.FormatNDJSON))
+	if len(got) != 1 || got[0] != (row{"a1", "Ann", 5}) {
+		t.Fatalf("%+v", got)
+	}
+}

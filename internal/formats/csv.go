@@ -150,7 +150,7 @@ func newCSVColumns(header []string, schema Schema) (*csvColumns, error) {
 		seen[h] = true
 		c.names[i], _ = jsontext.AppendQuote(nil, h)
 		c.names[i] = append(c.names[i], ':')
-		k, known := schema[h]
+		k, known := schema.Lookup(h)
 		c.kinds[i], c.skip[i] = k, !known && !schema.keepsUnknown() || h == ""
 	}
 	return c, nil

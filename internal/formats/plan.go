@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 	"unsafe"
 
@@ -152,9 +153,14 @@ func (f *planField) nested() bool {
 }
 
 type plan struct {
-	id      int // index of this plan's member-position cache in scratch.pos
-	nplans  int // of the row type (root plan): the nested ones included
-	fields  map[string]*planField
+	id     int // index of this plan's member-position cache in scratch.pos
+	nplans int // of the row type (root plan): the nested ones included
+	fields map[string]*planField
+	// folded are the fields by folded name (foldName): a member that
+	// names no field exactly matches one whose name folds alike, as
+	// encoding/json and the SDK's slow path (MatchCaseInsensitiveNames)
+	// match them.
+	folded  map[string]*planField
 	extra   int // offset of the unknown-members map, or -1
 	rootMap bool
 	slow    func([]byte, any) error
@@ -263,14 +269,56 @@ func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
 		}
 		members = append(members, member{name, f})
 	}
-	p := &plan{id: len(b.plans), fields: map[string]*planField{}, extra: extra, slow: b.slow}
+	p := &plan{id: len(b.plans), fields: map[string]*planField{}, folded: map[string]*planField{}, extra: extra, slow: b.slow}
 	b.plans[t] = p
 	for _, m := range members {
 		pf := b.field(m.f.Type)
 		pf.offset = m.f.Offset
 		p.fields[m.name] = pf
+		if k := foldName(m.name); p.folded[k] == nil {
+			p.folded[k] = pf // the first field declared wins, as in jsonv2
+		}
 	}
 	return p
+}
+
+// field returns the field a member called name sets: the field of that
+// exact name, else one whose name folds alike; nil for an unknown member.
+func (p *plan) field(name string) *planField {
+	if f := p.fields[name]; f != nil {
+		return f
+	}
+	return p.folded[foldName(name)]
+}
+
+// foldName is jsonv2's folding of names for MatchCaseInsensitiveNames:
+// '_' and '-' dropped, letters folded to the smallest of their case folds.
+func foldName(name string) string {
+	out := make([]byte, 0, len(name))
+	for _, r := range name {
+		switch {
+		case r == '_' || r == '-':
+		case r < utf8.RuneSelf:
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			out = append(out, byte(r))
+		default:
+			out = utf8.AppendRune(out, foldRune(r))
+		}
+	}
+	return string(out)
+}
+
+// foldRune is the smallest rune of r's case-fold set.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
 }
 
 // field returns how a value of type t is set (at offset 0).
@@ -495,7 +543,7 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 			}
 			if pe.name != string(name) {
 				n := s.intern(name)
-				*pe = posEntry{n, p.fields[n], plainName(n)}
+				*pe = posEntry{n, p.field(n), plainName(n)}
 			}
 		} else {
 			ne++ // past the closing quote
@@ -782,7 +830,7 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 	if s.csvCols != c {
 		s.csvCols, s.csvFields = c, make([]*planField, len(c.header))
 		for i, h := range c.header {
-			s.csvFields[i] = p.fields[h]
+			s.csvFields[i] = p.field(h)
 		}
 	}
 	s.unknown, s.ebuf = s.unknown[:0], s.ebuf[:0]

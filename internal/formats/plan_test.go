@@ -15,7 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-var planOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+// planOpts are the SDK's rules for rows (its decodeFieldOptions) as far as
+// the plan must follow them: names matched up to case, '_' and '-'.
+var planOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true), jsonv2.MatchCaseInsensitiveNames(true))
 
 func slowUnmarshal(b []byte, v any) error { return jsonv2.Unmarshal(b, v, planOpts) }
 

@@ -35,6 +35,22 @@ func (s Schema) keepsUnknown() bool { _, ok := s[""]; return ok }
 // KeepsUnknown reports whether columns outside the schema are decoded.
 func (s Schema) KeepsUnknown() bool { return s.keepsUnknown() }
 
+// Lookup returns the kind of the member called name: that of the field of
+// that exact name, else of one whose name folds alike (foldName), as the
+// row decoders match members to fields.
+func (s Schema) Lookup(name string) (Kind, bool) {
+	if k, ok := s[name]; ok || name == "" {
+		return k, ok
+	}
+	folded := foldName(name)
+	for n, k := range s {
+		if n != "" && foldName(n) == folded {
+			return k, true
+		}
+	}
+	return Unknown, false
+}
+
 // SchemaOf reads the JSON member names of a struct type t (tags as in
 // encoding/json/v2: the name in the tag, else the Go name; "-" skipped;
 // embedded structs without a name are inlined). A non-struct row type (a

@@ -54,12 +54,13 @@ func (f *Field) Kind() FieldKind { return FieldKind(f.kind) }
 // Bits is the size of a number field.
 func (f *Field) Bits() int { return f.bits }
 
-// Sub is the field called name of a struct field, nil when it has none.
+// Sub is the field called name (or folding alike) of a struct field, nil
+// when it has none.
 func (f *Field) Sub(name string) *Field {
 	if f.kind != setStruct {
 		return nil
 	}
-	return f.sub.fields[name]
+	return f.sub.field(name)
 }
 
 // Elem is the pointee of a pointer field, the element of a slice field.
@@ -68,8 +69,9 @@ func (f *Field) Elem() *Field { return f.elem }
 // At is the address of f in the struct at base.
 func (f *Field) At(base unsafe.Pointer) unsafe.Pointer { return unsafe.Add(base, f.offset) }
 
-// Field is the row's field called name, nil when the row type has none.
-func (st *Setter) Field(name string) *Field { return st.p.fields[name] }
+// Field is the row's field called name (or, failing that, whose name
+// folds alike: see plan.field), nil when the row type has none.
+func (st *Setter) Field(name string) *Field { return st.p.field(name) }
 
 // KeepsUnknown reports whether the row type keeps columns it does not
 // declare (see Unknown).

@@ -175,7 +175,7 @@ func split(cols *columns, schema formats.Schema, keep []int, sizes []int64, ways
 		ci := cols.byLeaf[c]
 		t := byCol[ci]
 		if t == nil {
-			_, known := schema[cols.cols[ci].name]
+			_, known := schema.Lookup(cols.cols[ci].name)
 			t = &top{extra: !known}
 			byCol[ci] = t
 			tops = append(tops, t)

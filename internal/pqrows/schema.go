@@ -63,7 +63,7 @@ func newColumns(s *parquet.Schema, schema formats.Schema) *columns {
 	c := &columns{}
 	for _, f := range s.Fields() {
 		lo := c.leaves
-		k, known := schema[f.Name()]
+		k, known := schema.Lookup(f.Name())
 		n := buildNode(f, 0, 0, &c.leaves, lo, k, true)
 		name, _ := jsontext.AppendQuote(nil, f.Name())
 		c.cols = append(c.cols, column{name: f.Name(), quoted: append(name, ':'), lo: lo, hi: c.leaves, kind: k, node: n,

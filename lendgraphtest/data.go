@@ -29,6 +29,9 @@ type Dataset struct {
 
 	schemaMu sync.Mutex
 	schemas  map[string]*resourceSchema // by resource, see schemaOf
+
+	indexMu sync.Mutex
+	indexes map[string]*resourceIndex // by resource, see index
 }
 
 // missingField is a field that every n-th record of a resource lacks.

@@ -24,7 +24,7 @@ import (
 // helpExamples returns every line of every command's Example, by command
 // path, read from the command tree itself.
 func helpExamples() map[string][]string {
-	a := &app{env: env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: os.Getenv}}
+	a := quietApp()
 	out := map[string][]string{}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
@@ -39,6 +39,12 @@ func helpExamples() map[string][]string {
 	}
 	walk(a.rootCommand())
 	return out
+}
+
+// quietApp is an app whose command tree can be walked and parsed without
+// reading or printing anything.
+func quietApp() *app {
+	return &app{env: env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: os.Getenv}}
 }
 
 // exampleJobID is the delivery job id the re-attach examples show.

@@ -124,11 +124,12 @@ func (d *Dataset) index(resource string) map[string]*column {
 	return ix.cols
 }
 
-// dictKey is a value's key in a column's dictionary. Floats are keyed by
-// their bits, so that 0 and -0 (which print differently) stay apart.
+// dictKey is the key of a scalar that is not a string in a column's
+// dictionary (columnBuilder.others). Floats are keyed by their bits, so
+// that 0 and -0 (which print differently) stay apart.
 func dictKey(v any) (any, bool) {
 	switch x := v.(type) {
-	case string, bool, int64, int:
+	case bool, int64, int:
 		return x, true
 	case float64:
 		return floatBits(math.Float64bits(x)), true
@@ -140,30 +141,48 @@ type floatBits uint64
 
 // columnBuilder reads one member's values from a range of records.
 type columnBuilder struct {
-	dict map[any]uint16
-	vals []any
-	dead bool // a value that is not a scalar, or too many distinct values
+	strs   map[string]uint16 // the dictionary of strings (most values)
+	others map[any]uint16    // of the other scalars, by dictKey
+	vals   []any
+	dead   bool // a value that is not a scalar, or too many distinct values
+}
+
+func newColumnBuilder() *columnBuilder {
+	return &columnBuilder{strs: map[string]uint16{}, others: map[any]uint16{}}
 }
 
 func (b *columnBuilder) add(v any, ok bool) uint16 {
 	if !ok || b.dead {
 		return absent
 	}
-	k, scalar := dictKey(v)
-	if !scalar {
-		b.dead = true
-		return absent
-	}
-	code, seen := b.dict[k]
-	if !seen {
-		if len(b.vals) == maxIndexValues {
+	str, isStr := v.(string)
+	var key any
+	var code uint16
+	var seen bool
+	if isStr {
+		code, seen = b.strs[str]
+	} else {
+		var scalar bool
+		if key, scalar = dictKey(v); !scalar {
 			b.dead = true
 			return absent
 		}
-		code = uint16(len(b.vals))
-		b.dict[k] = code
-		b.vals = append(b.vals, v)
+		code, seen = b.others[key]
 	}
+	if seen {
+		return code
+	}
+	if len(b.vals) == maxIndexValues {
+		b.dead = true
+		return absent
+	}
+	code = uint16(len(b.vals))
+	if isStr {
+		b.strs[str] = code
+	} else {
+		b.others[key] = code
+	}
+	b.vals = append(b.vals, v)
 	return code
 }
 
@@ -191,7 +210,7 @@ func (d *Dataset) buildIndex(resource string) map[string]*column {
 		lo, hi := n*w/workers, n*(w+1)/workers
 		bs := make([]*columnBuilder, len(fields))
 		for f := range bs {
-			bs[f] = &columnBuilder{dict: map[any]uint16{}}
+			bs[f] = newColumnBuilder()
 		}
 		parts[w] = bs
 		wg.Go(func() {
@@ -218,7 +237,7 @@ func (d *Dataset) buildIndex(resource string) map[string]*column {
 // recodes each worker's range of codes to it; nil when the member cannot
 // be indexed.
 func mergeColumn(codes []uint16, parts [][]*columnBuilder, f, workers, n int) *column {
-	merged := &columnBuilder{dict: map[any]uint16{}}
+	merged := newColumnBuilder()
 	remaps := make([][]uint16, workers)
 	for w := range workers {
 		b := parts[w][f]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -111,7 +112,7 @@ func containers(t *testing.T, docs []any) []container {
 	walk = func(where string, v any) {
 		switch v := v.(type) {
 		case map[string]any:
-			for _, k := range sortedKeys(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				switch k {
 				case "containers", "initContainers":
 					list, _ := v[k].([]any)
@@ -138,15 +139,6 @@ func containers(t *testing.T, docs []any) []container {
 		walk(fmt.Sprintf("doc%d", i), d)
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 var (

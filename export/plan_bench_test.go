@@ -19,8 +19,8 @@ import (
 // without a value of a field get shards of their own). 100,000 rows under
 // a ceiling of 400 make the same plan at a tenth of the rows. Each
 // iteration starts a fresh fake, so that the index the fake builds on its
-// first filtered query (reading every record once) is part of the figure;
-// the warm variants build it before the timer starts, which leaves the
+// first filtered query (reading every record once) is part of the cold
+// figure; warm builds it before the timer starts, which leaves the
 // planning requests alone. shards is the plan's shard count, requests the
 // API requests planning made, fake-heap-MB the live heap after planning
 // (the fake's dataset and index, and the plan), after a GC, while the fake
@@ -30,9 +30,9 @@ import (
 func BenchmarkPlan1000Shards(b *testing.B) {
 	for _, rows := range []int{100_000, 1_000_000} {
 		for _, warm := range []bool{false, true} {
-			name := fmt.Sprintf("rows=%d", rows)
+			name := fmt.Sprintf("rows=%d/cold", rows)
 			if warm {
-				name += "/warm"
+				name = fmt.Sprintf("rows=%d/warm", rows)
 			}
 			b.Run(name, func(b *testing.B) { benchPlan(b, rows, int64(rows/250), warm) })
 		}

@@ -20,7 +20,7 @@ var Resources = []string{"agents", "originators", "companies", "loans", "propert
 // same records in every run, and a resource of a million rows costs nothing
 // until it is read. The first query that filters, sorts or charts a
 // resource reads every record of it once into an index of its scalar
-// members (about 5 s and 35 MB for a million agents on two cores; see
+// members (about 5 s of CPU and 34 MB for a million agents; see
 // BENCHMARKS.md), from which totals, counts, charts and selections are
 // answered without generating the records again. A Dataset is fixed once
 // the server runs, so the index never goes stale.

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"testing"
 )
 
@@ -209,6 +210,7 @@ func TestIndexAnswersAsTheScan(t *testing.T) {
 			}
 			// Most queries must have taken the fast path, or this test
 			// checks little.
+			t.Logf("%d of %d queries answered from the index", fast, queries)
 			if fast < queries/3 {
 				t.Fatalf("only %d of %d queries answered from the index", fast, queries)
 			}
@@ -285,4 +287,41 @@ func showNode(f *filterNode) string {
 		return "not(" + showNode(f.Not) + ")"
 	}
 	return fmt.Sprintf("%s %s %#v", f.Field, f.Op, f.Value)
+}
+
+// TestIndexLeavesOutMembersOfManyValues checks that a member with more
+// than maxIndexValues distinct values (an agent's id, e-mail, phone) is
+// left out of the index, whichever worker's range saw the values, and that
+// a query on it is then answered by the scan, while members of few values
+// stay in.
+func TestIndexLeavesOutMembersOfManyValues(t *testing.T) {
+	d := newDataset(1, 0, map[string]int{"agents": maxIndexValues + 1000})
+	cols := d.index("agents")
+	for _, f := range []string{"id", "email", "phone"} {
+		if _, ok := cols[f]; ok {
+			t.Errorf("%s (unique a record, %d records) is in the index", f, d.Len("agents"))
+		}
+	}
+	for _, f := range []string{"state", "city", "brokerage", "isTeamLead", "transactionCount"} {
+		if _, ok := cols[f]; !ok {
+			t.Errorf("%s is not in the index", f)
+		}
+	}
+	q := listQuery{FlatFilters: map[string]any{"email": d.Summary("agents", 42)["email"]}}
+	if _, ok := d.lookup("agents", q, nil, "", "", ""); ok {
+		t.Fatal("a query on email was answered from the index")
+	}
+	if got := d.scan("agents", q, nil, "", "", ""); !slices.Equal(got, []int{42}) {
+		t.Fatalf("the scan found %v, want [42]", got)
+	}
+	b := newColumnBuilder()
+	for i := range maxIndexValues {
+		b.add(strconv.Itoa(i), true)
+	}
+	if b.dead {
+		t.Fatalf("dead at %d values", maxIndexValues)
+	}
+	if b.add("one more", true); !b.dead {
+		t.Fatalf("alive at %d values", maxIndexValues+1)
+	}
 }

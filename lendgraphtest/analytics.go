@@ -344,22 +344,40 @@ type chartBucket struct {
 
 // chart groups the selection by the slice field (and the segment field).
 func (s *Server) chart(resource string, q chartQuery, sel selection) ([]*chartBucket, float64, error) {
+	members := []string{q.Slice}
+	if q.Segment != "" {
+		members = append(members, q.Segment)
+	}
+	if !chartCounts(q) {
+		members = append(members, q.Measure)
+	}
+	return chartRows(resource, q, sel, s.data.rowsOf(resource, members))
+}
+
+// chartCounts reports whether a chart counts records (no measure field).
+func chartCounts(q chartQuery) bool { return q.Measure == "" || q.Measure == "count" }
+
+// chartRows is chart reading the records' members from rows.
+func chartRows(resource string, q chartQuery, sel selection, rows *rowReader) ([]*chartBucket, float64, error) {
 	buckets := map[string]*chartBucket{}
 	var total float64
+	counted := chartCounts(q)
+	sliceText := rows.texter(q.Slice, sliceKey)
+	var segmentText func() string
+	if q.Segment != "" {
+		segmentText = rows.texter(q.Segment, segmentKey)
+	}
 	for k := range sel.Len() {
-		rec := s.data.Summary(resource, sel.At(k))
+		rows.at(sel.At(k))
 		val := 1.0
-		if q.Measure != "" && q.Measure != "count" {
-			f, ok := toFloat(rec[q.Measure])
+		if !counted {
+			f, ok := toFloat(rows.get(q.Measure))
 			if !ok {
 				return nil, 0, fmt.Errorf("measure %q is not a numeric field of %s", q.Measure, resource)
 			}
 			val = f
 		}
-		key := fmt.Sprint(rec[q.Slice])
-		if v, ok := rec[q.Slice]; !ok || v == "" {
-			key = ""
-		}
+		key := sliceText()
 		b, ok := buckets[key]
 		if !ok {
 			b = &chartBucket{id: key, unattributed: key == "", segs: map[string]*chartBucket{}}
@@ -369,7 +387,7 @@ func (s *Server) chart(resource string, q chartQuery, sel selection) ([]*chartBu
 		b.value += val
 		total += val
 		if q.Segment != "" {
-			sk := fmt.Sprint(rec[q.Segment])
+			sk := segmentText()
 			sb, ok := b.segs[sk]
 			if !ok {
 				sb = &chartBucket{id: sk}
@@ -387,6 +405,18 @@ func (s *Server) chart(resource string, q chartQuery, sel selection) ([]*chartBu
 	slices.SortFunc(list, byValue)
 	return list, total, nil
 }
+
+// sliceKey is a chart bucket's id for a value of the slice field: ""
+// (unattributed) for a record without it or with an empty one.
+func sliceKey(v any, ok bool) string {
+	if !ok || v == "" {
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// segmentKey is a segment's id for a value of the segment field.
+func segmentKey(v any, _ bool) string { return fmt.Sprint(v) }
 
 // maxSegments is how many segments a chart row lists.
 const maxSegments = 3

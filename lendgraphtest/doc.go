@@ -24,6 +24,12 @@
 // does: a query split by state then does not add up to the whole, and a
 // filter on state null finds the rest.
 //
+// Records are generated when read, so a large resource costs nothing at
+// start. The first query that filters, sorts or charts a resource reads all
+// of its records once into an index (a few seconds for a million rows);
+// every later total, count, chart or delivery selection of it is answered
+// from the index, with the same answer record for record.
+//
 // # Strict where the reference is silent
 //
 // The reference does not say what the service does with a query that names

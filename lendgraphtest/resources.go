@@ -341,10 +341,31 @@ func (s *Server) selectRecords(resource string, q listQuery, extra map[string]an
 	if sel, ok := s.queries.get(key); ok {
 		return sel, nil
 	}
+	idx, ok := s.data.lookup(resource, q, extra, df, from, to)
+	if !ok {
+		idx = s.data.scan(resource, q, extra, df, from, to)
+	}
+	if len(q.Sort) > 0 {
+		s.data.sortRecords(resource, idx, q.Sort, s.data.index(resource))
+	}
+	sel := selection{idx: idx, n: len(idx)}
+	s.queries.put(key, sel)
+	return sel, nil
+}
+
+// scan is the filtering part of selectRecords done by generating every
+// record of the resource and testing it: the answer record for record, for
+// the queries the index cannot answer (see lookup).
+func (d *Dataset) scan(resource string, q listQuery, extra map[string]any, df, from, to string) []int {
+	return scanRecords(d.Len(resource), func(i int) Record { return d.Summary(resource, i) }, q, extra, df, from, to)
+}
+
+// scanRecords tests records 0..n-1, as rec returns them, against the
+// filters of a query (see scan).
+func scanRecords(n int, rec func(i int) Record, q listQuery, extra map[string]any, df, from, to string) []int {
 	idx := []int{}
-	var keep []Record
 	for i := range n {
-		r := s.data.Summary(resource, i)
+		r := rec(i)
 		if !flatMatch(r, q.FlatFilters) || !flatMatch(r, extra) {
 			continue
 		}
@@ -352,42 +373,56 @@ func (s *Server) selectRecords(resource string, q listQuery, extra map[string]an
 			continue
 		}
 		if from != "" && df != "" {
-			d, _ := r[df].(string)
-			if d < from || d > to {
+			day, _ := r[df].(string)
+			if day < from || day > to {
 				continue
 			}
 		}
 		idx = append(idx, i)
-		if len(q.Sort) > 0 {
-			keep = append(keep, r)
-		}
 	}
-	if len(q.Sort) > 0 {
-		order := make([]int, len(idx))
-		for k := range order {
-			order[k] = k
+	return idx
+}
+
+// sortRecords orders the records idx by the sort fields (stable: ties keep
+// their order), reading the values from cols (the index), or from the
+// generated records for a field cols does not hold.
+func (d *Dataset) sortRecords(resource string, idx []int, by []sortSpec, cols map[string]*column) {
+	get := make([]func(k int) any, len(by))
+	var keep []Record
+	for n, sp := range by {
+		if c, ok := cols[sp.Field]; ok {
+			get[n] = func(k int) any { v, _ := c.value(idx[k]); return v }
+			continue
 		}
-		slices.SortStableFunc(order, func(a, b int) int {
-			for _, sp := range q.Sort {
-				c := sortCompare(keep[a][sp.Field], keep[b][sp.Field])
-				if sp.Order == "desc" {
-					c = -c
-				}
-				if c != 0 {
-					return c
-				}
+		if keep == nil {
+			keep = make([]Record, len(idx))
+			for k, i := range idx {
+				keep[k] = d.Summary(resource, i)
 			}
-			return 0
-		})
-		sorted := make([]int, len(idx))
-		for k, o := range order {
-			sorted[k] = idx[o]
 		}
-		idx = sorted
+		get[n] = func(k int) any { return keep[k][sp.Field] }
 	}
-	sel := selection{idx: idx, n: len(idx)}
-	s.queries.put(key, sel)
-	return sel, nil
+	order := make([]int, len(idx))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		for n, sp := range by {
+			c := sortCompare(get[n](a), get[n](b))
+			if sp.Order == "desc" {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+	sorted := make([]int, len(idx))
+	for k, o := range order {
+		sorted[k] = idx[o]
+	}
+	copy(idx, sorted)
 }
 
 // sortCompare orders values for sorting; missing values sort first.

@@ -34,5 +34,6 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.21 // indirect
 	github.com/twpayne/go-geom v1.6.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
-	google.golang.org/protobuf v1.36.1 // indirect
+	gocloud.dev v0.46.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )

@@ -148,6 +148,11 @@ func (p *Plan) Shard(name string) (*Shard, bool) {
 	return nil, false
 }
 
+// index is the position of the shard called name, -1 when there is none.
+func (p *Plan) index(name string) int {
+	return slices.IndexFunc(p.Shards, func(s Shard) bool { return s.Name == name })
+}
+
 // fingerprint identifies what the plan delivers: the resource, the query
 // and every shard's request and file. Rows, dates and the ceiling are left
 // out: a plan is the same plan whatever its estimates.

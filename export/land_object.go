@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -161,7 +162,11 @@ func (r *runner[T]) streamObject(ctx context.Context, sh *Shard, job *lendgraph.
 	key := sh.File
 	staged := format == lendgraph.FormatParquet
 	if staged {
-		key = fmt.Sprintf("%s%05d-%s%s", stagingDir, i, job.ID, extension(format))
+		// A name of this attempt's own: another task may stage the same
+		// job's file at the same time.
+		var tag [6]byte
+		_, _ = rand.Read(tag[:])
+		key = fmt.Sprintf("%s%05d-%s-%x%s", stagingDir, i, job.ID, tag, extension(format))
 	}
 	// The dataset is about to change: not complete until committed again.
 	if err := deleteObject(ctx, b, SuccessFile); err != nil {

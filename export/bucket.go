@@ -105,6 +105,11 @@ type bucketStore struct {
 	plan  *Plan
 	index map[string]int
 
+	// targets are the shards this run works on (nil: all): refresh reads
+	// only their claims and records, and takes the others' state from the
+	// listing, so a task of one shard does not read the whole export.
+	targets map[string]bool
+
 	mu      sync.Mutex
 	st      map[string]*ShardStatus
 	claimed map[string]bool // a claim object exists (as last seen or written)
@@ -308,9 +313,16 @@ func (s *bucketStore) refresh() error {
 		errs []error
 	)
 	for i, sh := range s.plan.Shards {
-		if !records[i] && !claims[i] {
+		if !records[i] && !claims[i] || s.targets != nil && !s.targets[sh.Name] {
+			st := &ShardStatus{Name: sh.Name, State: StatePending, File: sh.File}
+			switch {
+			case records[i]:
+				st.State = StateLanded
+			case claims[i]:
+				st.State = StateSubmitted // or submitting: another task's
+			}
 			s.mu.Lock()
-			s.st[sh.Name] = &ShardStatus{Name: sh.Name, State: StatePending, File: sh.File}
+			s.st[sh.Name] = st
 			s.mu.Unlock()
 			continue
 		}

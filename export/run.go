@@ -276,6 +276,12 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 		if err != nil {
 			return nil, err
 		}
+		if len(o.Shards) > 0 {
+			bs.targets = map[string]bool{}
+			for _, sh := range targets {
+				bs.targets[sh.Name] = true
+			}
+		}
 		r.store = bs
 	} else {
 		st, err := openStore(o.Dir, plan)

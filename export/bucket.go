@@ -51,7 +51,10 @@ const ioTimeout = 30 * time.Second
 // URL is a directory, as fileblob opens it. Credentials come from the
 // store's standard chains (for S3: the AWS environment variables, shared
 // config and credentials files, and the instance's role); a URL that holds
-// a user or password is refused, and no error repeats the URL's query.
+// a user or password is refused, and no error repeats the URL's query. A
+// file:// directory is created when missing, and written without
+// fileblob's sidecar files of attributes (metadata=skip), which Spark
+// would read as data.
 func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme == "" {
@@ -60,7 +63,19 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	if u.User != nil {
 		return nil, invalid("url", "%s holds credentials; give them through the store's own settings (for S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile), never in the URL", redactURL(rawURL))
 	}
-	if u.Scheme != "file" && u.Scheme != "mem" {
+	if u.Scheme == "file" {
+		// A directory like an export directory: created when missing, and
+		// no sidecar file of attributes beside each data file (Spark would
+		// read it as data).
+		q := u.Query()
+		if q.Get("metadata") == "" {
+			q.Set("metadata", "skip")
+		}
+		if q.Get("create_dir") == "" {
+			q.Set("create_dir", "true")
+		}
+		u.RawQuery = q.Encode()
+	} else if u.Scheme != "mem" {
 		if p := strings.Trim(u.Path, "/"); p != "" {
 			q := u.Query()
 			q.Set("prefix", path.Join(q.Get("prefix"), p)+"/")

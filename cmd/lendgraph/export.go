@@ -95,7 +95,8 @@ workflow can run one shard a task (with --plan FILE, or the plan in DIR).
 		Example: `  lendgraph export agents --by state,city --out agents/ --format parquet
   lendgraph export loans --by state --period 2024 --filter transactionType=purchase --out loans-2024/ --yes
   lendgraph export agents --by state --out agents-by-state/ --plan-only --json > plan.json
-  lendgraph export --plan plan.json --shard state=CA --out agents-by-state/ --yes   # one task of a workflow`,
+  lendgraph export --plan plan.json --shard state=CA --out agents-by-state/ --yes   # one task of a workflow
+  lendgraph export agents --by state --out "file://$PWD/agents-store" --yes   # an object store layout; s3://bucket/prefix alike`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return exportError(a.runExport(cmd, args, &fl))

@@ -122,7 +122,7 @@ object store) for the tasks of an orchestrator: then one
 'lendgraph export commit --plan DIR|URL' to finish. Nothing is submitted.
 
 ` + storeHelp,
-		Example: `  lendgraph export plan agents --by state,city --out s3://exports/agents`,
+		Example: `  lendgraph export plan agents --by state --out "file://$PWD/agents-store"   # s3://bucket/prefix alike`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl.planOnly = true
@@ -149,9 +149,9 @@ was shown when it was made. A shard already landed is skipped; a shard
 another task submitted is continued from its job; nothing is submitted or
 charged twice (see export --help). When every shard has run, finish with
 'lendgraph export commit --plan DIR|URL'.`,
-		Example: `  lendgraph export run --plan s3://exports/agents --shard 0
-  lendgraph export run --plan s3://exports/agents --shard state=CA
-  JOB_COMPLETION_INDEX=3 lendgraph export run --plan s3://exports/agents`,
+		Example: `  lendgraph export run --plan "file://$PWD/agents-store" --shard 0   # s3://bucket/prefix alike
+  lendgraph export run --plan "file://$PWD/agents-store" --shard state=CA
+  JOB_COMPLETION_INDEX=3 lendgraph export run --plan "file://$PWD/agents-store"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if fl.planFrom == "" {
@@ -248,7 +248,7 @@ nothing, and may be run again. It exits 1 naming the shards not landed, or
 not matching their records (run them again: no new charge), or the ids
 found twice. A local directory is finished by the export command itself
 (or use a file:// URL for the object store layout).`,
-		Example: `  lendgraph export commit --plan s3://exports/agents`,
+		Example: `  lendgraph export commit --plan "file://$PWD/agents-store"   # s3://bucket/prefix alike`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !isURL(plan) {

@@ -174,14 +174,7 @@ func ReadBucketPlan(ctx context.Context, b *blob.Bucket) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export: reading %s: %w", PlanFile, err)
 	}
-	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("export: %s is not a plan: %w", PlanFile, err)
-	}
-	if err := p.check(); err != nil {
-		return nil, fmt.Errorf("export: %s: %w", PlanFile, err)
-	}
-	return &p, nil
+	return parsePlan(PlanFile, data)
 }
 
 // WriteBucket stores the plan in the bucket as PlanFile, for the tasks of

@@ -197,8 +197,13 @@ func ReadPlan(name string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parsePlan(name, b)
+}
+
+// parsePlan decodes and checks the plan read from name.
+func parsePlan(name string, data []byte) (*Plan, error) {
 	var p Plan
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("export: %s is not a plan: %w", name, err)
 	}
 	if err := p.check(); err != nil {

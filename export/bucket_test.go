@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -462,20 +463,55 @@ func TestCommitRefuses(t *testing.T) {
 		t.Fatalf("commit of the restored record: %v", err)
 	}
 
-	// An id in two shards: shard 1's digest gets one of shard 0's ids.
-	// (Digests and records are rewritten consistently, as a shard
-	// delivered with overlapping data would have them.)
+	// A digest that no longer matches its data: an id of shard 0 in
+	// shard 1's digest (rewritten with its record, consistently). The
+	// data holds no id twice, which Commit finds out when it names it.
 	d0 := digestOf(t, b, "_shards/00000.ids")
 	d1 := digestOf(t, b, "_shards/00001.ids")
 	d1[0] = d0[0]
 	rewriteDigest(t, b, 1, d1)
 	m, err := export.Commit(ctx, b, nil)
 	var de *export.DuplicateError
-	if !errors.As(err, &de) || de.Count != 1 || committed() || m.Verification.Complete {
-		t.Fatalf("duplicate id: %v; _SUCCESS %v", err, committed())
+	if !errors.As(err, &de) || de.Count != 1 || committed() || m.Verification.Complete || !strings.Contains(de.Examples[0].ID, "does not match its data") {
+		t.Fatalf("a damaged digest: %v; _SUCCESS %v", err, committed())
 	}
-	if got := de.Examples[0].Shards; got != [2]string{p.Shards[0].Name, p.Shards[1].Name} && got != [2]string{p.Shards[1].Name, p.Shards[0].Name} {
-		t.Errorf("duplicate reported in %v", got)
+}
+
+// TestCommitNamesDuplicatedIDs: a plan whose TX shard also asks for CA
+// lands every Californian agent twice; Commit finds them from the digests
+// and names them by id.
+func TestCommitNamesDuplicatedIDs(t *testing.T) {
+	for _, f := range []lendgraph.Format{lendgraph.FormatParquet, lendgraph.FormatCSV} {
+		t.Run(string(f), func(t *testing.T) {
+			srv, c := fakeFor(t, 1200, 0)
+			p := planAgents(t, srv, c, f, "state")
+			tx, _ := p.Shard("state=TX")
+			tx.Request.FlatFilters = map[string]any{"state": []any{"TX", "CA"}}
+			b := fileBucket(t)
+			res, err := export.Run(context.Background(), c.Agents, p, bucketOpts(b))
+			var de *export.DuplicateError
+			ca := countBy(srv, "state")["CA"]
+			if !errors.As(err, &de) || de.Count != ca || res.Complete {
+				t.Fatalf("%v; want the %d CA agents twice", err, ca)
+			}
+			if ok, _ := b.Exists(context.Background(), export.SuccessFile); ok {
+				t.Error("_SUCCESS over duplicates")
+			}
+			ids := map[string]bool{}
+			for a, err := range export.BucketRows[lendgraph.Agent](context.Background(), b, export.AllowIncomplete()) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.State == "CA" {
+					ids[a.ID] = true
+				}
+			}
+			for _, e := range de.Examples {
+				if !ids[e.ID] || !slices.Contains(e.Shards[:], "state=TX") || !slices.Contains(e.Shards[:], "state=CA") {
+					t.Errorf("example %+v: want a CA agent's id in state=CA and state=TX", e)
+				}
+			}
+		})
 	}
 }
 

@@ -15,6 +15,9 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // CommitOptions tune Commit.
@@ -73,7 +76,8 @@ func examples(names []string) string {
 // that every shard has a record that matches its data object (size and
 // ETag, without reading it), and that no id appears twice across the
 // dataset, from the shards' id digests in bounded memory (without
-// downloading the data again). Then it writes ManifestFile (the plan and
+// downloading the data again; only when an id shows twice are the data
+// files of the shards in the error's examples read, to name the ids). Then it writes ManifestFile (the plan and
 // every shard's job, rows, bytes, sha256 and charge), and SuccessFile last:
 // a reader that sees _SUCCESS sees the whole dataset. It removes
 // _SUCCESS first, so a dataset that does not check out has none.
@@ -115,10 +119,12 @@ func Commit(ctx context.Context, b *blob.Bucket, opts *CommitOptions) (*Manifest
 	if err != nil {
 		return nil, err
 	}
-	v := newVerification(plan, shards, count, found)
-	for i := range v.Duplicates {
-		v.Duplicates[i].ID = "id hash " + hex.EncodeToString([]byte(v.Duplicates[i].ID))
+	if count > 0 {
+		if found, err = resolveDuplicates(ctx, b, plan, shards, found); err != nil {
+			return nil, err
+		}
 	}
+	v := newVerification(plan, shards, count, found)
 	m := &Manifest{Version: PlanVersion, Plan: plan, Shards: shards, Verification: v, UpdatedAt: v.VerifiedAt}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -218,6 +224,69 @@ func addDigest(ctx context.Context, b *blob.Bucket, rec *ShardStatus, set *idSet
 		return fmt.Errorf("its id digest holds %d ids for %d rows (run the shard again)", n, rec.Rows)
 	}
 	return nil
+}
+
+// resolveDuplicates names the ids of the duplicates found by hash: it
+// reads the data files of the shards involved (only when the digests
+// showed an id twice), and reports each example by its id. An example
+// whose two rows have different ids (their hashes collided) is reported
+// as such.
+func resolveDuplicates(ctx context.Context, b *blob.Bucket, plan *Plan, shards []ShardStatus, found []dupFound) ([]dupFound, error) {
+	want := map[int32]map[string]string{} // shard → hash → id found there
+	for _, d := range found {
+		for _, i := range d.shards {
+			if want[i] == nil {
+				want[i] = map[string]string{}
+			}
+			want[i][d.id] = ""
+		}
+	}
+	var key [8]byte
+	for i, hashes := range want {
+		err := scanObject(ctx, b, shards[i].File, plan.Request.Format, func(id string) error {
+			binary.BigEndian.PutUint64(key[:], idHash(id))
+			if got, ok := hashes[string(key[:])]; ok && got == "" {
+				hashes[string(key[:])] = id
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("export: naming the ids found twice: shard %s: %w", shards[i].Name, err)
+		}
+	}
+	out := make([]dupFound, 0, len(found))
+	for _, d := range found {
+		a, b := want[d.shards[0]][d.id], want[d.shards[1]][d.id]
+		switch {
+		case a != "" && a == b:
+			d.id = a
+		case a != "" && b != "":
+			d.id = fmt.Sprintf("%s and %s (two ids of the same hash)", a, b)
+		default:
+			d.id = "id hash " + hex.EncodeToString([]byte(d.id)) + " (a digest does not match its data: run the shard again)"
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// scanObject decodes a data object of the bucket, giving every id to sink.
+func scanObject(ctx context.Context, b *blob.Bucket, key string, format lendgraph.Format, sink func(string) error) error {
+	if format == lendgraph.FormatParquet {
+		attrs, err := b.Attributes(ctx, key)
+		if err != nil {
+			return err
+		}
+		_, err = countRows(ctx, parquet.Decode[idRow](newObjectReaderAt(ctx, b, key), attrs.Size), sink)
+		return err
+	}
+	r, err := b.NewReader(ctx, key, nil)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	_, err = countStream(ctx, r, format, sink)
+	return err
 }
 
 // commit finishes the bucket's dataset after a run of every shard.

@@ -142,8 +142,10 @@
 // in bounded memory (without downloading the data again), and writes
 // _manifest.json and then _SUCCESS. A *CommitError names the shards with
 // no record or a record that does not match; a *DuplicateError the ids
-// found twice (by hash: two ids whose 64-bit hashes agree count as one
-// seen twice, a chance of about n²/2⁶⁵ for n rows).
+// found twice. The digests compare 64-bit hashes of the ids (two ids share
+// one with a chance of about n²/2⁶⁵ for n rows); only when some hash shows
+// twice does Commit read the data files of the shards in its examples, to
+// name them by id (or say that two ids share a hash).
 //
 // What happens when a task fails, and what a later task (an orchestrator's
 // retry) does:

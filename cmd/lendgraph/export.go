@@ -213,7 +213,11 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 	case left == 0:
 		a.say("every shard has landed; checking the dataset")
 	default:
-		a.say("%d shards (%d rows) to deliver, %d at once", left, rows, fl.concurrency)
+		if fl.bucket != nil {
+			a.say("%d shards (%d rows) to run, %d at once; those landed already are skipped, and those another task submitted are continued", left, rows, fl.concurrency)
+		} else {
+			a.say("%d shards (%d rows) to deliver, %d at once", left, rows, fl.concurrency)
+		}
 		if !fl.yes && !fl.runOnly {
 			if !a.interactive {
 				return usagef("not on a terminal, so there is no way to ask for confirmation: pass --yes to submit")

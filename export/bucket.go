@@ -130,8 +130,10 @@ type bucketStore struct {
 	claimed map[string]bool // a claim object exists (as last seen or written)
 }
 
-// openBucketStore writes the plan to the bucket when absent, refuses a
-// bucket with another plan, and reads the state of the shards in targets.
+// openBucketStore writes the plan to the bucket when absent (a conditional
+// write: of two tasks, one writes it and the other compares), and refuses
+// a bucket with another plan. The shards' state is read as they are
+// claimed (claim) and at the end of the run (refresh).
 func openBucketStore(ctx context.Context, b *blob.Bucket, plan *Plan) (*bucketStore, error) {
 	s := &bucketStore{b: b, ctx: context.WithoutCancel(ctx), plan: plan, index: map[string]int{},
 		st: map[string]*ShardStatus{}, claimed: map[string]bool{}}

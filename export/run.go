@@ -130,9 +130,13 @@ type Event struct {
 
 // Result is what a run did and where the export stands.
 type Result struct {
+	// Dir is RunOptions.Dir ("" for a bucket).
 	Dir string
 	// Shards is the number of shards in the plan; Landed how many are
-	// landed (by this run or an earlier one, or another process).
+	// landed (by this run or an earlier one, or another process). With a
+	// Bucket and Shards, the figures below (rows, charges, uncertain) are
+	// those of the shards this run worked on; Landed and Pending count
+	// every shard.
 	Shards, Landed int
 	// Submitted counts the jobs this run submitted; Reattached the jobs
 	// of earlier runs it picked up; Redownloaded the files it fetched

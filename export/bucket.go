@@ -149,7 +149,7 @@ func openBucketStore(ctx context.Context, b *blob.Bucket, plan *Plan) (*bucketSt
 			return nil, err
 		}
 		err = writeObject(ctx, b, PlanFile, append(data, '\n'), true)
-		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		if existed(err) {
 			return openBucketStore(ctx, b, plan) // another task wrote it first: compare
 		}
 		if err != nil {
@@ -201,6 +201,19 @@ func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte, i
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
 	return b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: ifNotExist})
+}
+
+// existed reports a conditional write refused because the object exists
+// (HTTP 412). gcerrors.Code says so as gcerrors.FailedPrecondition, except
+// that s3blob (v0.46) takes any error whose message holds "301" for a
+// missing bucket, and a 412's request id may hold it: the service's own
+// error code is checked too.
+func existed(err error) bool {
+	if err == nil {
+		return false
+	}
+	var coded interface{ ErrorCode() string }
+	return gcerrors.Code(err) == gcerrors.FailedPrecondition || errors.As(err, &coded) && coded.ErrorCode() == "PreconditionFailed"
 }
 
 // load reads the shard's record, else its claim: its state as the bucket
@@ -283,7 +296,7 @@ func (s *bucketStore) update(name string, fn func(*ShardStatus)) error {
 			return err
 		}
 		err = writeObject(s.ctx, s.b, shardKey(claimsDir, i, ".json"), append(data, '\n'), !s.claimed[name])
-		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		if existed(err) {
 			*st = old
 			return errClaimed
 		}

@@ -621,6 +621,7 @@ var optionFlags = map[string]string{
 	"PlanOptions.AllowEmpty":       "--allow-empty",
 	"PlanOptions.Values":           "--values FIELD=V1,V2,...",
 	"RunOptions.ResubmitUncertain": "--resubmit-uncertain",
+	"RunOptions.Bucket":            "--out s3://bucket/prefix",
 }
 
 // argFlags are the flags of the export package's InvalidArgumentError.Arg.

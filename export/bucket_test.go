@@ -375,8 +375,11 @@ func TestBucketClaimWindowIsTheOnlyOne(t *testing.T) {
 			res, err := export.Run(context.Background(), c.Agents, p, bucketOpts(b))
 			if step.uncertain {
 				var ue *export.UncertainError
-				if !errors.As(err, &ue) || len(res.Uncertain) != 1 {
+				if !errors.As(err, &ue) || len(res.Uncertain) != 1 || res.Uncertain[0].Shard != p.Shards[0].Name {
 					t.Fatalf("want the shard left uncertain: %+v, %v", res, err)
+				}
+				if n := submits(srv); n != len(p.Shards) {
+					t.Errorf("%d submits for %d shards: the uncertain shard was submitted again", n, len(p.Shards))
 				}
 				return
 			}

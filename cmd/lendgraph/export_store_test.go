@@ -51,6 +51,9 @@ func TestExportThreeStepsIntoMinIO(t *testing.T) {
 	if !strings.Contains(r.stderr, "not landed") {
 		t.Errorf("a commit before the shards ran: %s", r.stderr)
 	}
+	if r = run(1, "rows", url); !strings.Contains(r.stderr, "not committed") {
+		t.Errorf("rows of an export not committed: %s", r.stderr)
+	}
 
 	c.env = append(base, "JOB_COMPLETION_INDEX=0")
 	run(0, "export", "run", "--plan", url)
@@ -86,6 +89,15 @@ func TestExportThreeStepsIntoMinIO(t *testing.T) {
 	}
 	if n := jobsRun(c.srv); n != len(p.Shards) {
 		t.Errorf("%d delivery jobs for %d shards", n, len(p.Shards))
+	}
+	// lendgraph rows reads the dataset straight from the store.
+	r = run(0, "rows", url, "--fields", "id")
+	ids := map[string]bool{}
+	for line := range strings.Lines(r.stdout) {
+		ids[line] = true
+	}
+	if len(ids) != 900 || strings.Count(r.stdout, "\n") != 900 {
+		t.Errorf("rows %s: %d lines, %d distinct", url, strings.Count(r.stdout, "\n"), len(ids))
 	}
 }
 

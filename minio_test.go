@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/internal/miniotest"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
@@ -33,67 +32,9 @@ import (
 // presigned with AWS Signature Version 4, which MinIO checks: signature,
 // expiry, Range, ETag.
 
-// minioBinary returns the MinIO server binary, or skips the test.
-func minioBinary(t testing.TB) string {
-	if bin := os.Getenv("LENDGRAPH_MINIO"); bin != "" {
-		return bin
-	}
-	bin, err := exec.LookPath("minio")
-	if err != nil {
-		t.Skip("no MinIO server: set LENDGRAPH_MINIO or put minio on the PATH (go install github.com/minio/minio@latest)")
-	}
-	return bin
-}
-
-// startMinIO runs a MinIO server on loopback for the test, with its data in
-// a temporary directory, and returns the store the fake should use.
-func startMinIO(t testing.TB) lendgraphtest.S3Store {
-	bin := minioBinary(t)
-	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	store := lendgraphtest.S3Store{Endpoint: "http://" + addr, Bucket: "lendgraph-deliveries",
-		AccessKeyID: "lendgraph-test", SecretAccessKey: "lendgraph-test-secret"}
-	cmd := exec.Command(bin, "server", dir, "--address", addr, "--quiet")
-	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+store.AccessKeyID, "MINIO_ROOT_PASSWORD="+store.SecretAccessKey,
-		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "HOME="+dir)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(store.Endpoint + "/minio/health/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return store
-			}
-		}
-		select {
-		case <-exited:
-			t.Fatalf("MinIO exited:\n%s", out.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("MinIO not ready after a minute:\n%s", out.String())
-		}
-	}
-}
+// startMinIO runs a MinIO server on loopback for the test (see
+// internal/miniotest) and returns the store the fake should use.
+func startMinIO(t testing.TB) lendgraphtest.S3Store { return miniotest.Start(t) }
 
 // storeClient is a client whose downloads use conns connections and small
 // parts, with the store's traffic metered and, once divert is called, sent

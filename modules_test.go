@@ -186,6 +186,8 @@ func TestModules_Footprint(t *testing.T) {
 		"go.opentelemetry.io/otel":              "OpenTelemetry (package otel)",
 		"go.opentelemetry.io/otel/trace":        "OpenTelemetry (package otel)",
 		"go.opentelemetry.io/otel/metric":       "OpenTelemetry (package otel)",
+		"gocloud.dev":                           "the object store library (package export's buckets)",
+		"github.com/aws/aws-sdk-go-v2":          "the S3 driver's (export tests, the command line tool)",
 		"github.com/google/go-cmp":              "a test-only module",
 		"go.uber.org/goleak":                    "a test-only module",
 		"github.com/stretchr/testify":           "a test-only module",

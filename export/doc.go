@@ -87,6 +87,97 @@
 // PlanOptions.IncludeMissing, under <field>=__HIVE_DEFAULT_PARTITION__,
 // which both read as NULL.
 //
+// # Exports into an object store
+//
+// RunOptions.Bucket, instead of Dir, lands the export in an object store
+// (gocloud.dev/blob: S3 and what speaks its protocol, such as MinIO and
+// R2; GCS; Azure Blob; a directory through fileblob). The program opens the
+// bucket, with the driver it imports (this package registers none), and
+// many tasks on many machines run shards of one plan into it at once, with
+// no lock and no scheduler of ours: any orchestrator is the engine.
+//
+//	import _ "gocloud.dev/blob/s3blob"
+//
+//	b, err := export.OpenBucket(ctx, "s3://exports/agents?region=us-east-1") // the path is the prefix
+//	err = plan.WriteBucket(ctx, b)                                          // 1. the plan, as _plan.json
+//	res, err := export.Run(ctx, c.Agents, plan, &export.RunOptions{Bucket: b, Shards: []string{name}}) // 2. one task a shard
+//	m, err := export.Commit(ctx, b, nil)                                    // 3. once every shard ran
+//	for a, err := range export.BucketRows[lendgraph.Agent](ctx, b) { ... }
+//
+// (Run of every shard commits by itself.) Credentials come from the
+// store's standard chains, for S3 the AWS environment variables, config
+// and credentials files and the instance's role; OpenBucket refuses a URL
+// that holds any, and none is written to the plan, the records or the
+// manifest. The bucket holds, beside the data files of the same layout as
+// a directory (<n> is a shard's index in the plan):
+//
+//	_plan.json        the plan the tasks share (Run refuses a bucket that holds another)
+//	_claims/<n>.json  a shard's claim: created only if absent, before its submit; its job id right after
+//	_shards/<n>.json  a shard's record: job, rows, bytes, sha256, the object's ETag, charge
+//	_shards/<n>.ids   the digest of its ids (sorted 64-bit hashes), for the duplicate check
+//	_staging/         parquet files while they are checked (a killed task may leave one:
+//	                  safe to delete while no task runs)
+//	_manifest.json    written by Commit, then
+//	_SUCCESS          last: a reader that sees it sees the whole dataset
+//
+// All of them are off the part-* glob, and Spark skips names starting
+// with _.
+//
+// A shard's file streams from its signed link into the store (a multipart
+// upload for S3; nothing on local disk) and is hashed (sha256) and decoded
+// on the way: its rows must be the job's charged rows. It appears under its
+// final name only when complete and checked: on any failure the writer's
+// context is cancelled before Close, which aborts the upload. Parquet is
+// decoded at random, so it is written under _staging/, checked from the
+// store with ranged reads, and copied to its final name. Memory stays
+// bounded whatever the file's size: the upload's parts (8 MiB, two in
+// flight), lendgraph.DeliveryJob.Download's window (up to 32 MiB for a
+// file of 16 MiB or more) and 8 bytes an id for the digest
+// (BenchmarkLandObject measures it). Then the shard's digest and its record
+// are written: a shard is done when its record exists and matches its
+// object.
+//
+// Commit checks every shard's record against its object by size and ETag
+// (without reading it), checks that no id appears twice from the digests
+// in bounded memory (without downloading the data again), and writes
+// _manifest.json and then _SUCCESS. A *CommitError names the shards with
+// no record or a record that does not match; a *DuplicateError the ids
+// found twice. The digests compare 64-bit hashes of the ids (two ids share
+// one with a chance of about n²/2⁶⁵ for n rows); only when some hash shows
+// twice does Commit read the data files of the shards in its examples, to
+// name them by id (or say that two ids share a hash).
+//
+// What happens when a task fails, and what a later task (an orchestrator's
+// retry) does:
+//   - Killed before its claim: nothing happened; the next task claims and
+//     submits.
+//   - Killed between its claim and the record of the job id (the submit in
+//     flight, or answered but not recorded): this is the one window left.
+//     The claim has no job id, and the service may hold a job, charged
+//     when it completes, that nobody can find. Every later task leaves
+//     the shard as it is (Result.Uncertain, *UncertainError) until
+//     RunOptions.ResubmitUncertain accepts that it may be charged twice.
+//     A submit whose answer is lost leaves the same claim.
+//   - Killed, or cut off, after the job id was recorded (the job running,
+//     the file streaming, the record not yet written): the next task
+//     continues the same job from a fresh link: no new job, no new charge.
+//   - A cut download resumes with a Range from a fresh link; a cut upload,
+//     or a file that does not check, streams again from a fresh link of
+//     the same job (three times, then the shard fails this run and the
+//     next continues the job).
+//   - The job failed or was cancelled (no charge): its claim is removed,
+//     and the next task submits the shard afresh.
+//   - Two tasks at once: the claim is a conditional write (S3 If-None-Match:
+//     *, GCS ifGenerationMatch=0), so only one submits. The other continues
+//     the job the claim records, or, when the job id is not recorded yet,
+//     leaves the shard as uncertain (run it again once the first task
+//     ended). Two tasks landing one job write the same bytes under the same
+//     name: one file a partition, never two. fileblob checks the condition
+//     with a stat before a rename, which is not atomic: for tasks on several
+//     machines, use a store.
+//   - A data object written again or removed after its record: Commit
+//     names the shard; running it again lands it again from its job.
+//
 // The package uses only the public API of package lendgraph, so a Source
 // can be any stub that satisfies it.
 package export

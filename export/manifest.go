@@ -94,6 +94,11 @@ type ShardStatus struct {
 	// Bytes and SHA256 describe the landed file.
 	Bytes  int64  `json:"bytes,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
+	// ETag is the landed object's, in a bucket: Commit checks the object
+	// against its record by size and ETag, without reading it.
+	ETag string `json:"etag,omitempty"`
+	// IDs is the digest of the landed file's ids, in a bucket.
+	IDs *IDDigest `json:"ids,omitempty"`
 	// Error is the last problem, empty once landed.
 	Error       string    `json:"error,omitempty"`
 	SubmittedAt time.Time `json:"submittedAt,omitzero"`

@@ -148,6 +148,11 @@ func (p *Plan) Shard(name string) (*Shard, bool) {
 	return nil, false
 }
 
+// index is the position of the shard called name, -1 when there is none.
+func (p *Plan) index(name string) int {
+	return slices.IndexFunc(p.Shards, func(s Shard) bool { return s.Name == name })
+}
+
 // fingerprint identifies what the plan delivers: the resource, the query
 // and every shard's request and file. Rows, dates and the ceiling are left
 // out: a plan is the same plan whatever its estimates.
@@ -192,8 +197,13 @@ func ReadPlan(name string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parsePlan(name, b)
+}
+
+// parsePlan decodes and checks the plan read from name.
+func parsePlan(name string, data []byte) (*Plan, error) {
 	var p Plan
-	if err := json.Unmarshal(b, &p); err != nil {
+	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("export: %s is not a plan: %w", name, err)
 	}
 	if err := p.check(); err != nil {

@@ -3,14 +3,18 @@ package export
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+
+	"gocloud.dev/blob"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/parquet"
@@ -54,9 +58,104 @@ func Rows[T any](ctx context.Context, dir string, opts ...ReadOption) iter.Seq2[
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return readRows[T](ctx, cfg, dir, func() ([]string, lendgraph.Format, error) { return landedFiles(dir, cfg.incomplete) }, openFile)
+}
+
+// BucketRows is Rows of an export in a bucket: it reads the dataset
+// straight from the store, each data file as it streams (parquet with
+// ranged reads of a few MiB at a time), nothing on local disk. The files
+// are those of the manifest Commit wrote; an export not committed
+// (no _SUCCESS) is an error unless AllowIncomplete is given, which reads
+// the shards whose records are there.
+func BucketRows[T any](ctx context.Context, b *blob.Bucket, opts ...ReadOption) iter.Seq2[T, error] {
+	cfg := readConfig{files: min(runtime.GOMAXPROCS(0), 4)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return readRows[T](ctx, cfg, "the bucket", func() ([]string, lendgraph.Format, error) { return bucketFiles(ctx, b, cfg.incomplete) },
+		func(ctx context.Context, name string, parquet bool) (io.Reader, io.ReaderAt, int64, func() error, error) {
+			if parquet {
+				attrs, err := b.Attributes(ctx, name)
+				if err != nil {
+					return nil, nil, 0, nil, err
+				}
+				return nil, newObjectReaderAt(ctx, b, name), attrs.Size, func() error { return nil }, nil
+			}
+			r, err := b.NewReader(ctx, name, nil)
+			if err != nil {
+				return nil, nil, 0, nil, err
+			}
+			return r, nil, r.Size(), r.Close, nil
+		})
+}
+
+// bucketFiles lists the data files of the export in a bucket and its
+// format.
+func bucketFiles(ctx context.Context, b *blob.Bucket, incomplete bool) ([]string, lendgraph.Format, error) {
+	plan, err := ReadBucketPlan(ctx, b)
+	if err != nil {
+		return nil, "", err
+	}
+	ok, err := b.Exists(ctx, SuccessFile)
+	if err != nil {
+		return nil, "", fmt.Errorf("export: %w", err)
+	}
+	if ok {
+		data, err := readObject(ctx, b, ManifestFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("export: reading %s: %w", ManifestFile, err)
+		}
+		var m Manifest
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, "", fmt.Errorf("export: %s: %w", ManifestFile, err)
+		}
+		var files []string
+		for _, s := range m.Shards {
+			files = append(files, s.File)
+		}
+		return files, plan.Request.Format, nil
+	}
+	bs := &bucketStore{b: b, ctx: ctx, plan: plan}
+	records, err := bs.list(recordsDir, ".json")
+	if err != nil {
+		return nil, "", err
+	}
+	if !incomplete {
+		return nil, "", fmt.Errorf("export: the export in the bucket is not committed: %d of %d shards landed and no %s; run the shards left, then commit (export.Commit), or read what landed with AllowIncomplete",
+			len(records), len(plan.Shards), SuccessFile)
+	}
+	var files []string
+	for i, sh := range plan.Shards {
+		if records[i] {
+			files = append(files, sh.File)
+		}
+	}
+	return files, plan.Request.Format, nil
+}
+
+// opener opens a data file of a dataset: a reader for a streamed format,
+// a ReaderAt and its size for parquet.
+type opener func(ctx context.Context, name string, parquet bool) (r io.Reader, ra io.ReaderAt, size int64, close func() error, err error)
+
+// openFile opens a landed file on local disk.
+func openFile(_ context.Context, name string, _ bool) (io.Reader, io.ReaderAt, int64, func() error, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, 0, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, 0, nil, err
+	}
+	return f, f, fi.Size(), f.Close, nil
+}
+
+// readRows is Rows of the files list names, opened with open.
+func readRows[T any](ctx context.Context, cfg readConfig, where string, list func() ([]string, lendgraph.Format, error), open opener) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
-		files, format, err := landedFiles(dir, cfg.incomplete)
+		files, format, err := list()
 		if err != nil {
 			yield(zero, err)
 			return
@@ -81,7 +180,7 @@ func Rows[T any](ctx context.Context, dir string, opts ...ReadOption) iter.Seq2[
 							return false
 						}
 					}
-					err := decodeFile[T](ctx, name, format, func(row T) bool {
+					err := decodeFile[T](ctx, open, name, format, func(row T) bool {
 						rows = append(rows, row)
 						if len(rows) < readBatch {
 							return true
@@ -135,28 +234,25 @@ func Rows[T any](ctx context.Context, dir string, opts ...ReadOption) iter.Seq2[
 			}
 		}
 		if err := ctx.Err(); err != nil {
-			yield(zero, fmt.Errorf("export: reading %s: %w", dir, context.Cause(ctx)))
+			yield(zero, fmt.Errorf("export: reading %s: %w", where, context.Cause(ctx)))
 		}
 	}
 }
 
 // decodeFile decodes one landed file into rows of T, handing each to fn
 // until it returns false.
-func decodeFile[T any](ctx context.Context, name string, format lendgraph.Format, fn func(T) bool) error {
-	f, err := os.Open(name)
+func decodeFile[T any](ctx context.Context, open opener, name string, format lendgraph.Format, fn func(T) bool) error {
+	pq := format == lendgraph.FormatParquet
+	r, ra, size, closeFile, err := open(ctx, name, pq)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer closeFile()
 	var rows iter.Seq2[T, error]
-	if format == lendgraph.FormatParquet {
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		rows = parquet.Decode[T](f, fi.Size())
+	if pq {
+		rows = parquet.Decode[T](ra, size)
 	} else {
-		rows = lendgraph.DecodeRows[T](bufio.NewReaderSize(f, 256<<10), format)
+		rows = lendgraph.DecodeRows[T](bufio.NewReaderSize(r, 256<<10), format)
 	}
 	for row, err := range rows {
 		if err != nil {

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gocloud.dev/blob"
+
 	lendgraph "github.com/lendgraph/lendgraph-go"
 )
 
@@ -34,6 +36,17 @@ type RunOptions struct {
 	// Dir is the export directory (required). It is created when missing;
 	// when it holds an export of the same plan, the run resumes it.
 	Dir string
+	// Bucket, instead of Dir, is an object store destination
+	// (gocloud.dev/blob: S3 and what speaks its protocol, GCS, Azure Blob,
+	// a directory through fileblob), opened by the caller, who registers
+	// its driver and closes it: OpenBucket opens one by URL
+	// (s3://bucket/prefix). Several processes on several machines may run
+	// shards of one plan into it at once, with no lock: a shard is claimed
+	// with a conditional write before its submit, each shard's file
+	// streams from its signed link into the store, and Commit finishes the
+	// dataset (Run does, when it ran every shard). See the package
+	// documentation, "Exports into an object store".
+	Bucket *blob.Bucket
 	// Concurrency is the number of shards worked on at once (default
 	// DefaultConcurrency, at most MaxConcurrency). The SDK's client
 	// retries 429s and honours Retry-After for each of them, and the
@@ -117,9 +130,13 @@ type Event struct {
 
 // Result is what a run did and where the export stands.
 type Result struct {
+	// Dir is RunOptions.Dir ("" for a bucket).
 	Dir string
 	// Shards is the number of shards in the plan; Landed how many are
-	// landed (by this run or an earlier one, or another process).
+	// landed (by this run or an earlier one, or another process). With a
+	// Bucket and Shards, the figures below (rows, charges, uncertain) are
+	// those of the shards this run worked on; Landed and Pending count
+	// every shard.
 	Shards, Landed int
 	// Submitted counts the jobs this run submitted; Reattached the jobs
 	// of earlier runs it picked up; Redownloaded the files it fetched
@@ -220,8 +237,11 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 	if opts != nil {
 		o = *opts
 	}
-	if o.Dir == "" {
-		return nil, invalid("Dir", "is empty; name the export directory")
+	if o.Dir == "" && o.Bucket == nil {
+		return nil, invalid("Dir", "is empty; name the export directory (or give RunOptions.Bucket)")
+	}
+	if o.Dir != "" && o.Bucket != nil {
+		return nil, invalid("Dir", "is set, and so is Bucket; give one destination")
 	}
 	if plan == nil {
 		return nil, invalid("plan", "is nil; make one with NewPlan or ReadPlan")
@@ -254,20 +274,40 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 			}
 		}
 	}
-	st, err := openStore(o.Dir, plan)
-	if err != nil {
-		return nil, err
+	r := &runner[T]{src: src, plan: plan, opts: o, warned: map[string]bool{}, busy: map[string]bool{}}
+	if o.Bucket != nil {
+		bs, err := openBucketStore(ctx, o.Bucket, plan)
+		if err != nil {
+			return nil, err
+		}
+		if len(o.Shards) > 0 {
+			bs.targets = map[string]bool{}
+			for _, sh := range targets {
+				bs.targets[sh.Name] = true
+			}
+		}
+		r.store = bs
+	} else {
+		st, err := openStore(o.Dir, plan)
+		if err != nil {
+			return nil, err
+		}
+		r.store, r.dir = st, st
 	}
-	r := &runner[T]{src: src, plan: plan, opts: o, store: st, warned: map[string]bool{}, busy: map[string]bool{}}
+	st := r.store
 	r.opts.Concurrency = cmp.Or(o.Concurrency, DefaultConcurrency)
 	r.opts.SubmitTimeout = cmp.Or(o.SubmitTimeout, defaultSubmitGrace)
 	r.limit = newSubmitLimit(r.opts.Concurrency)
 	res := &Result{Dir: o.Dir, Shards: len(plan.Shards), PlannedRows: plan.Total}
 	r.res = res
 
-	// The dataset is about to change: it is not complete until checked again.
-	if err := os.Remove(filepath.Join(o.Dir, SuccessFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return res, fmt.Errorf("export: %w", err)
+	// The dataset is about to change: it is not complete until checked
+	// again. (In a bucket, _SUCCESS goes only when a data object is about
+	// to be written: the tasks of one export run apart.)
+	if r.dir != nil {
+		if err := os.Remove(filepath.Join(o.Dir, SuccessFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return res, fmt.Errorf("export: %w", err)
+		}
 	}
 	failed := r.runAll(ctx, targets)
 	if err := st.refresh(); err != nil {
@@ -294,7 +334,11 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 	if len(left) > 0 {
 		errs = append(errs, &UncertainError{Shards: left, CreditsKnown: plan.CreditsPerRow > 0})
 	}
-	if res.Landed == res.Shards {
+	if res.Landed == res.Shards && r.dir == nil && len(o.Shards) == 0 {
+		if err := r.commit(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	} else if res.Landed == res.Shards && r.dir != nil {
 		if err := r.verify(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -307,7 +351,8 @@ type runner[T any] struct {
 	src   Source[T]
 	plan  *Plan
 	opts  RunOptions
-	store *store
+	store shardStore
+	dir   *store // the directory's manifest; nil for a bucket
 	res   *Result
 
 	limit *submitLimit
@@ -318,6 +363,21 @@ type runner[T any] struct {
 	credits   error           // an InsufficientCreditsError: submit no more
 	halt      string          // why submits stopped: what to change before running again
 	noSubmits atomic.Bool
+}
+
+// shardStore is where a run keeps the shards' state: the manifest of a
+// directory (store), or the claims and records of a bucket (bucketStore).
+type shardStore interface {
+	// claim reads the shard's state and takes it for this run: false when
+	// another process holds it (a directory's lock; a bucket has none).
+	claim(name string) (bool, error)
+	release(name string)
+	get(name string) ShardStatus
+	// update changes the shard's state and makes it durable.
+	update(name string, fn func(*ShardStatus)) error
+	// refresh reads what other processes wrote.
+	refresh() error
+	snapshot() Manifest
 }
 
 // runAll works on the targets with bounded concurrency and returns the
@@ -390,7 +450,20 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) (err error) {
 		return nil
 	}
 	defer r.store.release(sh.Name)
+	err = r.work(ctx, sh)
+	if errors.Is(err, errClaimed) {
+		// Another task claimed the shard between our read and our
+		// claim: go on from its claim (its job, or an uncertain submit).
+		if _, err := r.store.claim(sh.Name); err != nil {
+			return err
+		}
+		err = r.work(ctx, sh)
+	}
+	return err
+}
 
+// work brings a claimed shard to landed from where it stands.
+func (r *runner[T]) work(ctx context.Context, sh *Shard) (err error) {
 	cur := r.store.get(sh.Name)
 	var job *lendgraph.DeliveryJob[T]
 	switch cur.State {
@@ -428,6 +501,9 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) (err error) {
 	st, err := r.wait(ctx, sh, job)
 	if err != nil {
 		return err
+	}
+	if r.dir == nil {
+		return r.landObject(ctx, sh, job, st)
 	}
 	return r.land(ctx, sh, job, st)
 }
@@ -792,6 +868,9 @@ func sizeOf(st *lendgraph.DeliveryStatus) int64 {
 // intact checks a landed shard's file against its record: "" when it
 // matches (size and sha256), else what is wrong.
 func (r *runner[T]) intact(ctx context.Context, sh *Shard, cur *ShardStatus) string {
+	if r.dir == nil {
+		return r.intactObject(ctx, sh, cur)
+	}
 	name := filepath.Join(r.opts.Dir, filepath.FromSlash(sh.File))
 	fi, err := os.Stat(name)
 	switch {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"path/filepath"
@@ -32,16 +33,24 @@ func countFile(ctx context.Context, name string, format lendgraph.Format, sink f
 		return 0, err
 	}
 	defer f.Close()
-	var rows iter.Seq2[idRow, error]
 	if format == lendgraph.FormatParquet {
 		fi, err := f.Stat()
 		if err != nil {
 			return 0, err
 		}
-		rows = parquet.Decode[idRow](f, fi.Size())
-	} else {
-		rows = lendgraph.DecodeRows[idRow](bufio.NewReaderSize(f, 256<<10), format)
+		return countRows(ctx, parquet.Decode[idRow](f, fi.Size()), sink)
 	}
+	return countStream(ctx, f, format, sink)
+}
+
+// countStream decodes a file of a streamed format (not parquet) as it is
+// read, and counts its rows, giving every id to sink when set.
+func countStream(ctx context.Context, r io.Reader, format lendgraph.Format, sink func(string) error) (int64, error) {
+	return countRows(ctx, lendgraph.DecodeRows[idRow](bufio.NewReaderSize(r, 256<<10), format), sink)
+}
+
+// countRows counts decoded rows, giving every id to sink when set.
+func countRows(ctx context.Context, rows iter.Seq2[idRow, error], sink func(string) error) (int64, error) {
 	var n int64
 	for row, err := range rows {
 		if err != nil {
@@ -94,34 +103,11 @@ func (r *runner[T]) verify(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	v := &Verification{Files: len(m.Shards), PlannedRows: r.plan.Total, DuplicateIDs: count, VerifiedAt: time.Now().UTC()}
-	for _, s := range m.Shards {
-		v.LandedRows += s.Rows
-		if s.ChargedCount != nil {
-			v.ChargedRows += *s.ChargedCount
-		}
-		if s.CreditsCharged != nil {
-			v.CreditsCharged += *s.CreditsCharged
-		}
-	}
-	for _, d := range found {
-		v.Duplicates = append(v.Duplicates, Duplicate{ID: d.id, Shards: [2]string{m.Shards[d.shards[0]].Name, m.Shards[d.shards[1]].Name}})
-	}
-	v.Complete = count == 0
-	if err := r.store.verified(v); err != nil {
+	v := newVerification(r.plan, m.Shards, count, found)
+	if err := r.dir.verified(v); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	r.res.Verification = v
-	if v.LandedRows != v.PlannedRows {
-		more := "fewer"
-		if v.LandedRows > v.PlannedRows {
-			more = "more"
-		}
-		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("landed %d rows, %d %s than the %d planned: the data changed between planning and delivery (or the entitlement's row filters hold some back)",
-			v.LandedRows, abs(v.LandedRows-v.PlannedRows), more, v.PlannedRows))
-	}
-	r.mu.Unlock()
+	r.verification(v)
 	if count > 0 {
 		return &DuplicateError{Count: count, Examples: v.Duplicates}
 	}
@@ -132,6 +118,42 @@ func (r *runner[T]) verify(ctx context.Context) error {
 	r.res.Complete = true
 	r.mu.Unlock()
 	return nil
+}
+
+// newVerification sums up the check of a whole dataset: the shards' rows
+// and charges, and the duplicates found.
+func newVerification(p *Plan, shards []ShardStatus, count int64, found []dupFound) *Verification {
+	v := &Verification{Files: len(shards), PlannedRows: p.Total, DuplicateIDs: count, VerifiedAt: time.Now().UTC()}
+	for _, s := range shards {
+		v.LandedRows += s.Rows
+		if s.ChargedCount != nil {
+			v.ChargedRows += *s.ChargedCount
+		}
+		if s.CreditsCharged != nil {
+			v.CreditsCharged += *s.CreditsCharged
+		}
+	}
+	for _, d := range found {
+		v.Duplicates = append(v.Duplicates, Duplicate{ID: d.id, Shards: [2]string{shards[d.shards[0]].Name, shards[d.shards[1]].Name}})
+	}
+	v.Complete = count == 0
+	return v
+}
+
+// verification records the check in the result, with a warning when the
+// landed rows are not the planned ones.
+func (r *runner[T]) verification(v *Verification) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Verification = v
+	if v.LandedRows != v.PlannedRows {
+		more := "fewer"
+		if v.LandedRows > v.PlannedRows {
+			more = "more"
+		}
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("landed %d rows, %d %s than the %d planned: the data changed between planning and delivery (or the entitlement's row filters hold some back)",
+			v.LandedRows, abs(v.LandedRows-v.PlannedRows), more, v.PlannedRows))
+	}
 }
 
 // verifyShard checks one landed file against its record and feeds its ids

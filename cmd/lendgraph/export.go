@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/export"
@@ -40,6 +42,12 @@ type exportFlags struct {
 	creditsPerRow  float64
 	allowEmpty     bool
 	resubmit       bool
+
+	// bucket is --out opened, when it is an object store URL (nil for a
+	// directory).
+	bucket *blob.Bucket
+	// runOnly is export run: a plan given, run without asking.
+	runOnly bool
 }
 
 func (a *app) exportCommand() *cobra.Command {
@@ -83,20 +91,28 @@ anything; --allow-empty lands an empty dataset (_SUCCESS over no file).
 as JSON) without submitting anything. --shard NAME runs only that shard, so a
 workflow can run one shard a task (with --plan FILE, or the plan in DIR).
 
-` + datasetReadHelp(),
+` + datasetReadHelp() + "\n\n" + storeHelp,
 		Example: `  lendgraph export agents --by state,city --out agents/ --format parquet
   lendgraph export loans --by state --period 2024 --filter transactionType=purchase --out loans-2024/ --yes
   lendgraph export agents --by state --out agents-by-state/ --plan-only --json > plan.json
-  lendgraph export --plan plan.json --shard state=CA --out agents-by-state/ --yes   # one task of a workflow`,
+  lendgraph export --plan plan.json --shard state=CA --out agents-by-state/ --yes   # one task of a workflow
+  lendgraph export agents --by state --out "file://$PWD/agents-store" --yes   # an object store layout; s3://bucket/prefix alike`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return exportError(a.runExport(cmd, args, &fl))
 		},
 	}
+	fl.register(cmd)
+	cmd.AddCommand(a.exportPlanCommand(), a.exportRunCommand(), a.exportCommitCommand())
+	return cmd
+}
+
+// register adds the export flags to cmd.
+func (fl *exportFlags) register(cmd *cobra.Command) {
 	fl.q.register(cmd)
 	f := cmd.Flags()
 	f.StringSliceVar(&fl.by, "by", nil, "partition fields, outermost first (e.g. state,city)")
-	f.StringVar(&fl.out, "out", "", "the export directory (created; an export already there is resumed)")
+	f.StringVar(&fl.out, "out", "", "the export directory (created; an export already there is resumed), or an object store URL: s3://bucket/prefix")
 	f.StringVar(&fl.format, "format", "parquet", "file format: parquet, csv, json or ndjson (.ndjson.gz)")
 	f.StringSliceVar(&fl.fields, "fields", nil, "deliver only these fields (id and the --by fields are always kept)")
 	f.IntVar(&fl.concurrency, "concurrency", export.DefaultConcurrency, fmt.Sprintf("shards delivered at once (at most %d; submits slow down by themselves when the service does)", export.MaxConcurrency))
@@ -110,12 +126,11 @@ workflow can run one shard a task (with --plan FILE, or the plan in DIR).
 	f.Float64Var(&fl.creditsPerRow, "credits-per-row", 0, "price of one delivered row, for the estimate")
 	f.BoolVar(&fl.allowEmpty, "allow-empty", false, "accept a query that matches nothing: land an empty dataset")
 	f.BoolVar(&fl.resubmit, "resubmit-uncertain", false, "submit again the shards whose earlier submit's answer was lost (they may be charged twice)")
-	return cmd
 }
 
 func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) error {
 	if fl.out == "" {
-		return usagef("--out DIR is required")
+		return usagef("--out DIR (or an object store URL, s3://bucket/prefix) is required")
 	}
 	if fl.concurrency < 1 || fl.concurrency > export.MaxConcurrency {
 		return usagef("--concurrency %d: use 1 to %d. Each shard in flight is a job on the service, its polls and a download; more at once only makes every submit slower (submits already slow down by themselves when the service does)", fl.concurrency, export.MaxConcurrency)
@@ -136,7 +151,14 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 			return usagef("no bulk delivery of %q; exportable resources: %s", name, strings.Join(deliverable, ", "))
 		}
 	}
-	if err := checkWritable(fl.out); err != nil {
+	if isURL(fl.out) {
+		b, err := openDestination(cmd.Context(), fl.out)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		fl.bucket = b
+	} else if err := checkWritable(fl.out); err != nil {
 		return usagef("--out %s cannot be written: %v", fl.out, err)
 	}
 	plan, fresh, err := a.exportPlan(cmd, name, fl)
@@ -167,9 +189,22 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 	}
 	a.describePlan(plan)
 	if fl.planOnly {
-		return a.printPlan(plan, fl.out)
+		return a.printPlan(ctx, plan, fl)
 	}
 	left, rows, uncertain := remaining(plan, fl.out, fl.shards, fl.resubmit)
+	if fl.bucket != nil {
+		// The run reads the bucket's claims and records; count the
+		// shards asked for.
+		left, rows, uncertain = len(plan.Shards), plan.EstimatedRows(), 0
+		if len(fl.shards) > 0 {
+			left, rows = len(fl.shards), 0
+			for _, n := range fl.shards {
+				if s, ok := plan.Shard(n); ok {
+					rows += s.Rows
+				}
+			}
+		}
+	}
 	switch {
 	case left == 0 && uncertain > 0:
 		a.say("nothing to submit: %d shards wait on a submit whose answer was lost (--resubmit-uncertain submits them again)", uncertain)
@@ -178,8 +213,12 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 	case left == 0:
 		a.say("every shard has landed; checking the dataset")
 	default:
-		a.say("%d shards (%d rows) to deliver, %d at once", left, rows, fl.concurrency)
-		if !fl.yes {
+		if fl.bucket != nil {
+			a.say("%d shards (%d rows) to run, %d at once; those landed already are skipped, and those another task submitted are continued", left, rows, fl.concurrency)
+		} else {
+			a.say("%d shards (%d rows) to deliver, %d at once", left, rows, fl.concurrency)
+		}
+		if !fl.yes && !fl.runOnly {
 			if !a.interactive {
 				return usagef("not on a terminal, so there is no way to ask for confirmation: pass --yes to submit")
 			}
@@ -201,8 +240,12 @@ func (a *app) exportPlan(cmd *cobra.Command, name string, fl *exportFlags) (plan
 		if queryGiven {
 			return nil, false, usagef("--plan runs a plan as it is: drop --by, --format, --fields, --values, --max-rows, --include-missing, --allow-empty and the query flags")
 		}
-		if plan, err = export.ReadPlan(fl.planFrom); err != nil {
+		if plan, err = readPlanFrom(cmd.Context(), fl.planFrom, fl.out, fl.bucket); err != nil {
 			return nil, false, usagef("--plan: %v", err)
+		}
+	} else if fl.bucket != nil {
+		if plan, err = export.ReadBucketPlan(cmd.Context(), fl.bucket); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return nil, false, err
 		}
 	} else if m, err := export.ReadManifest(fl.out); err == nil {
 		plan = m.Plan
@@ -305,16 +348,23 @@ func (a *app) describePlan(p *export.Plan) {
 	}
 }
 
-// printPlan writes the plan to DIR/_plan.json and prints it: the shards and
-// their rows, or the plan as JSON with --json.
-func (a *app) printPlan(p *export.Plan, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	file := filepath.Join(dir, planFile)
-	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-		if err := p.WriteFile(file); err != nil {
+// printPlan writes the plan to DIR/_plan.json (or URL/_plan.json) and
+// prints it: the shards and their rows, or the plan as JSON with --json.
+func (a *app) printPlan(ctx context.Context, p *export.Plan, fl *exportFlags) error {
+	file := filepath.Join(fl.out, planFile)
+	if fl.bucket != nil {
+		file = joinURL(redactedOut(fl.out), export.PlanFile)
+		if err := p.WriteBucket(ctx, fl.bucket); err != nil {
 			return err
+		}
+	} else {
+		if err := os.MkdirAll(fl.out, 0o755); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+			if err := p.WriteFile(file); err != nil {
+				return err
+			}
 		}
 	}
 	if a.jsonOut {
@@ -330,7 +380,7 @@ func (a *app) printPlan(p *export.Plan, dir string) error {
 	if len(p.Request.Fields) > 0 {
 		a.say("note: the service checks --fields (%s) only at submit: a field it does not have stops the run at the first submit, before any other shard is submitted", strings.Join(p.Request.Fields, ","))
 	}
-	a.say("plan written to %s; run it with the same command without --plan-only (or one shard a task: --shard NAME)", file)
+	a.say("plan written to %s; run it with the same command without --plan-only, or one shard a task: lendgraph export run --plan %s --shard N, then lendgraph export commit --plan %s", file, fl.out, fl.out)
 	return nil
 }
 
@@ -361,7 +411,7 @@ func remaining(p *export.Plan, dir string, only []string, resubmit bool) (n int,
 
 // exportResult is export's --json output.
 type exportResult struct {
-	Dir            string   `json:"dir"`
+	Dir            string   `json:"dir"` // --out: a directory, or a URL without its query
 	Shards         int      `json:"shards"`
 	Landed         int      `json:"landed"`
 	Submitted      int      `json:"submitted"`
@@ -396,7 +446,7 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 			}
 		}
 	}
-	opts := &export.RunOptions{Dir: fl.out, Concurrency: fl.concurrency, Shards: fl.shards, ResubmitUncertain: fl.resubmit, Observer: a.observer(), OnEvent: func(e export.Event) {
+	opts := &export.RunOptions{Dir: fl.out, Bucket: fl.bucket, Concurrency: fl.concurrency, Shards: fl.shards, ResubmitUncertain: fl.resubmit, Observer: a.observer(), OnEvent: func(e export.Event) {
 		switch e.Kind {
 		case export.EventFailed:
 			a.sayAbove("shard %s: %s: %v", e.Shard, e.What, e.Err)
@@ -417,6 +467,9 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 		done += progress[e.Shard] - old
 		m.set(done, total)
 	}}
+	if fl.bucket != nil {
+		opts.Dir = ""
+	}
 	res, err := ex.run(ctx, plan, opts)
 	m.end(err == nil)
 	if res == nil {
@@ -429,7 +482,7 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 		a.say("warning: %s", w)
 	}
 	if a.jsonOut {
-		if jerr := a.writeJSONLine(exportResult{Dir: res.Dir, Shards: res.Shards, Landed: res.Landed, Submitted: res.Submitted,
+		if jerr := a.writeJSONLine(exportResult{Dir: redactedOut(fl.out), Shards: res.Shards, Landed: res.Landed, Submitted: res.Submitted,
 			Reattached: res.Reattached, Redownloaded: res.Redownloaded, Skipped: res.Skipped, Pending: res.Pending,
 			PlannedRows: res.PlannedRows, LandedRows: res.LandedRows, ChargedRows: res.ChargedRows,
 			CreditsCharged: res.CreditsCharged, Uncertain: res.Uncertain, UncertainRows: res.UncertainRows,
@@ -441,7 +494,9 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 			res.Landed, res.Shards, res.Submitted, res.Reattached, res.Redownloaded, res.Skipped, res.LandedRows, res.PlannedRows, charges(res, plan))
 		switch {
 		case res.Complete:
-			a.say("verified: every file decodes and holds its job's rows, no id appears twice; wrote %s", filepath.Join(fl.out, export.SuccessFile))
+			a.say("verified: every file decodes and holds its job's rows, no id appears twice; wrote %s", joinURL(redactedOut(fl.out), export.SuccessFile))
+		case err == nil && len(fl.shards) > 0 && fl.bucket != nil:
+			a.say("%d of %d shards landed; once every shard has run, finish with: lendgraph export commit --plan %s", res.Landed, res.Shards, redactedOut(fl.out))
 		case err == nil && len(res.Pending) > 0 && len(fl.shards) > 0:
 			a.say("%d shards not landed yet; run the command without --shard to finish the export", len(res.Pending))
 		case err == nil && len(res.Pending) > 0:
@@ -566,6 +621,7 @@ var optionFlags = map[string]string{
 	"PlanOptions.AllowEmpty":       "--allow-empty",
 	"PlanOptions.Values":           "--values FIELD=V1,V2,...",
 	"RunOptions.ResubmitUncertain": "--resubmit-uncertain",
+	"RunOptions.Bucket":            "--out s3://bucket/prefix",
 }
 
 // argFlags are the flags of the export package's InvalidArgumentError.Arg.

@@ -30,14 +30,15 @@ func (a *app) rowsCommand() *cobra.Command {
 	var groupRows int64
 	var incomplete bool
 	cmd := &cobra.Command{
-		Use:   "rows FILE|DIR",
+		Use:   "rows FILE|DIR|URL",
 		Short: "Convert a delivery file's or an export's rows to ndjson, csv, json or parquet on stdout",
 		Long: `rows reads a delivery file (.ndjson.gz, .json, .csv or .parquet; FILE "-" is
 stdin) and writes its rows to stdout in another format, streaming: memory
 stays flat whatever the file's size.
 
-DIR is the directory of an export (lendgraph export --out DIR): rows reads
-every file of the dataset, in the format its _manifest.json names, several
+DIR is the directory of an export (lendgraph export --out DIR), URL an export
+in an object store (--out s3://bucket/prefix), read straight from the store:
+rows reads every file of the dataset, in the format its plan names, several
 files at once (the order across files is not defined). An export without
 _SUCCESS is refused unless --allow-incomplete is given (then the shards
 landed so far are read). With --to parquet a dataset is read twice and its
@@ -92,6 +93,7 @@ _manifest.json.
 			if ds, err := openDataset(cmd.Context(), args[0], format, incomplete); err != nil {
 				return err
 			} else if ds != nil {
+				defer ds.close()
 				if to == "parquet" {
 					return writeParquetTo(a.stdout, func(w io.Writer, opts []pq.WriterOption) error {
 						return writeInferred(w, func() (iter.Seq2[lendgraph.Row, error], error) { return ds.rows, nil },
@@ -134,10 +136,12 @@ _manifest.json.
 	return cmd
 }
 
-// dataset is an export directory opened for reading.
+// dataset is an export directory, or an export in an object store,
+// opened for reading.
 type dataset struct {
 	format lendgraph.Format
 	rows   iter.Seq2[lendgraph.Row, error] // every row, as export.Rows reads them; ranging it again reads again
+	close  func() error
 }
 
 // openDataset opens path as an export directory; nil (and no error) when
@@ -145,6 +149,9 @@ type dataset struct {
 func openDataset(ctx context.Context, path, format string, incomplete bool) (*dataset, error) {
 	if path == "-" {
 		return nil, nil
+	}
+	if isURL(path) {
+		return openBucketDataset(ctx, path, format, incomplete)
 	}
 	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
 		return nil, nil // a file, or an error openRows reports
@@ -169,7 +176,33 @@ func openDataset(ctx context.Context, path, format string, incomplete bool) (*da
 		return nil, fmt.Errorf("input: the export in %s is not complete (%d of %d shards landed, no %s): run the export again to finish it, or read what landed with --allow-incomplete",
 			path, landed, len(m.Shards), export.SuccessFile)
 	}
-	return &dataset{format: m.Plan.Request.Format, rows: export.Rows[lendgraph.Row](ctx, path, opts...)}, nil
+	return &dataset{format: m.Plan.Request.Format, rows: export.Rows[lendgraph.Row](ctx, path, opts...), close: func() error { return nil }}, nil
+}
+
+// openBucketDataset opens an export in an object store (export --out URL):
+// its rows are read straight from the store.
+func openBucketDataset(ctx context.Context, url, format string, incomplete bool) (*dataset, error) {
+	if format != "auto" {
+		return nil, usagef("--format applies to a file: %s is an export, whose format its plan names", redactedOut(url))
+	}
+	b, err := openDestination(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	p, err := export.ReadBucketPlan(ctx, b)
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("input: %s: %w", redactedOut(url), err)
+	}
+	var opts []export.ReadOption
+	if incomplete {
+		opts = append(opts, export.AllowIncomplete())
+	} else if ok, err := b.Exists(ctx, export.SuccessFile); err != nil || !ok {
+		b.Close()
+		return nil, fmt.Errorf("input: the export in %s is not committed (no %s): run the shards left and lendgraph export commit --plan URL, or read what landed with --allow-incomplete (%v)",
+			redactedOut(url), export.SuccessFile, err)
+	}
+	return &dataset{format: p.Request.Format, rows: export.BucketRows[lendgraph.Row](ctx, b, opts...), close: b.Close}, nil
 }
 
 // notManifest refuses path when it is an export's manifest, whose rows are

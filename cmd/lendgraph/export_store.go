@@ -1,0 +1,289 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gocloud.dev/blob"
+	// The object stores --out opens by URL: S3 and what speaks its
+	// protocol (MinIO, R2, GCS interoperability), and file:// for a
+	// directory with the same layout and commit as a bucket.
+	_ "gocloud.dev/blob/fileblob"
+	_ "gocloud.dev/blob/s3blob"
+
+	"github.com/lendgraph/lendgraph-go/export"
+)
+
+// jobIndexEnv is the variable a Kubernetes Indexed Job sets in each pod:
+// its index, which export run takes as --shard when none is given.
+const jobIndexEnv = "JOB_COMPLETION_INDEX"
+
+// storeHelp is the help's part about object store destinations.
+const storeHelp = `--out takes an object store URL instead of a directory: s3://BUCKET/PREFIX
+(AWS S3 and what speaks its protocol: MinIO, R2, GCS interoperability), or
+file:///DIR for the same layout and commit in a local directory. The
+credentials, region and endpoint come from the store's standard chains: for
+S3, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_PROFILE,
+AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL), ~/.aws/config and
+~/.aws/credentials, the instance's role. A URL's query holds the driver's
+settings, never credentials: for MinIO on its default port,
+
+  export AWS_ACCESS_KEY_ID=... AWS_SECRET_ACCESS_KEY=... AWS_REGION=us-east-1
+  export AWS_ENDPOINT_URL_S3=http://127.0.0.1:9000
+  lendgraph export agents --by state --out 's3://exports/agents?use_path_style=true' --yes
+
+Into a bucket, each shard's file streams from its signed link into the store
+(a multipart upload; nothing on local disk) and is checked on the way; it
+appears under its name only once complete and checked. Many machines can run
+shards of one plan at once, without a lock, in three steps:
+
+  lendgraph export plan agents --by state,city --out s3://exports/agents
+  lendgraph export run --plan s3://exports/agents --shard N   # one task a shard; N from 0,
+                                                              # or JOB_COMPLETION_INDEX
+  lendgraph export commit --plan s3://exports/agents          # once every shard ran
+
+A shard is claimed with a conditional write (If-None-Match: *) before its
+submit, so two tasks of one shard never both submit it: the second continues
+the first one's job, or, when the first died between its submit and the
+record of its job id, leaves the shard as uncertain (--resubmit-uncertain).
+commit checks every shard's record against its object and that no id
+appears twice, then writes _manifest.json, and _SUCCESS last.`
+
+// isURL says whether --out (or --plan) names an object store rather than a
+// local path.
+func isURL(s string) bool { return strings.Contains(s, "://") }
+
+// openDestination opens an object store URL.
+func openDestination(ctx context.Context, raw string) (*blob.Bucket, error) {
+	b, err := export.OpenBucket(ctx, raw)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return b, nil
+}
+
+// redactedOut is --out for messages and --json: a URL without its query.
+func redactedOut(out string) string {
+	if !isURL(out) {
+		return out
+	}
+	u, err := url.Parse(out)
+	if err != nil {
+		return "the --out URL"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// joinURL names an object under a destination (a URL or a directory).
+func joinURL(dest, name string) string {
+	if !isURL(dest) {
+		return filepath.Join(dest, name)
+	}
+	return strings.TrimRight(dest, "/") + "/" + name
+}
+
+// readPlanFrom reads --plan: the plan of an object store destination
+// (URL/_plan.json), a directory's _plan.json, or a plan file.
+func readPlanFrom(ctx context.Context, from, out string, b *blob.Bucket) (*export.Plan, error) {
+	if isURL(from) {
+		if b == nil || from != out {
+			pb, err := openDestination(ctx, from)
+			if err != nil {
+				return nil, err
+			}
+			defer pb.Close()
+			b = pb
+		}
+		return export.ReadBucketPlan(ctx, b)
+	}
+	if fi, err := os.Stat(from); err == nil && fi.IsDir() {
+		from = filepath.Join(from, planFile)
+	}
+	return export.ReadPlan(from)
+}
+
+// exportPlanCommand is `export plan`: the first of the three steps.
+func (a *app) exportPlanCommand() *cobra.Command {
+	var fl exportFlags
+	cmd := &cobra.Command{
+		Use:   "plan RESOURCE --by FIELD[,FIELD2] --out DIR|URL",
+		Short: "Plan an export and write the plan to DIR/_plan.json or URL/_plan.json; submit nothing",
+		Long: `export plan sizes the shards of an export, as the export command does, and
+writes the plan where the export goes (DIR/_plan.json, or URL/_plan.json in an
+object store) for the tasks of an orchestrator: then one
+'lendgraph export run --plan DIR|URL --shard N' a shard, and
+'lendgraph export commit --plan DIR|URL' to finish. Nothing is submitted.
+
+` + storeHelp,
+		Example: `  lendgraph export plan agents --by state --out "file://$PWD/agents-store"   # s3://bucket/prefix alike`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fl.planOnly = true
+			return exportError(a.runExport(cmd, args, &fl))
+		},
+	}
+	fl.register(cmd)
+	_ = cmd.Flags().MarkHidden("plan-only")
+	return cmd
+}
+
+// exportRunCommand is `export run`: one task of an orchestrator.
+func (a *app) exportRunCommand() *cobra.Command {
+	var fl exportFlags
+	cmd := &cobra.Command{
+		Use:   "run --plan DIR|URL [--shard N|NAME]",
+		Short: "Run shards of a plan written by export plan (one task of an orchestrator)",
+		Long: `export run runs the shards of the plan at DIR|URL (written by export plan)
+into the same destination. --shard takes a shard's index in the plan (from 0)
+or its name (state=CA), and may be repeated; without --shard, the index comes
+from ` + jobIndexEnv + `, which a Kubernetes Indexed Job sets in each pod, so
+the Job needs no wrapper script. It does not ask for confirmation: the plan
+was shown when it was made. A shard already landed is skipped; a shard
+another task submitted is continued from its job; nothing is submitted or
+charged twice (see export --help). When every shard has run, finish with
+'lendgraph export commit --plan DIR|URL'.`,
+		Example: `  lendgraph export run --plan "file://$PWD/agents-store" --shard 0   # s3://bucket/prefix alike
+  lendgraph export run --plan "file://$PWD/agents-store" --shard state=CA
+  JOB_COMPLETION_INDEX=3 lendgraph export run --plan "file://$PWD/agents-store"`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if fl.planFrom == "" {
+				return usagef("--plan DIR|URL is required: where export plan wrote the plan")
+			}
+			if fl.out == "" {
+				fl.out = fl.planFrom
+			}
+			fl.runOnly = true
+			fl.format = "parquet" // unused: the plan's format is delivered
+			shards, err := a.resolveShards(cmd.Context(), &fl)
+			if err != nil {
+				return exportError(err)
+			}
+			fl.shards = shards
+			return exportError(a.runExport(cmd, nil, &fl))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.planFrom, "plan", "", "where export plan wrote the plan: a directory, an object store URL, or a plan file (then give --out)")
+	f.StringVar(&fl.out, "out", "", "the export's destination (default: --plan)")
+	f.StringArrayVar(&fl.shards, "shard", nil, "the shard to run: its index in the plan (from 0) or its name, e.g. state=CA (repeatable; default: $"+jobIndexEnv+")")
+	f.IntVar(&fl.concurrency, "concurrency", export.DefaultConcurrency, "shards delivered at once")
+	f.BoolVar(&fl.resubmit, "resubmit-uncertain", false, "submit again a shard whose earlier submit's answer was lost (it may be charged twice)")
+	return cmd
+}
+
+// resolveShards turns --shard (indexes or names), or JOB_COMPLETION_INDEX,
+// into shard names, checked against the plan.
+func (a *app) resolveShards(ctx context.Context, fl *exportFlags) ([]string, error) {
+	given := fl.shards
+	if len(given) == 0 {
+		v, ok := os.LookupEnv(jobIndexEnv)
+		if !ok || v == "" {
+			return nil, usagef("which shard? give --shard N (its index in the plan, from 0) or --shard NAME, or set %s (a Kubernetes Indexed Job sets it in each pod)", jobIndexEnv)
+		}
+		if _, err := strconv.Atoi(v); err != nil {
+			return nil, usagef("%s is %q, not a shard index", jobIndexEnv, v)
+		}
+		given = []string{v}
+	}
+	b := (*blob.Bucket)(nil)
+	if isURL(fl.planFrom) {
+		pb, err := openDestination(ctx, fl.planFrom)
+		if err != nil {
+			return nil, err
+		}
+		defer pb.Close()
+		b = pb
+	}
+	plan, err := readPlanFrom(ctx, fl.planFrom, "", b)
+	if err != nil {
+		return nil, usagef("--plan: %v", err)
+	}
+	var names []string
+	for _, g := range given {
+		i, err := strconv.Atoi(g)
+		if err != nil {
+			names = append(names, g) // a name: checked by runExport
+			continue
+		}
+		if i < 0 || i >= len(plan.Shards) {
+			return nil, usagef("--shard %d: the plan has %d shards, indexed 0 to %d", i, len(plan.Shards), len(plan.Shards)-1)
+		}
+		names = append(names, plan.Shards[i].Name)
+	}
+	return names, nil
+}
+
+// commitResult is export commit's --json output.
+type commitResult struct {
+	Out          string  `json:"out"`
+	Shards       int     `json:"shards"`
+	PlannedRows  int64   `json:"plannedRows"`
+	LandedRows   int64   `json:"landedRows"`
+	ChargedRows  int64   `json:"chargedRows"`
+	Credits      float64 `json:"creditsCharged"`
+	DuplicateIDs int64   `json:"duplicateIds"`
+	Complete     bool    `json:"complete"`
+}
+
+// exportCommitCommand is `export commit`: the last of the three steps.
+func (a *app) exportCommitCommand() *cobra.Command {
+	var plan string
+	cmd := &cobra.Command{
+		Use:   "commit --plan URL",
+		Short: "Finish an export in an object store once every shard has run: check it, write _manifest.json and _SUCCESS",
+		Long: `export commit checks that every shard of the plan at URL has a record that
+matches its data object (size and ETag: nothing is downloaded) and that no id
+appears twice across the dataset (from each shard's digest of its ids, in
+bounded memory), then writes URL/_manifest.json, and URL/_SUCCESS last: a
+reader that sees _SUCCESS sees the whole dataset. It submits and charges
+nothing, and may be run again. It exits 1 naming the shards not landed, or
+not matching their records (run them again: no new charge), or the ids
+found twice. A local directory is finished by the export command itself
+(or use a file:// URL for the object store layout).`,
+		Example: `  lendgraph export commit --plan "file://$PWD/agents-store"   # s3://bucket/prefix alike`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !isURL(plan) {
+				return usagef("--plan URL is required: the object store destination export plan wrote to (a local directory is finished by the export command itself; file:///DIR for the object store layout)")
+			}
+			b, err := openDestination(cmd.Context(), plan)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			m, err := export.Commit(cmd.Context(), b, nil)
+			var ce *export.CommitError
+			if errors.As(err, &ce) {
+				for _, f := range ce.Mismatched {
+					a.say("shard %s: %v", f.Shard, f.Err)
+				}
+			}
+			if m != nil && m.Verification != nil {
+				v := m.Verification
+				if a.jsonOut {
+					if jerr := a.writeJSONLine(commitResult{Out: redactedOut(plan), Shards: v.Files, PlannedRows: v.PlannedRows, LandedRows: v.LandedRows,
+						ChargedRows: v.ChargedRows, Credits: v.CreditsCharged, DuplicateIDs: v.DuplicateIDs, Complete: v.Complete && err == nil}); jerr != nil {
+						return jerr
+					}
+				} else {
+					a.say("%d shards, %d rows landed, %d planned; %d rows charged, %s credits; %d ids found twice", v.Files, v.LandedRows, v.PlannedRows, v.ChargedRows, number(v.CreditsCharged), v.DuplicateIDs)
+				}
+			}
+			if err != nil {
+				return exportError(err)
+			}
+			a.say("committed: wrote %s, then %s", joinURL(redactedOut(plan), export.ManifestFile), joinURL(redactedOut(plan), export.SuccessFile))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&plan, "plan", "", "the object store URL export plan wrote the plan to")
+	return cmd
+}

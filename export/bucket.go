@@ -1,0 +1,393 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// The objects of an export in a bucket, beside the data files (all off the
+// part-* glob, and skipped by Spark, which skips names starting with _):
+const (
+	// PlanFile is the plan the tasks of an export share. Run writes it
+	// (only if absent) and refuses a bucket that holds another plan.
+	PlanFile = "_plan.json"
+	// claimsDir holds a claim a shard: written only when absent before the
+	// shard's submit, rewritten with the job id right after the answer.
+	claimsDir = "_claims/"
+	// recordsDir holds a record a shard (<n>.json: job, rows, bytes,
+	// sha256, charge, the data object's ETag) and the digest of its ids
+	// (<n>.ids), written once its data object landed and checked out.
+	recordsDir = "_shards/"
+	// stagingDir holds a parquet file while it is checked, before it is
+	// copied to its final name (parquet is decoded at random, so it is
+	// checked from the store, not while it streams).
+	stagingDir = "_staging/"
+)
+
+// ioTimeout bounds each small read or write of the export's own objects
+// (plan, claims, records). They are made with the run's context detached
+// from its cancellation, so that a job id is recorded even after ctx ended.
+const ioTimeout = 30 * time.Second
+
+// OpenBucket opens the object store destination named by a URL, with the
+// drivers the program registered by importing them (gocloud.dev/blob/s3blob
+// for s3://, gcsblob for gs://, azureblob for azblob://, fileblob for
+// file://); this package registers none, so that a program pays only for
+// the stores it uses. The URL's path is the export's prefix inside the
+// bucket: s3://bucket/exports/agents is the bucket "bucket" under
+// "exports/agents/". Other query parameters are the driver's (for S3:
+// region, endpoint, use_path_style; see gocloud.dev/blob/s3blob). A file://
+// URL is a directory, as fileblob opens it. Credentials come from the
+// store's standard chains (for S3: the AWS environment variables, shared
+// config and credentials files, and the instance's role); a URL that holds
+// a user or password is refused, and no error repeats the URL's query. A
+// file:// directory is created when missing, and written without
+// fileblob's sidecar files of attributes (metadata=skip), which Spark
+// would read as data.
+func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme == "" {
+		return nil, invalid("url", "%q is not a URL like s3://bucket/prefix", redactURL(rawURL))
+	}
+	if u.User != nil {
+		return nil, invalid("url", "%s holds credentials; give them through the store's own settings (for S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile), never in the URL", redactURL(rawURL))
+	}
+	if u.Scheme == "file" {
+		// A directory like an export directory: created when missing, and
+		// no sidecar file of attributes beside each data file (Spark would
+		// read it as data).
+		q := u.Query()
+		if q.Get("metadata") == "" {
+			q.Set("metadata", "skip")
+		}
+		if q.Get("create_dir") == "" {
+			q.Set("create_dir", "true")
+		}
+		u.RawQuery = q.Encode()
+	} else if u.Scheme != "mem" {
+		if p := strings.Trim(u.Path, "/"); p != "" {
+			q := u.Query()
+			q.Set("prefix", path.Join(q.Get("prefix"), p)+"/")
+			u.RawQuery, u.Path = q.Encode(), ""
+		}
+	}
+	b, err := blob.OpenBucket(ctx, u.String())
+	if err != nil {
+		return nil, fmt.Errorf("export: opening %s: %w", redactURL(rawURL), err)
+	}
+	return b, nil
+}
+
+// redactURL is a URL for messages: scheme, host and path, without user or
+// query.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "the destination URL"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// shardKey is the name of a shard's claim or record: its index in the plan,
+// so that names stay short and free of the partition values' characters.
+func shardKey(dir string, i int, ext string) string {
+	return fmt.Sprintf("%s%05d%s", dir, i, ext)
+}
+
+// errClaimed is a claim another task wrote first.
+var errClaimed = errors.New("export: another task claimed the shard first")
+
+// bucketStore keeps the state of an export in a bucket, with no lock: a
+// shard's claim object (its ShardStatus while it is submitted) is created
+// only when absent, so two tasks never both submit it, and its record
+// object (its ShardStatus once landed) says it is done. It satisfies the
+// same calls of the runner as the directory's manifest store.
+type bucketStore struct {
+	b     *blob.Bucket
+	ctx   context.Context // the run's, without its cancellation
+	plan  *Plan
+	index map[string]int
+
+	// targets are the shards this run works on (nil: all): refresh reads
+	// only their claims and records, and takes the others' state from the
+	// listing, so a task of one shard does not read the whole export.
+	targets map[string]bool
+
+	mu      sync.Mutex
+	st      map[string]*ShardStatus
+	claimed map[string]bool // a claim object exists (as last seen or written)
+}
+
+// openBucketStore writes the plan to the bucket when absent (a conditional
+// write: of two tasks, one writes it and the other compares), and refuses
+// a bucket with another plan. The shards' state is read as they are
+// claimed (claim) and at the end of the run (refresh).
+func openBucketStore(ctx context.Context, b *blob.Bucket, plan *Plan) (*bucketStore, error) {
+	s := &bucketStore{b: b, ctx: context.WithoutCancel(ctx), plan: plan, index: map[string]int{},
+		st: map[string]*ShardStatus{}, claimed: map[string]bool{}}
+	for i, sh := range plan.Shards {
+		s.index[sh.Name] = i
+		s.st[sh.Name] = &ShardStatus{Name: sh.Name, State: StatePending, File: sh.File}
+	}
+	have, err := ReadBucketPlan(ctx, b)
+	switch {
+	case errors.Is(err, errNoPlan):
+		data, err := json.MarshalIndent(plan, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		err = writeObject(ctx, b, PlanFile, append(data, '\n'), true)
+		if existed(err) {
+			return openBucketStore(ctx, b, plan) // another task wrote it first: compare
+		}
+		if err != nil {
+			return nil, fmt.Errorf("export: writing %s: %w", PlanFile, err)
+		}
+	case err != nil:
+		return nil, err
+	case have.fingerprint() != plan.fingerprint():
+		return nil, &PlanMismatchError{Dir: "the bucket", Want: have.describe(), Got: plan.describe()}
+	}
+	return s, nil
+}
+
+// errNoPlan is a bucket without PlanFile.
+var errNoPlan = errors.New("export: the bucket holds no " + PlanFile)
+
+// ReadBucketPlan reads the plan of an export in a bucket (PlanFile). For a
+// bucket without one, gcerrors.Code(err) is gcerrors.NotFound.
+func ReadBucketPlan(ctx context.Context, b *blob.Bucket) (*Plan, error) {
+	data, err := readObject(ctx, b, PlanFile)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, fmt.Errorf("%w: %w", errNoPlan, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("export: reading %s: %w", PlanFile, err)
+	}
+	return parsePlan(PlanFile, data)
+}
+
+// WriteBucket stores the plan in the bucket as PlanFile, for the tasks of
+// an orchestrator to share (Run writes it too when it is absent). A plan
+// already there is left as it is when it is the same plan, and is a
+// *PlanMismatchError when it is another.
+func (p *Plan) WriteBucket(ctx context.Context, b *blob.Bucket) error {
+	_, err := openBucketStore(ctx, b, p)
+	return err
+}
+
+func readObject(ctx context.Context, b *blob.Bucket, key string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
+	defer cancel()
+	return b.ReadAll(ctx, key)
+}
+
+// writeObject writes a small object whole; ifNotExist makes the write
+// conditional (S3 If-None-Match: *, GCS ifGenerationMatch=0): it fails
+// with gcerrors.FailedPrecondition when the object exists.
+func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte, ifNotExist bool) error {
+	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
+	defer cancel()
+	return b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: ifNotExist})
+}
+
+// existed reports a conditional write refused because the object exists
+// (HTTP 412). gcerrors.Code says so as gcerrors.FailedPrecondition, except
+// that s3blob (v0.46) takes any error whose message holds "301" for a
+// missing bucket, and a 412's request id may hold it: the service's own
+// error code is checked too.
+func existed(err error) bool {
+	if err == nil {
+		return false
+	}
+	var coded interface{ ErrorCode() string }
+	return gcerrors.Code(err) == gcerrors.FailedPrecondition || errors.As(err, &coded) && coded.ErrorCode() == "PreconditionFailed"
+}
+
+// load reads the shard's record, else its claim: its state as the bucket
+// says.
+func (s *bucketStore) load(name string) (ShardStatus, bool, error) {
+	i := s.index[name]
+	var st ShardStatus
+	data, err := readObject(s.ctx, s.b, shardKey(recordsDir, i, ".json"))
+	if err == nil {
+		if err := json.Unmarshal(data, &st); err != nil {
+			return st, false, fmt.Errorf("export: the record of shard %s: %w", name, err)
+		}
+		st.State = StateLanded
+		return st, true, nil
+	}
+	if gcerrors.Code(err) != gcerrors.NotFound {
+		return st, false, fmt.Errorf("export: reading the record of shard %s: %w", name, err)
+	}
+	data, err = readObject(s.ctx, s.b, shardKey(claimsDir, i, ".json"))
+	switch {
+	case gcerrors.Code(err) == gcerrors.NotFound:
+		sh := s.plan.Shards[i]
+		return ShardStatus{Name: sh.Name, State: StatePending, File: sh.File}, false, nil
+	case err != nil:
+		return st, false, fmt.Errorf("export: reading the claim of shard %s: %w", name, err)
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return st, true, fmt.Errorf("export: the claim of shard %s: %w", name, err)
+	}
+	return st, true, nil
+}
+
+// claim reads the shard's state from the bucket. There is no lock: it
+// always returns true, and the submit's conditional claim is what keeps
+// two tasks from both submitting.
+func (s *bucketStore) claim(name string) (bool, error) {
+	st, exists, err := s.load(name)
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st[name] = &st
+	s.claimed[name] = exists // a landed shard's claim stays
+	return true, nil
+}
+
+func (s *bucketStore) release(string) {}
+
+func (s *bucketStore) get(name string) ShardStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.st[name]
+}
+
+// update changes a shard's state and writes it: a landed shard's record;
+// the claim of a shard being submitted or submitted (created only when
+// absent: errClaimed when another task's is there); no claim for a shard
+// that failed or was cancelled (no job charges it), so that a later run
+// claims it afresh.
+func (s *bucketStore) update(name string, fn func(*ShardStatus)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st[name]
+	old := *st
+	fn(st)
+	i := s.index[name]
+	switch st.State {
+	case StateLanded:
+		data, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeObject(s.ctx, s.b, shardKey(recordsDir, i, ".json"), append(data, '\n'), false); err != nil {
+			return fmt.Errorf("export: writing the record of shard %s: %w", name, err)
+		}
+	case StateSubmitting, StateSubmitted:
+		data, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return err
+		}
+		err = writeObject(s.ctx, s.b, shardKey(claimsDir, i, ".json"), append(data, '\n'), !s.claimed[name])
+		if existed(err) {
+			*st = old
+			return errClaimed
+		}
+		if err != nil {
+			return fmt.Errorf("export: writing the claim of shard %s: %w", name, err)
+		}
+		s.claimed[name] = true
+	default: // failed, cancelled, pending: no job holds the shard
+		if !s.claimed[name] {
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, ioTimeout)
+		defer cancel()
+		if err := s.b.Delete(ctx, shardKey(claimsDir, i, ".json")); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+			return fmt.Errorf("export: releasing the claim of shard %s: %w", name, err)
+		}
+		s.claimed[name] = false
+	}
+	return nil
+}
+
+// refresh reads the state of every shard: the records and claims the
+// bucket lists, each read.
+func (s *bucketStore) refresh() error {
+	records, err := s.list(recordsDir, ".json")
+	if err != nil {
+		return err
+	}
+	claims, err := s.list(claimsDir, ".json")
+	if err != nil {
+		return err
+	}
+	var (
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 8)
+		mu   sync.Mutex
+		errs []error
+	)
+	for i, sh := range s.plan.Shards {
+		if !records[i] && !claims[i] || s.targets != nil && !s.targets[sh.Name] {
+			st := &ShardStatus{Name: sh.Name, State: StatePending, File: sh.File}
+			switch {
+			case records[i]:
+				st.State = StateLanded
+			case claims[i]:
+				st.State = StateSubmitted // or submitting: another task's
+			}
+			s.mu.Lock()
+			s.st[sh.Name] = st
+			s.mu.Unlock()
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := s.claim(sh.Name); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// list returns the shard indexes that have an object under dir with ext.
+func (s *bucketStore) list(dir, ext string) (map[int]bool, error) {
+	out := map[int]bool{}
+	it := s.b.List(&blob.ListOptions{Prefix: dir})
+	for {
+		obj, err := it.Next(s.ctx)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("export: listing %s: %w", dir, err)
+		}
+		var i int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(obj.Key, dir), "%05d"+ext, &i); err == nil && i < len(s.plan.Shards) {
+			out[i] = true
+		}
+	}
+}
+
+func (s *bucketStore) snapshot() Manifest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := Manifest{Version: PlanVersion, Plan: s.plan}
+	for _, sh := range s.plan.Shards {
+		m.Shards = append(m.Shards, *s.st[sh.Name])
+	}
+	return m
+}

@@ -300,7 +300,7 @@ func submitBodies(srv *lendgraphtest.Server) []string {
 }
 
 // createBucket creates the bucket b is in, through the S3 client under it.
-func createBucket(ctx context.Context, t *testing.T, b *blob.Bucket, name string) {
+func createBucket(ctx context.Context, t testing.TB, b *blob.Bucket, name string) {
 	t.Helper()
 	var client *s3.Client
 	if !b.As(&client) {

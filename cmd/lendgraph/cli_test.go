@@ -63,7 +63,7 @@ type result struct {
 // cli runs the binary against srv with its default caller's key in the
 // environment; stdin feeds the process, env adds variables ("K=V").
 type cli struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *lendgraphtest.Server
 	key   string // the key in the environment ("" for none)
 	real  string // the caller's key, which must never show
@@ -72,7 +72,7 @@ type cli struct {
 	dir   string
 }
 
-func newCLI(t *testing.T, opts ...lendgraphtest.Option) *cli {
+func newCLI(t testing.TB, opts ...lendgraphtest.Option) *cli {
 	t.Helper()
 	srv := lendgraphtest.NewServer(t, append([]lendgraphtest.Option{lendgraphtest.WithDefaultRows(1500)}, opts...)...)
 	key := srv.DefaultCaller().Key
@@ -116,7 +116,7 @@ func (c *cli) checkNoKey(r result) {
 
 func (c *cli) path(name string) string { return filepath.Join(c.dir, name) }
 
-func wantCode(t *testing.T, r result, code int) {
+func wantCode(t testing.TB, r result, code int) {
 	t.Helper()
 	if r.code != code {
 		t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)

@@ -13,7 +13,7 @@ import (
 
 // exportCLI is a CLI against a fake of n agents whose organization may
 // deliver maxRows of them at once.
-func exportCLI(t *testing.T, n int, maxRows int64, opts ...lendgraphtest.Option) *cli {
+func exportCLI(t testing.TB, n int, maxRows int64, opts ...lendgraphtest.Option) *cli {
 	// Every record has a state unless a test says otherwise (WithMissingField).
 	c := newCLI(t, append([]lendgraphtest.Option{lendgraphtest.WithRows("agents", n), lendgraphtest.WithNoStateShare(0)}, opts...)...)
 	c.srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: maxRows})

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"path"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,9 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	if u.User != nil {
 		return nil, invalid("url", "%s holds credentials; give them through the store's own settings (for S3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile), never in the URL", redactURL(rawURL))
 	}
+	if u.Host == "" && u.Scheme != "file" && u.Scheme != "mem" {
+		return nil, invalid("url", "%q names no bucket; use %s://bucket/prefix", redactURL(rawURL), u.Scheme)
+	}
 	if u.Scheme == "file" {
 		// A directory like an export directory: created when missing, and
 		// no sidecar file of attributes beside each data file (Spark would
@@ -84,10 +88,22 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	}
 	b, err := blob.OpenBucket(ctx, u.String())
 	if err != nil {
-		return nil, fmt.Errorf("export: opening %s: %w", redactURL(rawURL), err)
+		// The driver's message repeats the URL it was given, query and
+		// all (an endpoint may hold a user and password): it is reworded,
+		// not wrapped. Opening fails only on the URL's settings, which
+		// the message names; there is nothing else to branch on.
+		msg := err.Error()
+		for _, full := range []string{u.String(), rawURL} {
+			msg = strings.ReplaceAll(msg, full, redactURL(rawURL))
+		}
+		return nil, fmt.Errorf("export: opening %s: %s", redactURL(rawURL), queryInText.ReplaceAllString(msg, "?…"))
 	}
 	return b, nil
 }
+
+// queryInText is a URL's query in a message: whatever follows a '?' up to
+// the next space or colon.
+var queryInText = regexp.MustCompile(`\?[^\s:]+`)
 
 // redactURL is a URL for messages: scheme, host and path, without user or
 // query.

@@ -557,6 +557,15 @@ func TestOpenBucketRefusesCredentialsInTheURL(t *testing.T) {
 	if !errors.As(err, &inv) || strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "AKIAEXAMPLE") {
 		t.Errorf("%v", err)
 	}
+	// A URL the driver refuses: its message repeated the query, an
+	// endpoint's password included (newcomer trial).
+	_, err = export.OpenBucket(context.Background(), "s3://b/x?bogus=1&endpoint=http://u:secretpw@h")
+	if err == nil || strings.Contains(err.Error(), "secretpw") || strings.Contains(err.Error(), "bogus=1") || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("an unknown query parameter: %v", err)
+	}
+	if _, err := export.OpenBucket(context.Background(), "s3://"); !errors.As(err, &inv) {
+		t.Errorf("s3:// (no bucket): %v", err)
+	}
 }
 
 // digestOf reads a digest object's hashes.

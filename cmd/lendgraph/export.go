@@ -241,7 +241,7 @@ func (a *app) exportPlan(cmd *cobra.Command, name string, fl *exportFlags) (plan
 			return nil, false, usagef("--plan runs a plan as it is: drop --by, --format, --fields, --values, --max-rows, --include-missing, --allow-empty and the query flags")
 		}
 		if plan, err = readPlanFrom(cmd.Context(), fl.planFrom, fl.out, fl.bucket); err != nil {
-			return nil, false, usagef("--plan: %v", err)
+			return nil, false, planError(err)
 		}
 	} else if fl.bucket != nil {
 		if plan, err = export.ReadBucketPlan(cmd.Context(), fl.bucket); err != nil && gcerrors.Code(err) != gcerrors.NotFound {

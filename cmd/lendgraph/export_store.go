@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,12 +13,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 	// The object stores --out opens by URL: S3 and what speaks its
 	// protocol (MinIO, R2, GCS interoperability), and file:// for a
 	// directory with the same layout and commit as a bucket.
 	_ "gocloud.dev/blob/fileblob"
 	_ "gocloud.dev/blob/s3blob"
 
+	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/export"
 )
 
@@ -108,6 +112,26 @@ func readPlanFrom(ctx context.Context, from, out string, b *blob.Bucket) (*expor
 	}
 	return export.ReadPlan(from)
 }
+
+// planError is a failure to read --plan: a usage error when there is no
+// plan there or it is not one (a wrong --plan), an error of its own (exit
+// 1) when the store could not be read (credentials, network, a missing
+// bucket), which no other flag would mend.
+func planError(err error) error {
+	var usage *usageError
+	var bad *lendgraph.InvalidArgumentError
+	if errors.As(err, &usage) {
+		return err
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &bad) || gcerrors.Code(err) == gcerrors.NotFound && !missingBucket(err) {
+		return usagef("--plan: %v", err)
+	}
+	return fmt.Errorf("--plan: %w", err)
+}
+
+// missingBucket reports whether err is S3's "the bucket does not exist",
+// which gocloud reports as NotFound like a missing object.
+func missingBucket(err error) bool { return strings.Contains(err.Error(), "NoSuchBucket") }
 
 // exportPlanCommand is `export plan`: the first of the three steps.
 func (a *app) exportPlanCommand() *cobra.Command {
@@ -204,7 +228,7 @@ func (a *app) resolveShards(ctx context.Context, fl *exportFlags) ([]string, err
 	}
 	plan, err := readPlanFrom(ctx, fl.planFrom, "", b)
 	if err != nil {
-		return nil, usagef("--plan: %v", err)
+		return nil, planError(err)
 	}
 	var names []string
 	for _, g := range given {

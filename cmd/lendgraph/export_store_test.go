@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,11 +36,24 @@ func TestExportThreeStepsIntoMinIO(t *testing.T) {
 		return r
 	}
 
+	// Where no plan is, a usage error; a store that refuses the caller,
+	// an error of the store (exit 1), not a usage error.
+	r := run(2, "export", "run", "--plan", "s3://"+store.Bucket+"/nothing-here?use_path_style=true", "--shard", "0")
+	if !strings.Contains(r.stderr, "--plan") {
+		t.Errorf("no plan at the URL: %s", r.stderr)
+	}
+	c.env = append(slices.Clone(base), "AWS_SECRET_ACCESS_KEY=not-the-secret")
+	r = run(1, "export", "run", "--plan", url, "--shard", "0")
+	if strings.Contains(r.stderr, "--help") || strings.Contains(r.stderr, "not-the-secret") {
+		t.Errorf("wrong credentials: %s", r.stderr)
+	}
+	c.env = base
+
 	run(0, "export", "plan", "agents", "--by", "state", "--out", url)
 	if jobsRun(c.srv) != 0 {
 		t.Fatalf("export plan ran %d jobs", jobsRun(c.srv))
 	}
-	r := run(2, "export", "run", "--plan", url)
+	r = run(2, "export", "run", "--plan", url)
 	if !strings.Contains(r.stderr, "JOB_COMPLETION_INDEX") {
 		t.Errorf("a run without --shard or JOB_COMPLETION_INDEX: %s", r.stderr)
 	}

@@ -27,6 +27,11 @@ import (
 // default: each is one delivery job and, once it completes, one download.
 const DefaultConcurrency = 4
 
+// DefaultStaleClaimAfter is RunOptions.StaleClaimAfter's default: twice
+// the grace a submit gets after its task is interrupted, and more than any
+// submit answer takes.
+const DefaultStaleClaimAfter = 2 * time.Minute
+
 // defaultSubmitGrace is how long a submit already sent may go on after
 // the run's context ended (see RunOptions.SubmitTimeout).
 const defaultSubmitGrace = 30 * time.Second
@@ -74,6 +79,13 @@ type RunOptions struct {
 	// client's; lendgraph.WithAttemptTimeout never cuts a bulk delivery
 	// submit once it was sent.)
 	SubmitTimeout time.Duration
+	// StaleClaimAfter, in a bucket, is how long another task's claim may
+	// go without its job id before it counts as a submit whose answer was
+	// lost (the task died between its submit and the record of the job;
+	// default DefaultStaleClaimAfter). A younger claim is a task still
+	// submitting: the shard is left to it and listed in Result.Busy, and
+	// ResubmitUncertain does not apply to it.
+	StaleClaimAfter time.Duration
 	// ResubmitUncertain submits again the shards whose earlier submit
 	// may have started a job (StateSubmitting: its answer was lost, or
 	// the process died with the submit in flight). Such a job cannot be
@@ -143,7 +155,8 @@ type Result struct {
 	// again from a completed job (no new job, no new charge); Skipped the
 	// landed shards whose files were intact.
 	Submitted, Reattached, Redownloaded, Skipped int
-	// Busy are the shards another process was working on.
+	// Busy are the shards another process was working on (in a bucket:
+	// another task was submitting; see RunOptions.StaleClaimAfter).
 	Busy []string
 	// Pending are the shards not landed when the run ended.
 	Pending []string
@@ -297,6 +310,7 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 	st := r.store
 	r.opts.Concurrency = cmp.Or(o.Concurrency, DefaultConcurrency)
 	r.opts.SubmitTimeout = cmp.Or(o.SubmitTimeout, defaultSubmitGrace)
+	r.opts.StaleClaimAfter = cmp.Or(o.StaleClaimAfter, DefaultStaleClaimAfter)
 	r.limit = newSubmitLimit(r.opts.Concurrency)
 	res := &Result{Dir: o.Dir, Shards: len(plan.Shards), PlannedRows: plan.Total}
 	r.res = res
@@ -485,6 +499,17 @@ func (r *runner[T]) work(ctx context.Context, sh *Shard) (err error) {
 		r.event(Event{Kind: EventReattached, Shard: sh.Name, State: StateSubmitted, JobID: cur.JobID, What: "re-attached to job " + cur.JobID})
 		job = r.src.DeliveryJob(cur.JobID)
 	case StateSubmitting:
+		if age := time.Since(cur.SubmittedAt); r.dir == nil && !cur.SubmittedAt.IsZero() && age < r.opts.StaleClaimAfter {
+			// Another task's claim, too young to be a dead one's: it is
+			// submitting, and records its job id once answered.
+			r.count(func(res *Result) {
+				res.Busy = append(res.Busy, sh.Name)
+				r.busy[sh.Name] = true
+			})
+			r.event(Event{Kind: EventBusy, Shard: sh.Name, State: StateSubmitting,
+				What: fmt.Sprintf("skipped: another task claimed it %s ago and is submitting it; run it again later (a claim with no job id after %s counts as a submit whose answer was lost)", age.Round(time.Second), r.opts.StaleClaimAfter)})
+			return nil
+		}
 		if !r.opts.ResubmitUncertain {
 			r.event(Event{Kind: EventUncertain, Shard: sh.Name, State: StateSubmitting,
 				What: "left as it is: an earlier submit's answer was lost, and the service may hold a job for it (charged when it completes); submitting again may charge twice"})
@@ -532,6 +557,7 @@ func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgra
 			s.Unanswered = s.lost() // the earlier submit's, now for good
 		}
 		s.State, s.JobID, s.Error = StateSubmitting, "", ""
+		s.SubmittedAt = time.Now().UTC() // a claim's age tells a live task from a dead one
 		s.Submits++
 		s.Uncertain = s.Uncertain || again
 	})

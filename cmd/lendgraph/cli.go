@@ -24,8 +24,16 @@ const (
 	exitFailure     = 1
 	exitUsage       = 2
 	exitCredits     = 3
+	exitBusy        = 75 // EX_TEMPFAIL: a task's shards are another task's for now; retry later
 	exitInterrupted = 130
 )
+
+// busyError is a task (export run --shard) whose shards another task is
+// submitting: nothing failed, and nothing is done yet; an orchestrator
+// retries it later.
+type busyError struct{ msg string }
+
+func (e *busyError) Error() string { return e.msg }
 
 // env is the outside world a command sees; tests substitute it.
 type env struct {
@@ -94,7 +102,10 @@ func (a *app) report(ctx context.Context, err error) int {
 	var ie *interruptedError
 	var bad *lendgraph.InvalidArgumentError
 	var credits *lendgraph.InsufficientCreditsError
+	var busy *busyError
 	switch {
+	case errors.As(err, &busy):
+		code = exitBusy
 	case !a.started || errors.As(err, &ue) || errors.As(err, &bad):
 		code = exitUsage
 		msg += "\nRun '" + a.cmdPath + " --help' for usage."

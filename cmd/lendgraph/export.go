@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"gocloud.dev/blob"
@@ -42,6 +43,8 @@ type exportFlags struct {
 	creditsPerRow  float64
 	allowEmpty     bool
 	resubmit       bool
+	// staleClaimAfter is --stale-claim-after (export run).
+	staleClaimAfter time.Duration
 
 	// bucket is --out opened, when it is an object store URL (nil for a
 	// directory).
@@ -426,11 +429,13 @@ type exportResult struct {
 	// Uncertain are the shards with submits whose answer was lost, and
 	// UncertainRows and UncertainCredits what they may charge on top of
 	// chargedRows and creditsCharged (credits only with --credits-per-row).
-	Uncertain        []export.UncertainShard `json:"uncertain,omitempty"`
-	UncertainRows    int64                   `json:"uncertainRows"`
-	UncertainCredits float64                 `json:"uncertainCredits"`
-	Complete         bool                    `json:"complete"`
-	Warnings         []string                `json:"warnings,omitempty"`
+	Uncertain []export.UncertainShard `json:"uncertain,omitempty"`
+	// Busy are the shards another task was submitting (exit 75).
+	Busy             []string `json:"busy,omitempty"`
+	UncertainRows    int64    `json:"uncertainRows"`
+	UncertainCredits float64  `json:"uncertainCredits"`
+	Complete         bool     `json:"complete"`
+	Warnings         []string `json:"warnings,omitempty"`
 }
 
 func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl *exportFlags) error {
@@ -446,27 +451,28 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 			}
 		}
 	}
-	opts := &export.RunOptions{Dir: fl.out, Bucket: fl.bucket, Concurrency: fl.concurrency, Shards: fl.shards, ResubmitUncertain: fl.resubmit, Observer: a.observer(), OnEvent: func(e export.Event) {
-		switch e.Kind {
-		case export.EventFailed:
-			a.sayAbove("shard %s: %s: %v", e.Shard, e.What, e.Err)
-		case export.EventUncertain:
-			a.sayAbove("shard %s: not submitted again: an earlier submit's answer was lost, and the service may hold a job for it (charged when it completes)", e.Shard)
-		case export.EventLanded:
-			a.sayAbove("shard %s: landed %d rows (job %s)", e.Shard, e.Rows, e.JobID)
-		case export.EventSubmitted, export.EventReattached, export.EventRedownload, export.EventBusy:
-			a.sayAbove("shard %s: %s", e.Shard, e.What)
-		}
-		old := progress[e.Shard]
-		switch {
-		case e.State == export.StateLanded:
-			progress[e.Shard] = max(e.Rows, old)
-		case e.Processed > 0:
-			progress[e.Shard] = e.Processed
-		}
-		done += progress[e.Shard] - old
-		m.set(done, total)
-	}}
+	opts := &export.RunOptions{Dir: fl.out, Bucket: fl.bucket, Concurrency: fl.concurrency, Shards: fl.shards, ResubmitUncertain: fl.resubmit,
+		StaleClaimAfter: fl.staleClaimAfter, Observer: a.observer(), OnEvent: func(e export.Event) {
+			switch e.Kind {
+			case export.EventFailed:
+				a.sayAbove("shard %s: %s: %v", e.Shard, e.What, e.Err)
+			case export.EventUncertain:
+				a.sayAbove("shard %s: not submitted again: an earlier submit's answer was lost, and the service may hold a job for it (charged when it completes)", e.Shard)
+			case export.EventLanded:
+				a.sayAbove("shard %s: landed %d rows (job %s)", e.Shard, e.Rows, e.JobID)
+			case export.EventSubmitted, export.EventReattached, export.EventRedownload, export.EventBusy:
+				a.sayAbove("shard %s: %s", e.Shard, e.What)
+			}
+			old := progress[e.Shard]
+			switch {
+			case e.State == export.StateLanded:
+				progress[e.Shard] = max(e.Rows, old)
+			case e.Processed > 0:
+				progress[e.Shard] = e.Processed
+			}
+			done += progress[e.Shard] - old
+			m.set(done, total)
+		}}
 	if fl.bucket != nil {
 		opts.Dir = ""
 	}
@@ -486,7 +492,7 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 			Reattached: res.Reattached, Redownloaded: res.Redownloaded, Skipped: res.Skipped, Pending: res.Pending,
 			PlannedRows: res.PlannedRows, LandedRows: res.LandedRows, ChargedRows: res.ChargedRows,
 			CreditsCharged: res.CreditsCharged, Uncertain: res.Uncertain, UncertainRows: res.UncertainRows,
-			UncertainCredits: res.UncertainCredits, Complete: res.Complete, Warnings: res.Warnings}); jerr != nil {
+			UncertainCredits: res.UncertainCredits, Busy: res.Busy, Complete: res.Complete, Warnings: res.Warnings}); jerr != nil {
 			return jerr
 		}
 	} else {
@@ -502,6 +508,15 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 		case err == nil && len(res.Pending) > 0:
 			a.say("%d shards not landed yet (another process works on them?); run the same command again to finish the export", len(res.Pending))
 		}
+	}
+	if err == nil && len(fl.shards) > 0 && len(res.Busy) > 0 {
+		// A task: nothing failed, nothing is done; the orchestrator
+		// retries it once the other task has recorded its job.
+		what := fmt.Sprintf("%d shards are", len(res.Busy))
+		if len(res.Busy) == 1 {
+			what = "1 shard is"
+		}
+		return &busyError{fmt.Sprintf("%s another task's for now (%s): it is submitting; run this task again later", what, strings.Join(res.Busy, ", "))}
 	}
 	return err
 }

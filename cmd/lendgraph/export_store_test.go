@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lendgraph/lendgraph-go/export"
 	"github.com/lendgraph/lendgraph-go/internal/miniotest"
@@ -129,5 +131,41 @@ func TestExportOneCommandIntoAFileURL(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestExportRunBusyWhileAnotherTaskSubmits: a task started for a shard
+// whose submit another task is still waiting on is told to come back
+// later (exit 75), not that an answer was lost; once the first task has
+// landed it, the retried task finds it landed. One submit in all.
+func TestExportRunBusyWhileAnotherTaskSubmits(t *testing.T) {
+	c := exportCLI(t, 600, 300)
+	url := "file://" + c.path("bucket")
+	wantCode(t, c.run("export", "plan", "agents", "--by", "state", "--out", url), 0)
+	before := len(submitBodies(c.srv))
+	c.srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.Stall, Delay: 3 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first := c.command(ctx, "export", "run", "--plan", url, "--shard", "0")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(submitBodies(c.srv)) == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("the first task never submitted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := c.run("export", "run", "--plan", url, "--shard", "0")
+	wantCode(t, r, exitBusy)
+	if !strings.Contains(r.stderr, "another task") || strings.Contains(r.stderr, "resubmit-uncertain") {
+		t.Errorf("the second task: %s", r.stderr)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first task: %v", err)
+	}
+	wantCode(t, c.run("export", "run", "--plan", url, "--shard", "0"), 0)
+	if n := len(submitBodies(c.srv)) - before; n != 1 {
+		t.Errorf("%d submits for one shard", n)
 	}
 }

@@ -154,10 +154,14 @@
 //   - Killed between its claim and the record of the job id (the submit in
 //     flight, or answered but not recorded): this is the one window left.
 //     The claim has no job id, and the service may hold a job, charged
-//     when it completes, that nobody can find. Every later task leaves
-//     the shard as it is (Result.Uncertain, *UncertainError) until
-//     RunOptions.ResubmitUncertain accepts that it may be charged twice.
-//     A submit whose answer is lost leaves the same claim.
+//     when it completes, that nobody can find. For RunOptions.StaleClaimAfter
+//     (two minutes) after the submit, the claim may as well be a live
+//     task's still waiting on its answer: a later task leaves the shard to
+//     it (Result.Busy; lendgraph export run exits 75, retry later). After
+//     that, every later task leaves the shard as it is (Result.Uncertain,
+//     *UncertainError) until RunOptions.ResubmitUncertain accepts that it
+//     may be charged twice. A submit whose answer is lost leaves the same
+//     claim.
 //   - Killed, or cut off, after the job id was recorded (the job running,
 //     the file streaming, the record not yet written): the next task
 //     continues the same job from a fresh link: no new job, no new charge.
@@ -170,8 +174,7 @@
 //   - Two tasks at once: the claim is a conditional write (S3 If-None-Match:
 //     *, GCS ifGenerationMatch=0), so only one submits. The other continues
 //     the job the claim records, or, when the job id is not recorded yet,
-//     leaves the shard as uncertain (run it again once the first task
-//     ended). Two tasks landing one job write the same bytes under the same
+//     leaves the shard to the first task (Result.Busy: run it again later). Two tasks landing one job write the same bytes under the same
 //     name: one file a partition, never two. fileblob checks the condition
 //     with a stat before a rename, which is not atomic: for tasks on several
 //     machines, use a store.

@@ -170,8 +170,11 @@ or its name (state=CA), and may be repeated; without --shard, the index comes
 from ` + jobIndexEnv + `, which a Kubernetes Indexed Job sets in each pod, so
 the Job needs no wrapper script. It does not ask for confirmation: the plan
 was shown when it was made. A shard already landed is skipped; a shard
-another task submitted is continued from its job; nothing is submitted or
-charged twice (see export --help). When every shard has run, finish with
+another task submitted is continued from its job; a shard another task is
+still submitting (its claim holds no job id yet, and is younger than
+--stale-claim-after) is left to it, and the command exits 75: run it again
+later, as an orchestrator's retry does. Nothing is submitted or charged
+twice (see export --help). When every shard has run, finish with
 'lendgraph export commit --plan DIR|URL'.`,
 		Example: `  lendgraph export run --plan "file://$PWD/agents-store" --shard 0   # s3://bucket/prefix alike
   lendgraph export run --plan "file://$PWD/agents-store" --shard state=CA

@@ -224,6 +224,10 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 
 	r = c.run("export", "commit", "--plan", url, "--json")
 	wantCode(t, r, 0)
+	var committed commitResult
+	if err := json.Unmarshal([]byte(r.stdout), &committed); err != nil {
+		t.Fatalf("commit --json: %v\n%s", err, r.stdout)
+	}
 	if exists, _ := b.Exists(ctx, export.SuccessFile); !exists {
 		t.Fatal("no _SUCCESS after the commit")
 	}
@@ -258,6 +262,11 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 	debits, credits := c.srv.Charged(lendgraphtest.DefaultOrg, "delivery")
 	if debits < n || debits > total || int64(credits) < plan.Total {
 		t.Fatalf("the ledger shows %d deliveries and %v credits for %d shards of %d rows (%d submits)", debits, credits, n, plan.Total, total)
+	}
+	// The commit's account covers the ledger: what was charged for the
+	// landed files, and what submits whose answer was lost may have.
+	if committed.ChargedRows != plan.Total || float64(committed.ChargedRows+committed.UncertainRows) < credits {
+		t.Fatalf("commit says %d rows charged and up to %d more; the ledger shows %v credits (a credit a row)", committed.ChargedRows, committed.UncertainRows, credits)
 	}
 
 	// In the store: every record exactly once.

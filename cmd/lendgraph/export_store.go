@@ -257,8 +257,28 @@ type commitResult struct {
 	LandedRows   int64   `json:"landedRows"`
 	ChargedRows  int64   `json:"chargedRows"`
 	Credits      float64 `json:"creditsCharged"`
+	// UncertainRows are the rows that submits whose answer was lost may
+	// have had charged on top of ChargedRows (the shards' planned rows, a
+	// submit each): the shards submitted again with --resubmit-uncertain.
+	UncertainRows int64 `json:"uncertainRows"`
 	DuplicateIDs int64   `json:"duplicateIds"`
 	Complete     bool    `json:"complete"`
+}
+
+// uncertainRows are the rows the submits of m whose answer was lost may
+// have had charged: a shard's planned rows for each such submit.
+func uncertainRows(m *export.Manifest) int64 {
+	var n int64
+	for _, s := range m.Shards {
+		lost := s.Unanswered
+		if lost == 0 && s.Uncertain {
+			lost = 1
+		}
+		if sh, ok := m.Plan.Shard(s.Name); ok && lost > 0 {
+			n += int64(lost) * sh.Rows
+		}
+	}
+	return n
 }
 
 // exportCommitCommand is `export commit`: the last of the three steps.
@@ -296,13 +316,18 @@ found twice. A local directory is finished by the export command itself
 			}
 			if m != nil && m.Verification != nil {
 				v := m.Verification
+				uncertain := uncertainRows(m)
 				if a.jsonOut {
 					if jerr := a.writeJSONLine(commitResult{Out: redactedOut(plan), Shards: v.Files, PlannedRows: v.PlannedRows, LandedRows: v.LandedRows,
-						ChargedRows: v.ChargedRows, Credits: v.CreditsCharged, DuplicateIDs: v.DuplicateIDs, Complete: v.Complete && err == nil}); jerr != nil {
+						ChargedRows: v.ChargedRows, Credits: v.CreditsCharged, UncertainRows: uncertain, DuplicateIDs: v.DuplicateIDs, Complete: v.Complete && err == nil}); jerr != nil {
 						return jerr
 					}
 				} else {
-					a.say("%d shards, %d rows landed, %d planned; %d rows charged, %s credits; %d ids found twice", v.Files, v.LandedRows, v.PlannedRows, v.ChargedRows, number(v.CreditsCharged), v.DuplicateIDs)
+					more := ""
+					if uncertain > 0 {
+						more = fmt.Sprintf(", and up to %d rows more may have been charged by submits whose answer was lost (--resubmit-uncertain submitted them again)", uncertain)
+					}
+					a.say("%d shards, %d rows landed, %d planned; %d rows charged, %s credits%s; %d ids found twice", v.Files, v.LandedRows, v.PlannedRows, v.ChargedRows, number(v.CreditsCharged), more, v.DuplicateIDs)
 				}
 			}
 			if err != nil {

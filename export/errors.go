@@ -266,7 +266,21 @@ func (e *PlanMismatchError) Error() string {
 	if e == nil {
 		return "export: the directory holds another export"
 	}
-	return fmt.Sprintf("export: %s holds an export of another plan (%s; this one is %s): resume it with the same query, or export into another directory", e.Dir, e.Want, e.Got)
+	where := "directory"
+	if e.Dir == "the bucket" {
+		where = "prefix of the store"
+	}
+	return fmt.Sprintf("export: %s holds an export of another plan (%s; this one is %s): resume it with the same query, or export into another %s", e.Dir, e.Want, e.Got, where)
+}
+
+// shardPattern is how the plan's shards are named: "state=VALUE/city=VALUE"
+// (a shard that needed fewer fields stops earlier).
+func shardPattern(p *Plan) string {
+	parts := make([]string, len(p.By))
+	for i, f := range p.By {
+		parts[i] = f + "=VALUE"
+	}
+	return strings.Join(parts, "/")
 }
 
 // plural is n and noun, with an s unless n is 1: "1 shard", "3 shards".

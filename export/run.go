@@ -280,7 +280,7 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 		for _, n := range o.Shards {
 			sh, ok := plan.Shard(n)
 			if !ok {
-				return nil, invalid("Shards", "the plan has no shard %q; its shards are named like \"%s=VALUE\"", n, plan.By[0])
+				return nil, invalid("Shards", "the plan has no shard %q; its shards are named like %q", n, shardPattern(plan))
 			}
 			if !slices.ContainsFunc(targets, func(s Shard) bool { return s.Name == n }) {
 				targets = append(targets, *sh)

@@ -383,7 +383,7 @@ func (a *app) printPlan(ctx context.Context, p *export.Plan, fl *exportFlags) er
 	if len(p.Request.Fields) > 0 {
 		a.say("note: the service checks --fields (%s) only at submit: a field it does not have stops the run at the first submit, before any other shard is submitted", strings.Join(p.Request.Fields, ","))
 	}
-	a.say("plan written to %s; run it with the same command without --plan-only, or one shard a task: lendgraph export run --plan %s --shard N, then lendgraph export commit --plan %s", file, fl.out, fl.out)
+	a.say("plan written to %s; run it with the same command without --plan-only, or one shard a task: lendgraph export run --plan %s --shard N, then lendgraph export commit --plan %s", file, commandOut(fl.out), commandOut(fl.out))
 	return nil
 }
 
@@ -502,7 +502,7 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 		case res.Complete:
 			a.say("verified: every file decodes and holds its job's rows, no id appears twice; wrote %s", joinURL(redactedOut(fl.out), export.SuccessFile))
 		case err == nil && len(fl.shards) > 0 && fl.bucket != nil:
-			a.say("%d of %d shards landed; once every shard has run, finish with: lendgraph export commit --plan %s", res.Landed, res.Shards, redactedOut(fl.out))
+			a.say("%d of %d shards landed; once every shard has run, finish with: lendgraph export commit --plan %s", res.Landed, res.Shards, commandOut(fl.out))
 		case err == nil && len(res.Pending) > 0 && len(fl.shards) > 0:
 			a.say("%d shards not landed yet; run the command without --shard to finish the export", len(res.Pending))
 		case err == nil && len(res.Pending) > 0:
@@ -620,9 +620,9 @@ func checkShards(p *export.Plan, names []string) error {
 		if _, ok := p.Shard(n); !ok {
 			example := ""
 			if len(p.Shards) > 0 {
-				example = fmt.Sprintf(", e.g. --shard %q", p.Shards[0].Name)
+				example = fmt.Sprintf(" like %q", p.Shards[len(p.Shards)-1].Name)
 			}
-			return usagef("--shard %q: the plan has no such shard; its %d shards are named like \"%s=VALUE\"%s (--plan-only lists them)", n, len(p.Shards), p.By[0], example)
+			return usagef("--shard %q: the plan has no such shard; its %d shards are named%s, or give a shard's index (--plan-only lists them)", n, len(p.Shards), example)
 		}
 	}
 	return nil

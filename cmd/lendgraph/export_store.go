@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -70,6 +71,24 @@ func openDestination(ctx context.Context, raw string) (*blob.Bucket, error) {
 		return nil, usagef("%v", err)
 	}
 	return b, nil
+}
+
+// commandOut is --out as a command to run next names it: a URL keeps the
+// query parameters it needs (use_path_style, region), but none that holds
+// a user or password (an endpoint's).
+func commandOut(out string) string {
+	u, err := url.Parse(out)
+	if !isURL(out) || err != nil || u.RawQuery == "" {
+		return redactedOut(out)
+	}
+	q := u.Query()
+	for k, vs := range q {
+		if slices.ContainsFunc(vs, func(v string) bool { return strings.Contains(v, "@") }) {
+			q.Del(k)
+		}
+	}
+	u.User, u.RawQuery, u.Fragment = nil, q.Encode(), ""
+	return "'" + u.String() + "'"
 }
 
 // redactedOut is --out for messages and --json: a URL without its query.
@@ -210,7 +229,7 @@ twice (see export --help). When every shard has run, finish with
 // resolveShards turns --shard (indexes or names), or JOB_COMPLETION_INDEX,
 // into shard names, checked against the plan.
 func (a *app) resolveShards(ctx context.Context, fl *exportFlags) ([]string, error) {
-	given := fl.shards
+	given, source := fl.shards, "--shard"
 	if len(given) == 0 {
 		v, ok := os.LookupEnv(jobIndexEnv)
 		if !ok || v == "" {
@@ -219,7 +238,7 @@ func (a *app) resolveShards(ctx context.Context, fl *exportFlags) ([]string, err
 		if _, err := strconv.Atoi(v); err != nil {
 			return nil, usagef("%s is %q, not a shard index", jobIndexEnv, v)
 		}
-		given = []string{v}
+		given, source = []string{v}, jobIndexEnv+"="
 	}
 	b := (*blob.Bucket)(nil)
 	if isURL(fl.planFrom) {
@@ -242,7 +261,10 @@ func (a *app) resolveShards(ctx context.Context, fl *exportFlags) ([]string, err
 			continue
 		}
 		if i < 0 || i >= len(plan.Shards) {
-			return nil, usagef("--shard %d: the plan has %d shards, indexed 0 to %d", i, len(plan.Shards), len(plan.Shards)-1)
+			if source == "--shard" {
+				source += " "
+			}
+			return nil, usagef("%s%d: the plan has %d shards, indexed 0 to %d", source, i, len(plan.Shards), len(plan.Shards)-1)
 		}
 		names = append(names, plan.Shards[i].Name)
 	}
@@ -251,18 +273,18 @@ func (a *app) resolveShards(ctx context.Context, fl *exportFlags) ([]string, err
 
 // commitResult is export commit's --json output.
 type commitResult struct {
-	Out          string  `json:"out"`
-	Shards       int     `json:"shards"`
-	PlannedRows  int64   `json:"plannedRows"`
-	LandedRows   int64   `json:"landedRows"`
-	ChargedRows  int64   `json:"chargedRows"`
-	Credits      float64 `json:"creditsCharged"`
+	Out         string  `json:"out"`
+	Shards      int     `json:"shards"`
+	PlannedRows int64   `json:"plannedRows"`
+	LandedRows  int64   `json:"landedRows"`
+	ChargedRows int64   `json:"chargedRows"`
+	Credits     float64 `json:"creditsCharged"`
 	// UncertainRows are the rows that submits whose answer was lost may
 	// have had charged on top of ChargedRows (the shards' planned rows, a
 	// submit each): the shards submitted again with --resubmit-uncertain.
 	UncertainRows int64 `json:"uncertainRows"`
-	DuplicateIDs int64   `json:"duplicateIds"`
-	Complete     bool    `json:"complete"`
+	DuplicateIDs  int64 `json:"duplicateIds"`
+	Complete      bool  `json:"complete"`
 }
 
 // uncertainRows are the rows the submits of m whose answer was lost may

@@ -78,7 +78,10 @@
 //	spark.read.json("DIR")
 //
 // The glob names the data files (part-*), so it matches none of the
-// dataset's own files; Spark skips names starting with _ or a dot.
+// dataset's own files; Spark skips names starting with _ or a dot. An
+// export in a bucket is read in place the same way once _SUCCESS is there:
+// read_parquet('s3://BUCKET/PREFIX/**/part-*.parquet', hive_partitioning =
+// true) with DuckDB's httpfs extension, spark.read.parquet("s3a://BUCKET/PREFIX").
 //
 // Each file keeps the partition columns it was delivered with (a request
 // that narrows Fields gets them added: DeliveredFields); DuckDB and

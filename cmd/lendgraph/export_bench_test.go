@@ -27,12 +27,8 @@ import (
 func BenchmarkExport50ShardsOn8Processes(b *testing.B) {
 	store := miniotest.Start(b)
 	c := exportCLI(b, 12000, 1500, lendgraphtest.WithJobRate("delivery", 2000))
-	c.env = []string{"AWS_ACCESS_KEY_ID=" + store.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + store.SecretAccessKey,
-		"AWS_REGION=us-east-1", "AWS_ENDPOINT_URL_S3=" + store.Endpoint, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
-	for _, kv := range c.env {
-		k, v, _ := strings.Cut(kv, "=")
-		b.Setenv(k, v) // for export.OpenBucket in this process
-	}
+	c.env = awsEnv(store)
+	setAWSEnv(b, store)
 	ctx := context.Background()
 	{
 		b, err := export.OpenBucket(ctx, "s3://"+store.Bucket+"?use_path_style=true")

@@ -61,13 +61,8 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 	minio := miniotest.StartServer(t)
 	store := minio.Store
 	c := exportCLI(t, 5000, 200, lendgraphtest.WithLinkTTL(1500*time.Millisecond))
-	awsEnv := []string{"AWS_ACCESS_KEY_ID=" + store.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + store.SecretAccessKey,
-		"AWS_REGION=us-east-1", "AWS_ENDPOINT_URL_S3=" + store.Endpoint, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
-	c.env = awsEnv
-	for _, kv := range awsEnv {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v) // for export.OpenBucket in this process
-	}
+	c.env = awsEnv(store)
+	setAWSEnv(t, store)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	url := "s3://" + store.Bucket + "/exports/agents?use_path_style=true"

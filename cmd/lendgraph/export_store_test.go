@@ -16,6 +16,22 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
+// awsEnv is the environment in which the tool (and s3blob) reach store:
+// its keys and endpoint, and no config file of the machine's.
+func awsEnv(store lendgraphtest.S3Store) []string {
+	return []string{"AWS_ACCESS_KEY_ID=" + store.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + store.SecretAccessKey,
+		"AWS_REGION=us-east-1", "AWS_ENDPOINT_URL_S3=" + store.Endpoint, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
+}
+
+// setAWSEnv sets store's environment in this process too, for
+// export.OpenBucket, until the test ends.
+func setAWSEnv(t testing.TB, store lendgraphtest.S3Store) {
+	for _, kv := range awsEnv(store) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
 // TestExportThreeStepsIntoMinIO runs an export as an orchestrator would,
 // into MinIO: export plan writes URL/_plan.json, one export run a shard
 // (by JOB_COMPLETION_INDEX, by index, by name), export commit. The
@@ -24,8 +40,7 @@ import (
 func TestExportThreeStepsIntoMinIO(t *testing.T) {
 	store := miniotest.Start(t)
 	c := exportCLI(t, 900, 300, lendgraphtest.WithS3Store(store))
-	base := []string{"AWS_ACCESS_KEY_ID=" + store.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + store.SecretAccessKey,
-		"AWS_REGION=us-east-1", "AWS_ENDPOINT_URL_S3=" + store.Endpoint, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
+	base := awsEnv(store)
 	c.env = base
 	url := "s3://" + store.Bucket + "/exports/agents?use_path_style=true"
 	run := func(code int, args ...string) result {

@@ -25,12 +25,12 @@ import (
 	"gocloud.dev/blob"
 )
 
-// TestExportChaosIntoMinIO runs an export of about 60 shards the way it
+// TestExportChaosIntoMinIO runs an export of about 136 shards the way it
 // fails in production: eight worker processes (standing in for machines)
 // take shards of one plan in MinIO from a queue, as an orchestrator's tasks
 // would; workers are SIGKILLed at random moments (mid-submit, mid-download,
-// mid-upload); MinIO is killed and restarted once; signed links expire
-// every 1.5 s while downloads crawl at 24 KB/s; twice, a second worker is
+// mid-upload); MinIO is killed and restarted once; signed links live only
+// 1.5 s and downloads crawl at 24 KB/s; twice, a second worker is
 // started for a shard that is running. A failed task is retried, as an
 // orchestrator does. Then the dataset is committed and checked at the
 // fake and in the store: every record exactly once (read back by
@@ -84,8 +84,9 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 		t.Fatalf("a plan of %d shards; the harness wants at least 50", n)
 	}
 	submitsBefore := len(submitBodies(c.srv))
-	// Slow storage, so that kills land mid-download and mid-upload, and
-	// links expire (1.5 s) while a file is still coming down.
+	// Slow storage, so that kills land mid-download and mid-upload; the
+	// links' 1.5 s lifetime means a task that takes over a job needs a
+	// fresh one. (How often a link expired under a task is not counted.)
 	c.srv.InjectFault("GET", "/objects/*", lendgraphtest.Fault{Kind: lendgraphtest.Throttle, Rate: 24 << 10, Times: -1})
 
 	// The schedule.

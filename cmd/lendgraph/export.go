@@ -210,16 +210,16 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 	}
 	switch {
 	case left == 0 && uncertain > 0:
-		a.say("nothing to submit: %d shards wait on a submit whose answer was lost (--resubmit-uncertain submits them again)", uncertain)
+		a.say("nothing to submit: %s on a submit whose answer was lost (--resubmit-uncertain submits them again)", plural(uncertain, "shard waits", "shards wait"))
 	case left == 0 && len(fl.shards) > 0:
 		a.say("the shards asked for have landed; checking them")
 	case left == 0:
 		a.say("every shard has landed; checking the dataset")
 	default:
 		if fl.bucket != nil {
-			a.say("%d shards (%d rows) to run, %d at once; those landed already are skipped, and those another task submitted are continued", left, rows, fl.concurrency)
+			a.say("%s (%s) to run, %d at once; those landed already are skipped, and those another task submitted are continued", plural(left, "shard", "shards"), plural(int(rows), "row", "rows"), fl.concurrency)
 		} else {
-			a.say("%d shards (%d rows) to deliver, %d at once", left, rows, fl.concurrency)
+			a.say("%s (%s) to deliver, %d at once", plural(left, "shard", "shards"), plural(int(rows), "row", "rows"), fl.concurrency)
 		}
 		if !fl.yes && !fl.runOnly {
 			if !a.interactive {
@@ -504,21 +504,26 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 		case err == nil && len(fl.shards) > 0 && fl.bucket != nil:
 			a.say("%d of %d shards landed; once every shard has run, finish with: lendgraph export commit --plan %s", res.Landed, res.Shards, commandOut(fl.out))
 		case err == nil && len(res.Pending) > 0 && len(fl.shards) > 0:
-			a.say("%d shards not landed yet; run the command without --shard to finish the export", len(res.Pending))
+			a.say("%s not landed yet; run the command without --shard to finish the export", plural(len(res.Pending), "shard", "shards"))
 		case err == nil && len(res.Pending) > 0:
-			a.say("%d shards not landed yet (another process works on them?); run the same command again to finish the export", len(res.Pending))
+			a.say("%s not landed yet (another process works on them?); run the same command again to finish the export", plural(len(res.Pending), "shard", "shards"))
 		}
 	}
 	if err == nil && len(fl.shards) > 0 && len(res.Busy) > 0 {
 		// A task: nothing failed, nothing is done; the orchestrator
 		// retries it once the other task has recorded its job.
-		what := fmt.Sprintf("%d shards are", len(res.Busy))
-		if len(res.Busy) == 1 {
-			what = "1 shard is"
-		}
-		return &busyError{fmt.Sprintf("%s another task's for now (%s): it is submitting; run this task again later", what, strings.Join(res.Busy, ", "))}
+		return &busyError{fmt.Sprintf("%s another task's for now (%s): it is submitting; run this task again later", plural(len(res.Busy), "shard is", "shards are"), strings.Join(res.Busy, ", "))}
 	}
 	return err
+}
+
+// plural is n with the noun (and verb) for one or for many: "1 shard",
+// "3 shards", "1 shard is".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // charges is the summary's account of what the service charged and may
@@ -536,8 +541,8 @@ func charges(res *export.Result, p *export.Plan) string {
 	if p.CreditsPerRow > 0 {
 		more += ", " + number(res.UncertainCredits) + " credits"
 	}
-	return fmt.Sprintf("%s, and up to %s more may be charged by %d submits whose answer was lost (%d rows in all; the estimate is the shards' planned rows)",
-		s, more, jobs, res.ChargedRows+res.UncertainRows)
+	return fmt.Sprintf("%s, and up to %s more may be charged by %s whose answer was lost (%d rows in all; the estimate is the shards' planned rows)",
+		s, more, plural(jobs, "submit", "submits"), res.ChargedRows+res.UncertainRows)
 }
 
 // sayAbove prints a message above the progress bar.

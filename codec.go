@@ -5,6 +5,7 @@ package lendgraph
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"reflect"
 	"slices"
@@ -37,7 +38,7 @@ var jsonOptions = jsonv2.JoinOptions(
 	// always marshals to the same bytes (diffable CLI output, stable tests).
 	jsonv2.Deterministic(true),
 	jsonv2.WithMarshalers(jsonv2.JoinMarshalers(recordMarshalers, rawMarshaler)),
-	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(recordUnmarshalers, rawUnmarshaler)),
+	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(recordUnmarshalers, rawUnmarshaler, numberUnmarshaler)),
 )
 
 // rawMarshaler and rawUnmarshaler handle json.RawMessage (the type of
@@ -64,6 +65,34 @@ var (
 // types (Fields.Decode, delivery rows): a member that names no field
 // exactly matches one whose name differs only in case, '_' or '-', as
 // encoding/json matches an untagged FullName to "fullName".
+// numberUnmarshaler decodes encoding/json's Number as encoding/json does:
+// from a JSON number, or a string holding one; null leaves it as it is.
+// (jsonv2 knows Number only under its v1 options, which the SDK does not
+// use otherwise.)
+var numberUnmarshaler = jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, n *json.Number) error {
+	v, err := d.ReadValue()
+	if err != nil {
+		return err
+	}
+	switch v.Kind() {
+	case '0':
+		*n = json.Number(v)
+		return nil
+	case 'n':
+		return nil
+	case '"':
+		var s string
+		if err := jsonv2.Unmarshal(v, &s); err != nil {
+			return err
+		}
+		if num := jsontext.Value(s); num.Kind() == '0' && num.IsValid() {
+			*n = json.Number(s)
+			return nil
+		}
+	}
+	return fmt.Errorf("cannot unmarshal a JSON %v into json.Number: want a number", v.Kind())
+})
+
 var decodeFieldOptions = jsonv2.JoinOptions(jsonOptions, jsonv2.MatchCaseInsensitiveNames(true))
 
 // unmarshalRead decodes exactly one JSON value from r into out; anything but
@@ -92,7 +121,7 @@ func kindOf(v json.RawMessage) jsontext.Kind { return jsontext.Value(v).Kind() }
 // (WithLenientDecoding): a member of the wrong type is set aside in the
 // record's Extra instead of failing the whole value.
 var lenientJSONOptions = jsonv2.JoinOptions(jsonOptions,
-	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(recordUnmarshalersLenient, rawUnmarshaler)))
+	jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(recordUnmarshalersLenient, rawUnmarshaler, numberUnmarshaler)))
 
 // lenientRowOptions are lenientJSONOptions for delivery rows, which match
 // names as decodeFieldOptions do.

@@ -50,8 +50,9 @@ func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxL
 //   - json: one array (a UTF-8 BOM before it dropped), decoded element by
 //     element, never read whole.
 //   - csv: RFC 4180 with a header of the rows' JSON field names (a UTF-8
-//     BOM is dropped); cells convert to the field types (empty cells leave
-//     the zero value) and JSON-encoded nested fields decode into the nested
+//     BOM is dropped); cells convert to the field types (an empty cell
+//     leaves the zero value: a pointer stays nil, as a null does in the
+//     other formats) and JSON-encoded nested fields decode into the nested
 //     field. csv carries no types, so a cell of a column the row type
 //     lacks lands in its Extra fields by its text: a JSON object or array
 //     as that value (as in the other formats), an empty cell as null, a

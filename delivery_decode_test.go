@@ -3,11 +3,13 @@ package lendgraph_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -684,5 +686,49 @@ func TestDecodeRows_SlowPathMatchesUpToCase(t *testing.T) {
 	got := collect(t, lendgraph.DecodeRows[row](&gz, lendgraph.FormatNDJSON))
 	if len(got) != 1 || got[0] != (row{"a1", "Ann", 5}) {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// encoding/json's Number takes a number (or a string holding one) in every
+// format, as encoding/json gives it; an empty csv cell leaves a pointer nil,
+// as a null does elsewhere.
+func TestDeliveryRows_NumberAndNilPointers(t *testing.T) {
+	type row struct {
+		ID               string      `json:"id"`
+		TransactionCount json.Number `json:"transactionCount"`
+		State            *string     `json:"state"`
+	}
+	_, c := newDeliveryServer(t)
+	ctx := t.Context()
+	var want []row
+	for _, f := range allFormats {
+		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f, Limit: 300})
+		got := collect(t, jobRows(ctx, lendgraph.DeliveryJobAs[row](job), f))
+		if len(got) == 0 {
+			t.Fatalf("%s: no rows", f)
+		}
+		numbers, nils := 0, 0
+		for _, r := range got {
+			if _, err := r.TransactionCount.Int64(); err == nil {
+				numbers++
+			}
+			if r.State == nil {
+				nils++
+			} else if *r.State == "" {
+				t.Fatalf("%s: row %s has a pointer to an empty state", f, r.ID)
+			}
+		}
+		if numbers == 0 || nils == 0 {
+			t.Fatalf("%s: %d transactionCounts decoded into json.Number, %d rows without a state: the check checks nothing", f, numbers, nils)
+		}
+		if want == nil {
+			want = got
+			continue
+		}
+		if !slices.EqualFunc(got, want, func(a, b row) bool {
+			return a.ID == b.ID && a.TransactionCount == b.TransactionCount && (a.State == nil) == (b.State == nil)
+		}) {
+			t.Fatalf("%s: the rows differ from ndjson's", f)
+		}
 	}
 }

@@ -409,8 +409,8 @@ func (c *csvColumns) appendJSON(buf []byte, rec []string, lenient bool) (out []b
 	first := true
 	for i, cell := range rec {
 		k := c.kinds[i]
-		if c.skip[i] || cell == "" && k != Unknown && k != String {
-			continue
+		if c.skip[i] || cell == "" && k != Unknown {
+			continue // an empty cell is a field left as it is: "", 0, nil
 		}
 		if !first {
 			buf = append(buf, ',')

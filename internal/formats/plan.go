@@ -877,8 +877,8 @@ func (p *plan) cell(f *planField, ptr unsafe.Pointer, cell string, s *scratch) b
 		if f.nested() {
 			break
 		}
-		if cell == "" && f.elem.kind != setString {
-			return true // nil
+		if cell == "" {
+			return true // nil, as a null is in the other formats
 		}
 		q := *(*unsafe.Pointer)(ptr)
 		if q == nil {

@@ -285,7 +285,9 @@ func TestCSVTakesNestedCells(t *testing.T) {
 	if err := RowDecoder[csvRow](slow, false)().csv(c, []string{"a", `["x","y"]`, `{"zip":"02134","inner":{"deep":[1]}}`, "", "02134"}, 1, &r); err != nil || calls != 0 {
 		t.Fatalf("%v, %d slow calls", err, calls)
 	}
-	if r.Office == nil || r.Office.Zip != "02134" || len(r.Tags) != 2 || r.PS == nil || *r.PS != "" || string(r.Extra["zip"]) != `"02134"` {
+	// An empty cell leaves a pointer nil, as a null does in the other
+	// formats (the same rows in every format).
+	if r.Office == nil || r.Office.Zip != "02134" || len(r.Tags) != 2 || r.PS != nil || string(r.Extra["zip"]) != `"02134"` {
 		t.Fatalf("%+v", r)
 	}
 }

@@ -83,7 +83,8 @@ type RunOptions struct {
 	// go without its job id before it counts as a submit whose answer was
 	// lost (the task died between its submit and the record of the job;
 	// default DefaultStaleClaimAfter). A younger claim is a task still
-	// submitting: the shard is left to it and listed in Result.Busy, and
+	// submitting: the shard is left to it and listed in Result.Busy (Run
+	// returns no error for it: check Result.Complete, or Busy), and
 	// ResubmitUncertain does not apply to it.
 	StaleClaimAfter time.Duration
 	// ResubmitUncertain submits again the shards whose earlier submit
@@ -324,10 +325,14 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 		}
 	}
 	failed := r.runAll(ctx, targets)
-	if err := st.refresh(); err != nil {
-		return res, err
-	}
+	// The result counts what this run knows even when the store cannot
+	// be read again (a store down at the end): the shards it landed and
+	// what they were charged.
+	refreshed := st.refresh()
 	r.summarize()
+	if refreshed != nil {
+		return res, refreshed
+	}
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("export: interrupted with %d of %d shards landed; run the same export again to resume: %w", res.Landed, res.Shards, context.Cause(ctx))
 	}

@@ -627,7 +627,7 @@ func checkShards(p *export.Plan, names []string) error {
 			if len(p.Shards) > 0 {
 				example = fmt.Sprintf(" like %q", p.Shards[len(p.Shards)-1].Name)
 			}
-			return usagef("--shard %q: the plan has no such shard; its %d shards are named%s, or give a shard's index (--plan-only lists them)", n, len(p.Shards), example)
+			return usagef("--shard %q: the plan has no such shard; its %d shards are named%s, or give a shard's index (export plan, or export --plan-only, lists them in index order)", n, len(p.Shards), example)
 		}
 	}
 	return nil

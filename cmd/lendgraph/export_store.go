@@ -219,9 +219,9 @@ twice (see export --help). When every shard has run, finish with
 	f := cmd.Flags()
 	f.StringVar(&fl.planFrom, "plan", "", "where export plan wrote the plan: a directory, an object store URL, or a plan file (then give --out)")
 	f.StringVar(&fl.out, "out", "", "the export's destination (default: --plan)")
-	f.StringArrayVar(&fl.shards, "shard", nil, "the shard to run: its index in the plan (from 0) or its name, e.g. state=CA (repeatable; default: $"+jobIndexEnv+")")
+	f.StringArrayVar(&fl.shards, "shard", nil, "the shard to run: its index in the plan (from 0, in the order export plan lists them) or its name, e.g. state=CA (repeatable; default: $"+jobIndexEnv+")")
 	f.IntVar(&fl.concurrency, "concurrency", export.DefaultConcurrency, "shards delivered at once")
-	f.BoolVar(&fl.resubmit, "resubmit-uncertain", false, "submit again a shard whose earlier submit's answer was lost (it may be charged twice)")
+	f.BoolVar(&fl.resubmit, "resubmit-uncertain", false, "submit again a shard whose earlier submit's answer was lost (it may be charged twice); a claim younger than --stale-claim-after is still left to its task")
 	f.DurationVar(&fl.staleClaimAfter, "stale-claim-after", export.DefaultStaleClaimAfter, "how long another task's claim of a shard may go without a job id before it counts as a submit whose answer was lost; a younger one is a task still submitting (exit 75)")
 	return cmd
 }

@@ -197,10 +197,13 @@ func openBucketDataset(ctx context.Context, url, format string, incomplete bool)
 	var opts []export.ReadOption
 	if incomplete {
 		opts = append(opts, export.AllowIncomplete())
-	} else if ok, err := b.Exists(ctx, export.SuccessFile); err != nil || !ok {
+	} else if ok, err := b.Exists(ctx, export.SuccessFile); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("input: the export in %s is not committed (no %s): run the shards left and lendgraph export commit --plan URL, or read what landed with --allow-incomplete (%v)",
-			redactedOut(url), export.SuccessFile, err)
+		return nil, fmt.Errorf("input: %s: %w", redactedOut(url), err)
+	} else if !ok {
+		b.Close()
+		return nil, fmt.Errorf("input: the export in %s is not committed (no %s): run the shards left and lendgraph export commit --plan URL, or read what landed with --allow-incomplete",
+			redactedOut(url), export.SuccessFile)
 	}
 	return &dataset{format: p.Request.Format, rows: export.BucketRows[lendgraph.Row](ctx, b, opts...), close: b.Close}, nil
 }

@@ -103,7 +103,7 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 	exits := make(chan exit)
 	resubmits := make([]int, n) // tasks started with --resubmit-uncertain, by shard
 	running := map[int]int{}    // processes running, by shard
-	busy, launched := 0, 0
+	inFlight, launched := 0, 0 // processes running; processes started
 	start := func(shard, attempt int, resubmit bool) {
 		// A claim with no job id for 3 s is a dead task's (the default, two
 		// minutes, would leave the harness waiting).
@@ -119,7 +119,7 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 			t.Fatal(err)
 		}
 		running[shard]++
-		busy++
+		inFlight++
 		launched++
 		var kill *time.Timer
 		if rng.Float64() < 0.3 {
@@ -146,10 +146,10 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 	attempts := make([]int, n)
 	done := make([]bool, n)
 	uncertain := map[int]bool{} // shards the harness ran with --resubmit-uncertain
-	ndone, kills, dups, busy, restarted := 0, 0, 0, 0, false
+	ndone, kills, dups, tempfails, restarted := 0, 0, 0, 0, false
 	later := make(chan int, n*maxAttempts) // busy shards, back in the queue after a while
 	for ndone < n {
-		for busy < workers && len(queue) > 0 {
+		for inFlight < workers && len(queue) > 0 {
 			shard := queue[0]
 			queue = queue[1:]
 			attempts[shard]++
@@ -174,7 +174,7 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 			t.Fatalf("the workers did not finish: %d of %d shards done", ndone, n)
 		}
 		running[e.shard]--
-		busy--
+		inFlight--
 		switch {
 		case e.code == 0:
 			if !done[e.shard] {
@@ -186,7 +186,7 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 		case e.code == exitBusy:
 			// Another task is submitting the shard: retried later, as an
 			// orchestrator's backoff does, and not counted as a failure.
-			busy++
+			tempfails++
 			attempts[e.shard]--
 			time.AfterFunc(300*time.Millisecond, func() { later <- e.shard })
 			continue
@@ -207,10 +207,14 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 		}
 	}
 	// Drain the duplicates still running.
-	for ; busy > 0; busy-- {
-		<-exits
+	for ; inFlight > 0; inFlight-- {
+		select {
+		case <-exits:
+		case <-ctx.Done():
+			t.Fatalf("%d worker processes did not end", inFlight)
+		}
 	}
-	t.Logf("%d shards, %d tasks (%d started beside a running one), %d killed, %d told another task was submitting (exit 75), %d shards submitted again by the operator (uncertain)", n, launched, dups, kills, busy, len(uncertain))
+	t.Logf("%d shards, %d tasks (%d started beside a running one), %d killed, %d told another task was submitting (exit 75), %d shards submitted again by the operator (uncertain)", n, launched, dups, kills, tempfails, len(uncertain))
 	if dups == 0 {
 		t.Fatal("no shard ran twice at once")
 	}

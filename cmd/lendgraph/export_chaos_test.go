@@ -103,7 +103,7 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 	exits := make(chan exit)
 	resubmits := make([]int, n) // tasks started with --resubmit-uncertain, by shard
 	running := map[int]int{}    // processes running, by shard
-	inFlight, launched := 0, 0 // processes running; processes started
+	inFlight, launched := 0, 0  // processes running; processes started
 	start := func(shard, attempt int, resubmit bool) {
 		// A claim with no job id for 3 s is a dead task's (the default, two
 		// minutes, would leave the harness waiting).

@@ -92,18 +92,14 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		// all (an endpoint may hold a user and password): it is reworded,
 		// not wrapped. Opening fails only on the URL's settings, which
 		// the message names; there is nothing else to branch on.
-		msg := err.Error()
-		for _, full := range []string{u.String(), rawURL} {
-			msg = strings.ReplaceAll(msg, full, redactURL(rawURL))
-		}
-		return nil, fmt.Errorf("export: opening %s: %s", redactURL(rawURL), queryInText.ReplaceAllString(msg, "?…"))
+		return nil, fmt.Errorf("export: opening %s: %s", redactURL(rawURL), queryInText.ReplaceAllString(err.Error(), "?…$1"))
 	}
 	return b, nil
 }
 
 // queryInText is a URL's query in a message: whatever follows a '?' up to
-// the next space or colon.
-var queryInText = regexp.MustCompile(`\?[^\s:]+`)
+// the next space (a colon before it, the message's own, is kept).
+var queryInText = regexp.MustCompile(`\?\S+?(:?(?:\s|$))`)
 
 // redactURL is a URL for messages: scheme, host and path, without user or
 // query.

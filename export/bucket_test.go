@@ -333,6 +333,11 @@ func TestBucketClaimWithoutJobIsUncertain(t *testing.T) {
 	if err != nil || !res.Complete || res.Submitted != 1 || len(res.Warnings) == 0 {
 		t.Fatalf("%+v, %v", res, err)
 	}
+	// The commit's account keeps what the lost submit may have charged.
+	m, err := export.Commit(ctx, b, nil)
+	if err != nil || m.Verification.UncertainRows != p.Shards[0].Rows {
+		t.Fatalf("commit: %v; uncertain rows %+v, want the shard's %d", err, m.Verification, p.Shards[0].Rows)
+	}
 	checkBucketDataset(t, srv, p, b)
 }
 

@@ -105,6 +105,16 @@ type ShardStatus struct {
 	LandedAt    time.Time `json:"landedAt,omitzero"`
 }
 
+// lostRows are the rows that s's submits whose answer was lost may have
+// had charged: the shard's planned rows for each.
+func (p *Plan) lostRows(s *ShardStatus) int64 {
+	sh, ok := p.Shard(s.Name)
+	if !ok {
+		return 0
+	}
+	return int64(s.lost()) * sh.Rows
+}
+
 // lost is the number of the shard's submits whose answer was lost: each
 // may have started a job that nobody can find, charged when it completes.
 func (s *ShardStatus) lost() int {
@@ -133,7 +143,11 @@ type Verification struct {
 	DuplicateIDs int64       `json:"duplicateIds"`
 	Duplicates   []Duplicate `json:"duplicates,omitempty"`
 	// ChargedRows and CreditsCharged add up the shards' jobs.
+	// UncertainRows are the rows that submits whose answer was lost may
+	// have had charged on top (a shard's planned rows for each): the
+	// shards submitted again with ResubmitUncertain.
 	ChargedRows    int64     `json:"chargedRows"`
+	UncertainRows  int64     `json:"uncertainRows,omitempty"`
 	CreditsCharged float64   `json:"creditsCharged"`
 	VerifiedAt     time.Time `json:"verifiedAt"`
 }

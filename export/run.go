@@ -461,11 +461,7 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) (err error) {
 		return err
 	}
 	if !ok {
-		r.count(func(res *Result) {
-			res.Busy = append(res.Busy, sh.Name)
-			r.busy[sh.Name] = true
-		})
-		r.event(Event{Kind: EventBusy, Shard: sh.Name, What: "skipped: another process is working on it"})
+		r.leaveBusy(sh, "", "skipped: another process is working on it")
 		return nil
 	}
 	defer r.store.release(sh.Name)
@@ -507,12 +503,7 @@ func (r *runner[T]) work(ctx context.Context, sh *Shard) (err error) {
 		if age := time.Since(cur.SubmittedAt); r.dir == nil && !cur.SubmittedAt.IsZero() && age < r.opts.StaleClaimAfter {
 			// Another task's claim, too young to be a dead one's: it is
 			// submitting, and records its job id once answered.
-			r.count(func(res *Result) {
-				res.Busy = append(res.Busy, sh.Name)
-				r.busy[sh.Name] = true
-			})
-			r.event(Event{Kind: EventBusy, Shard: sh.Name, State: StateSubmitting,
-				What: fmt.Sprintf("skipped: another task claimed it %s ago and is submitting it; run it again later (a claim with no job id after %s counts as a submit whose answer was lost)", age.Round(time.Second), r.opts.StaleClaimAfter)})
+			r.leaveBusy(sh, StateSubmitting, fmt.Sprintf("skipped: another task claimed it %s ago and is submitting it; run it again later (a claim with no job id after %s counts as a submit whose answer was lost)", age.Round(time.Second), r.opts.StaleClaimAfter))
 			return nil
 		}
 		if !r.opts.ResubmitUncertain {
@@ -1008,6 +999,16 @@ func (r *runner[T]) summarize() {
 	}
 }
 
+// leaveBusy leaves a shard another process or task is working on to it:
+// listed in Result.Busy (and so never as uncertain), and told as EventBusy.
+func (r *runner[T]) leaveBusy(sh *Shard, state ShardState, what string) {
+	r.count(func(res *Result) {
+		res.Busy = append(res.Busy, sh.Name)
+		r.busy[sh.Name] = true
+	})
+	r.event(Event{Kind: EventBusy, Shard: sh.Name, State: state, What: what})
+}
+
 // uncertain describes a shard with submits whose answer was lost, false
 // when it has none (or another process holds it: its submit may simply be
 // in flight).
@@ -1016,11 +1017,7 @@ func (r *runner[T]) uncertain(s *ShardStatus) (UncertainShard, bool) {
 	if n == 0 || r.busy[s.Name] {
 		return UncertainShard{}, false
 	}
-	var rows int64
-	if sh, ok := r.plan.Shard(s.Name); ok {
-		rows = sh.Rows
-	}
-	u := UncertainShard{Shard: s.Name, State: s.State, Jobs: n, Rows: int64(n) * rows}
+	u := UncertainShard{Shard: s.Name, State: s.State, Jobs: n, Rows: r.plan.lostRows(s)}
 	u.Credits = float64(u.Rows) * r.plan.CreditsPerRow
 	return u, true
 }

@@ -132,6 +132,7 @@ func newVerification(p *Plan, shards []ShardStatus, count int64, found []dupFoun
 		if s.CreditsCharged != nil {
 			v.CreditsCharged += *s.CreditsCharged
 		}
+		v.UncertainRows += p.lostRows(&s)
 	}
 	for _, d := range found {
 		v.Duplicates = append(v.Duplicates, Duplicate{ID: d.id, Shards: [2]string{shards[d.shards[0]].Name, shards[d.shards[1]].Name}})

@@ -287,22 +287,6 @@ type commitResult struct {
 	Complete      bool  `json:"complete"`
 }
 
-// uncertainRows are the rows the submits of m whose answer was lost may
-// have had charged: a shard's planned rows for each such submit.
-func uncertainRows(m *export.Manifest) int64 {
-	var n int64
-	for _, s := range m.Shards {
-		lost := s.Unanswered
-		if lost == 0 && s.Uncertain {
-			lost = 1
-		}
-		if sh, ok := m.Plan.Shard(s.Name); ok && lost > 0 {
-			n += int64(lost) * sh.Rows
-		}
-	}
-	return n
-}
-
 // exportCommitCommand is `export commit`: the last of the three steps.
 func (a *app) exportCommitCommand() *cobra.Command {
 	var plan string
@@ -338,7 +322,7 @@ found twice. A local directory is finished by the export command itself
 			}
 			if m != nil && m.Verification != nil {
 				v := m.Verification
-				uncertain := uncertainRows(m)
+				uncertain := v.UncertainRows
 				if a.jsonOut {
 					if jerr := a.writeJSONLine(commitResult{Out: redactedOut(plan), Shards: v.Files, PlannedRows: v.PlannedRows, LandedRows: v.LandedRows,
 						ChargedRows: v.ChargedRows, Credits: v.CreditsCharged, UncertainRows: uncertain, DuplicateIDs: v.DuplicateIDs, Complete: v.Complete && err == nil}); jerr != nil {

@@ -237,6 +237,19 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 		return 0, err
 	}
 	src, obj := newLinkSource(first, link), newObjectCheck(size)
+	if tw, ok := w.(tailFirstWriter); ok && size > 0 {
+		if k := tw.TailFirst(size); k > 0 && k < size {
+			tctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				// Its failure is the main download's to report: the
+				// bytes come again in order.
+				_, _ = c.fetch(tctx, src, obj, size-k, size, io.NewOffsetWriter(tw, size-k))
+			}()
+			defer func() { cancel(); <-done }()
+		}
+	}
 	if c.parallel(size) {
 		rs := c.newRangedStream(ctx, src, obj, false)
 		defer rs.Close()
@@ -249,6 +262,18 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 		return n, &DownloadError{Written: n, Size: size, Err: err}
 	}
 	return n, nil
+}
+
+// tailFirstWriter is a destination that wants the last TailFirst(size)
+// bytes of the file before the rest: package parquet's landing file, whose
+// decoding starts from the footer at the end of the file while the rest
+// comes down. downloadSized fetches that tail on a connection of its own,
+// written in place with WriteAt, while the whole file is written to the
+// destination in order as for any writer (the tail's bytes again, with the
+// same ETag check); the tail's failure is left to the main download.
+type tailFirstWriter interface {
+	io.WriterAt
+	TailFirst(size int64) int64
 }
 
 // fetch writes the object's bytes from off up to end (exclusive; -1: to

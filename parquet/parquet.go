@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"os"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/internal/formats"
@@ -56,11 +55,16 @@ func Decode[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
 // or running is waited for first. The file is downloaded (resuming after a
 // cut connection and re-signing an expired link, as job.Download does) to
 // a temporary file, which is removed when the loop ends, and decoded as
-// Decode does. A job of another format is an *lendgraph.InvalidArgumentError
-// (use job.Rows for ndjson, json and csv). Breaking out of the loop or
-// cancelling ctx stops the download or the decoding; no goroutine or file
-// is left behind. Errors end the sequence; cancelling ctx ends it with an
-// error matching ctx.Err().
+// Decode does while it comes down: the footer, at the end of the file, is
+// fetched first on a connection of its own, and each row group is decoded
+// once its bytes are on disk, so the rows of the first groups arrive
+// before the last byte. A job of another format is an
+// *lendgraph.InvalidArgumentError (use job.Rows for ndjson, json and csv).
+// A failed download ends the sequence with its *lendgraph.DownloadError,
+// after the rows of the row groups that had landed. Breaking out of the
+// loop or cancelling ctx stops the download and the decoding; no goroutine
+// or file is left behind. Errors end the sequence; cancelling ctx ends it
+// with an error matching ctx.Err().
 func Rows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T]) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
@@ -81,26 +85,57 @@ func Rows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T]) iter.Seq2[T
 			yield(zero, notParquet(job.ID, st.Format))
 			return
 		}
-		f, err := os.CreateTemp("", "lendgraph-delivery-*.parquet")
-		if err != nil {
-			yield(zero, fmt.Errorf("lendgraph: a temporary file for the parquet delivery: %w", err))
-			return
+		size := st.Bytes
+		if size <= 0 {
+			size = -1 // not announced: decoded once the whole file is in
 		}
-		defer os.Remove(f.Name())
-		defer f.Close()
-		n, err := job.Download(ctx, f)
+		l, err := newLanding(size)
 		if err != nil {
 			yield(zero, err)
 			return
 		}
-		for row, err := range Decode[T](f, n) {
-			if ctx.Err() != nil {
-				yield(zero, fmt.Errorf("lendgraph: reading delivery %s: %w", job.ID, ctxErr(ctx)))
+		dctx, cancel := context.WithCancel(ctx)
+		var dlErr error
+		var n int64
+		downloaded := make(chan struct{})
+		go func() {
+			defer close(downloaded)
+			n, dlErr = job.Download(dctx, l)
+			l.finish(dlErr)
+		}()
+		defer func() {
+			cancel()
+			<-downloaded
+			l.close()
+		}()
+		if size < 0 {
+			if <-downloaded; dlErr != nil {
+				yield(zero, dlErr)
 				return
 			}
-			if !yield(row, err) || err != nil {
-				return
+			l.size = n
+		}
+		for row, err := range Decode[T](l, l.size) {
+			switch {
+			case err == nil && ctx.Err() == nil:
+				if !yield(row, nil) {
+					l.stop() // the decoder's goroutines may wait for bytes: end their waits
+					return
+				}
+				continue
+			case ctx.Err() != nil:
+				err = fmt.Errorf("lendgraph: reading delivery %s: %w", job.ID, ctxErr(ctx))
+			case l.failed() != nil:
+				err = l.failed() // bytes that never landed: the download's error says why
 			}
+			l.stop()
+			yield(zero, err)
+			return
+		}
+		// Every row is out; the download must still end well (the rest of
+		// the file, the length and ETag checks).
+		if <-downloaded; dlErr != nil {
+			yield(zero, dlErr)
 		}
 	}
 }

@@ -1,0 +1,172 @@
+package parquet
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sync"
+)
+
+// footerTail is how many bytes at the end of the file the download fetches
+// first: a parquet footer (its metadata, then its length and "PAR1") is
+// a few KB for a delivery (about 100 bytes a column chunk). A larger
+// footer is read once the download reaches it in order.
+const footerTail = 256 << 10
+
+// errLandingClosed is what a read waiting for bytes gets once the loop
+// over the rows has ended.
+var errLandingClosed = errors.New("lendgraph: parquet download stopped")
+
+// landing is the temporary file a parquet delivery is downloaded into,
+// read while it fills: a read of bytes not yet on disk waits for them, so
+// row groups are decoded as they land instead of after the last byte.
+// The download writes the file in order (Write) and, first, its tail with
+// the footer on a connection of its own (TailFirst, WriteAt: the SDK's
+// download recognizes the method).
+type landing struct {
+	f    *os.File
+	size int64
+
+	mu     sync.Mutex
+	landed chan struct{} // closed and replaced whenever bytes land or the download ends
+	next   int64         // the end of the bytes written in order
+	spans  []span        // bytes written at their offset (the tail), merged
+	done   bool          // the download ended
+	err    error         // why it ended, when not complete
+}
+
+type span struct{ off, end int64 }
+
+func newLanding(size int64) (*landing, error) {
+	f, err := os.CreateTemp("", "lendgraph-delivery-*.parquet")
+	if err != nil {
+		return nil, fmt.Errorf("lendgraph: a temporary file for the parquet delivery: %w", err)
+	}
+	return &landing{f: f, size: size, landed: make(chan struct{})}, nil
+}
+
+// TailFirst asks the download for the footer's end of the file first.
+func (l *landing) TailFirst(size int64) int64 {
+	if size != l.size {
+		return 0
+	}
+	return min(footerTail, size/2)
+}
+
+// Write appends the download's next bytes.
+func (l *landing) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	at := l.next
+	l.mu.Unlock()
+	n, err := l.f.WriteAt(b, at)
+	l.mu.Lock()
+	l.next += int64(n)
+	l.notifyLocked()
+	l.mu.Unlock()
+	return n, err
+}
+
+// WriteAt writes bytes of the tail at their offset.
+func (l *landing) WriteAt(b []byte, off int64) (int, error) {
+	n, err := l.f.WriteAt(b, off)
+	if n > 0 {
+		l.mu.Lock()
+		l.spans = addSpan(l.spans, span{off, off + int64(n)})
+		l.notifyLocked()
+		l.mu.Unlock()
+	}
+	return n, err
+}
+
+// addSpan adds s to the spans, kept sorted and merged.
+func addSpan(spans []span, s span) []span {
+	spans = append(spans, s)
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+	out := spans[:1]
+	for _, t := range spans[1:] {
+		if last := &out[len(out)-1]; t.off <= last.end {
+			last.end = max(last.end, t.end)
+		} else {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (l *landing) notifyLocked() {
+	close(l.landed)
+	l.landed = make(chan struct{})
+}
+
+// finish records the end of the download: err nil when the file is
+// complete.
+func (l *landing) finish(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.done, l.err = true, err
+		l.notifyLocked()
+	}
+}
+
+// coveredLocked reports whether [off, end) is on disk.
+func (l *landing) coveredLocked(off, end int64) bool {
+	if end <= l.next {
+		return true
+	}
+	for _, s := range l.spans {
+		if s.off <= max(off, l.next) && end <= s.end {
+			return true
+		}
+	}
+	return false
+}
+
+// ReadAt reads bytes of the file, waiting until they have landed.
+func (l *landing) ReadAt(b []byte, off int64) (int, error) {
+	end := min(off+int64(len(b)), l.size)
+	for {
+		l.mu.Lock()
+		ok, done, err, landed := l.coveredLocked(off, end), l.done, l.err, l.landed
+		l.mu.Unlock()
+		if ok || (done && err == nil) {
+			break
+		}
+		if done {
+			return 0, err
+		}
+		<-landed
+	}
+	if off >= l.size {
+		return 0, io.EOF
+	}
+	n, err := l.f.ReadAt(b[:end-off], off)
+	if err == nil && n < len(b) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// failed is the error the download ended with, nil while it runs or when
+// it completed.
+func (l *landing) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == errLandingClosed {
+		return nil
+	}
+	return l.err
+}
+
+// stop ends every wait for bytes: the rows are no longer wanted.
+func (l *landing) stop() { l.finish(errLandingClosed) }
+
+// close removes the file, once the download and the decoding have ended.
+func (l *landing) close() {
+	l.stop()
+	l.f.Close()
+	os.Remove(l.f.Name())
+}

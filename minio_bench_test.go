@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +40,11 @@ import (
 //     comparison (csv,ndjson,json,parquet), each a file of the rows of the
 //     first size's csv file (the fake's ndjson.gz and parquet files are
 //     much smaller, under the 16 MiB of a parallel download: its rows
-//     compress about 20-fold).
+//     compress about 20-fold);
+//   - LENDGRAPH_BENCH_CONTROL=1: a third run beside Discard and Rows,
+//     DiscardWhileDecoding (ndjson, json and csv): Download to io.Discard
+//     while the same rows are decoded from memory in the same process,
+//     the CPU of Rows without its pipeline.
 //
 // Sub-benchmarks: Download/conns=N (to io.Discard through sha256),
 // DownloadFile/conns=N, Rows/conns=N (csv, Agent rows), and per format
@@ -137,7 +142,17 @@ func BenchmarkMinIODownload(b *testing.B) {
 		// io.Discard, every format, alternately.
 		for _, format := range formats {
 			fj, ff := deliverFile(b, direct, lendgraph.Format(format), f.rows)
-			for _, what := range []string{"Discard", "Rows"} {
+			whats := []string{"Discard", "Rows"}
+			var mem []byte
+			if envInt("LENDGRAPH_BENCH_CONTROL", 0) != 0 && format != "parquet" {
+				whats = append(whats, "DiscardWhileDecoding")
+				var buf bytes.Buffer
+				if _, err := direct.Agents.DeliveryJob(fj).Download(context.Background(), &buf); err != nil {
+					b.Fatal(err)
+				}
+				mem = buf.Bytes()
+			}
+			for _, what := range whats {
 				b.Run(fmt.Sprintf("%s/format=%s/%s/conns=%d", name, format, what, most), func(b *testing.B) {
 					j := client(b, most).Agents.DeliveryJob(fj)
 					ff.bench(b, func() {
@@ -145,7 +160,26 @@ func BenchmarkMinIODownload(b *testing.B) {
 							ff.countRows(b, jobRows(context.Background(), j, lendgraph.Format(format)))
 							return
 						}
+						var wg sync.WaitGroup
+						if what == "DiscardWhileDecoding" {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								n := 0
+								for _, err := range lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(mem), lendgraph.Format(format)) {
+									if err != nil {
+										b.Error(err) // not Fatal: another goroutine
+										return
+									}
+									n++
+								}
+								if n != ff.rows {
+									b.Errorf("%d rows, want %d", n, ff.rows)
+								}
+							}()
+						}
 						got, err := j.Download(context.Background(), io.Discard)
+						wg.Wait()
 						if err != nil || got != ff.size {
 							b.Fatalf("%d bytes of %d: %v", got, ff.size, err)
 						}

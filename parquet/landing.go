@@ -16,6 +16,10 @@ import (
 // footer is read once the download reaches it in order.
 const footerTail = 256 << 10
 
+// tailFirstMin is the smallest file whose tail is fetched first: a
+// smaller one comes down in about the time of the extra request.
+const tailFirstMin = 1 << 20
+
 // errLandingClosed is what a read waiting for bytes gets once the loop
 // over the rows has ended.
 var errLandingClosed = errors.New("lendgraph: parquet download stopped")
@@ -27,8 +31,9 @@ var errLandingClosed = errors.New("lendgraph: parquet download stopped")
 // the footer on a connection of its own (TailFirst, WriteAt: the SDK's
 // download recognizes the method).
 type landing struct {
-	f    *os.File
-	size int64
+	f       *os.File
+	size    int64
+	tailMin int64 // tailFirstMin; tests lower it
 
 	mu     sync.Mutex
 	landed chan struct{} // closed and replaced whenever bytes land or the download ends
@@ -45,12 +50,12 @@ func newLanding(size int64) (*landing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lendgraph: a temporary file for the parquet delivery: %w", err)
 	}
-	return &landing{f: f, size: size, landed: make(chan struct{})}, nil
+	return &landing{f: f, size: size, tailMin: tailFirstMin, landed: make(chan struct{})}, nil
 }
 
 // TailFirst asks the download for the footer's end of the file first.
 func (l *landing) TailFirst(size int64) int64 {
-	if size != l.size {
+	if size != l.size || size < l.tailMin {
 		return 0
 	}
 	return min(footerTail, size/2)

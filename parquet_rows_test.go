@@ -175,14 +175,15 @@ func TestParquetRows_DownloadFailsMidway(t *testing.T) {
 	}
 }
 
-// TestParquetRows_BreakWhileWaiting breaks out of the loop, and cancels
-// the context, while the decoder waits for bytes that do not come: Rows
-// returns at once, with no goroutine (goleak, TestMain) or file left.
+// TestParquetRows_BreakWhileWaiting breaks out of the loop, panics in it
+// and cancels the context while the decoder waits for bytes that do not
+// come (until the test ends): Rows returns at once, with no goroutine
+// (goleak, TestMain) or file left.
 func TestParquetRows_BreakWhileWaiting(t *testing.T) {
 	srv, id, file, _ := parquetStream(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	for _, how := range []string{"break", "cancel"} {
+	for _, how := range []string{"break", "cancel", "panic"} {
 		t.Run(how, func(t *testing.T) {
 			g := &gate{base: http.DefaultTransport, host: strings.TrimPrefix(srv.StorageURL(), "http://"), cut: int64(len(file)) * 6 / 10, open: make(chan struct{})}
 			defer g.release()
@@ -191,21 +192,38 @@ func TestParquetRows_BreakWhileWaiting(t *testing.T) {
 			defer cancel()
 			n := 0
 			var last error
-			for _, err := range parquet.Rows(ctx, c.Agents.DeliveryJob(id)) {
-				if err != nil {
-					last = err
-					break
-				}
-				if n++; n == 20_000 {
-					if how == "break" {
+			// Without the waits ended, Rows returns once the held bytes
+			// come: release them after a while, and fail.
+			watch := time.AfterFunc(10*time.Second, func() {
+				t.Errorf("%s: Rows had not returned after 10 s", how)
+				g.release()
+			})
+			defer watch.Stop()
+			recovered := func() (r any) {
+				defer func() { r = recover() }()
+				for _, err := range parquet.Rows(ctx, c.Agents.DeliveryJob(id)) {
+					if err != nil {
+						last = err
 						break
 					}
-					// The next rows wait for bytes held back.
-					go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+					if n++; n == 20_000 {
+						switch how {
+						case "break":
+							return nil
+						case "panic":
+							panic("loop body")
+						}
+						// The next rows wait for bytes held back.
+						go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+					}
 				}
+				return nil
+			}()
+			if (how == "panic") != (recovered != nil) {
+				t.Fatalf("recovered %v", recovered)
 			}
 			switch {
-			case how == "break" && (n != 20_000 || last != nil):
+			case how != "cancel" && (n != 20_000 || last != nil):
 				t.Fatalf("%d rows, %v", n, last)
 			case how == "cancel" && !errors.Is(last, context.Canceled):
 				t.Fatalf("after %d rows: %v, want context.Canceled", n, last)

@@ -115,11 +115,21 @@ func Rows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T]) iter.Seq2[T
 			}
 			l.size = n
 		}
+		// The decoder's goroutines may wait for bytes still to come, and
+		// Decode waits for them when the loop ends: a loop body that
+		// breaks or panics ends their waits first.
+		yieldRow := func(row T) (more bool) {
+			defer func() {
+				if !more {
+					l.stop()
+				}
+			}()
+			return yield(row, nil)
+		}
 		for row, err := range Decode[T](l, l.size) {
 			switch {
 			case err == nil && ctx.Err() == nil:
-				if !yield(row, nil) {
-					l.stop() // the decoder's goroutines may wait for bytes: end their waits
+				if !yieldRow(row) {
 					return
 				}
 				continue

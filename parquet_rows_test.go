@@ -234,3 +234,117 @@ func TestParquetRows_BreakWhileWaiting(t *testing.T) {
 		})
 	}
 }
+
+// TestParquetRows_RandomStopsUnderFaults ranges parquet.Rows over a file of
+// three row groups (the footer fetched first, groups decoded as they land)
+// through the fault proxy, which faults a sixth of the requests (cut
+// bodies, resets, stalls before the headers or mid-body), and breaks,
+// panics, cancels at a random row or moment, or reads to the end: the rows
+// are the file's, in order; the loop returns soon after the stop; no
+// goroutine (noLeaks) or temporary file is left.
+func TestParquetRows_RandomStopsUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: random faults on a 50,000-row file")
+	}
+	noLeaks(t)
+	srv, id, _, want := parquetStream(t)
+	proxy := newFaultProxy(t)
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	seed := envInt("LENDGRAPH_CHAOS_SEED", int(time.Now().UnixNano()%1e9))
+	t.Logf("seed %d (LENDGRAPH_CHAOS_SEED=%d replays this run)", seed, seed)
+	rng, faultRng := newRand(seed), newRand(seed+1)
+	faults := []proxyFault{
+		{kind: pfStallBody, delay: 4 * time.Second},
+		{kind: pfStallHead, delay: 150 * time.Millisecond},
+		{kind: pfCutBody},
+		{kind: pfResetBefore},
+		{kind: pfResetAfter},
+	}
+	const bound = 1200 * time.Millisecond
+	for round := range envInt("LENDGRAPH_CHAOS_ROUNDS", 6) {
+		fault := faults[rng.IntN(len(faults))]
+		var mu sync.Mutex
+		proxy.setScript(func(r *http.Request, _ int) proxyFault {
+			mu.Lock()
+			defer mu.Unlock()
+			if r.URL.Host == strings.TrimPrefix(srv.StorageURL(), "http://") && faultRng.IntN(6) == 0 {
+				return fault
+			}
+			return proxyFault{}
+		})
+		conns := []int{1, 4}[rng.IntN(2)]
+		c := proxy.client(srv, lendgraph.WithMaxRetries(8), lendgraph.WithAttemptTimeout(2500*time.Millisecond),
+			lendgraph.WithDownloadConnections(conns))
+		lendgraph.SetDownloadPartSize(c, 1<<20)
+		action := []string{"break", "panic", "cancel in the loop", "cancel at a random moment", "read to the end"}[rng.IntN(5)]
+		at := 1 + rng.IntN(len(want)-1)
+		delay := time.Duration(rng.IntN(600)) * time.Millisecond
+		desc := fmt.Sprintf("round %d: %s at row %d (or after %s) under %q, %d connections", round, action, at, delay, fault.kind, conns)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		var got []lendgraph.Agent
+		var last error
+		var stopped time.Time
+		if action == "cancel at a random moment" {
+			timer := time.AfterFunc(delay, func() {
+				mu.Lock()
+				stopped = time.Now()
+				mu.Unlock()
+				cancel()
+			})
+			defer timer.Stop()
+		}
+		func() {
+			defer func() {
+				if p := recover(); p != nil && p != "boom" {
+					panic(p)
+				}
+			}()
+			for a, err := range parquet.Rows(ctx, c.Agents.DeliveryJob(id)) {
+				if err != nil {
+					last = err
+					return
+				}
+				got = append(got, a)
+				if len(got) == at {
+					switch action {
+					case "break":
+						stopped = time.Now()
+						return
+					case "panic":
+						stopped = time.Now()
+						panic("boom")
+					case "cancel in the loop":
+						stopped = time.Now()
+						cancel()
+					}
+				}
+			}
+		}()
+		returned := time.Now()
+		cancel()
+		mu.Lock()
+		at0 := stopped
+		mu.Unlock()
+		if !at0.IsZero() && returned.Sub(at0) > bound {
+			t.Errorf("%s: returned %v after the stop", desc, returned.Sub(at0))
+		}
+		if len(got) > len(want) || (len(got) > 0 && !reflect.DeepEqual(got, want[:len(got)])) {
+			t.Fatalf("%s: %d rows, not the file's first rows", desc, len(got))
+		}
+		switch {
+		case action == "read to the end" && (last != nil || len(got) != len(want)):
+			t.Fatalf("%s: %d rows of %d, %v", desc, len(got), len(want), last)
+		case strings.HasPrefix(action, "cancel") && last != nil && !errors.Is(last, context.Canceled):
+			t.Fatalf("%s: %v, want context.Canceled", desc, last)
+		case (action == "break" || action == "panic") && (last != nil || len(got) != at):
+			t.Fatalf("%s: %d rows, %v", desc, len(got), last)
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+			t.Fatalf("%s: left behind: %v", desc, left)
+		}
+		t.Logf("%s: %d rows, %v", desc, len(got), last)
+	}
+	t.Logf("faults applied: %v", proxy.counts())
+}

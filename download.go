@@ -237,7 +237,8 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 		return 0, err
 	}
 	src, obj := newLinkSource(first, link), newObjectCheck(size)
-	if tw, ok := w.(tailFirstWriter); ok && size > 0 {
+	tw, decoding := w.(tailFirstWriter)
+	if decoding && size > 0 {
 		if k := tw.TailFirst(size); k > 0 && k < size {
 			tctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
@@ -251,7 +252,8 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 		}
 	}
 	if c.parallel(size) {
-		rs := c.newRangedStream(ctx, src, obj, false)
+		// A decoder reads what lands: the parts it reads (decodePart).
+		rs := c.newRangedStream(ctx, src, obj, decoding)
 		defer rs.Close()
 		return rs.WriteTo(w)
 	}
@@ -269,8 +271,10 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 // decoding starts from the footer at the end of the file while the rest
 // comes down. downloadSized fetches that tail on a connection of its own,
 // written in place with WriteAt, while the whole file is written to the
-// destination in order as for any writer (the tail's bytes again, with the
-// same ETag check); the tail's failure is left to the main download.
+// destination in order (the tail's bytes again, with the same ETag check),
+// in the small parts of a stream a decoder reads (decodePart), so that the
+// bytes land nearly in file order; the tail's failure is left to the main
+// download.
 type tailFirstWriter interface {
 	io.WriterAt
 	TailFirst(size int64) int64

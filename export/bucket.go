@@ -53,9 +53,10 @@ const ioTimeout = 30 * time.Second
 // store's standard chains (for S3: the AWS environment variables, shared
 // config and credentials files, and the instance's role); a URL that holds
 // a user or password is refused, and no error repeats the URL's query. A
-// file:// directory is created when missing, and written without
-// fileblob's sidecar files of attributes (metadata=skip), which Spark
-// would read as data.
+// file:// directory is created when missing, written without fileblob's
+// sidecar files of attributes (metadata=skip), which Spark would read as
+// data, and with each file's temporary file beside it (no_tmp_dir), so
+// that a directory on another file system than $TMPDIR works.
 func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme == "" {
@@ -77,6 +78,14 @@ func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
 		}
 		if q.Get("create_dir") == "" {
 			q.Set("create_dir", "true")
+		}
+		// fileblob writes into a temporary file that it renames into
+		// place: in $TMPDIR unless told otherwise, and a rename from
+		// another file system (a tmpfs /tmp, a mounted volume) fails
+		// with "invalid cross-device link". Beside the final file it
+		// is on the same one.
+		if q.Get("no_tmp_dir") == "" {
+			q.Set("no_tmp_dir", "true")
 		}
 		u.RawQuery = q.Encode()
 	} else if u.Scheme != "mem" {

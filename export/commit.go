@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -80,7 +82,9 @@ func examples(names []string) string {
 // files of the shards in the error's examples read, to name the ids). Then it writes ManifestFile (the plan and
 // every shard's job, rows, bytes, sha256 and charge), and SuccessFile last:
 // a reader that sees _SUCCESS sees the whole dataset. It removes
-// _SUCCESS first, so a dataset that does not check out has none.
+// _SUCCESS first, so a dataset that does not check out has none. In a
+// file:// destination it also removes the temporary files that writers
+// killed mid-write left beside their final names.
 //
 // Errors: *CommitError names the shards not landed or not matching their
 // records; *DuplicateError the ids found twice (the manifest is written,
@@ -106,6 +110,9 @@ func Commit(ctx context.Context, b *blob.Bucket, opts *CommitOptions) (*Manifest
 	}
 	shards, err := readRecords(ctx, b, plan, cmp.Or(o.Concurrency, DefaultCommitConcurrency))
 	if err != nil {
+		return nil, err
+	}
+	if err := sweepTemporaries(ctx, b); err != nil {
 		return nil, err
 	}
 	set := newIDSet(plan.Total, o.TempDir)
@@ -140,6 +147,38 @@ func Commit(ctx context.Context, b *blob.Bucket, opts *CommitOptions) (*Manifest
 		return m, fmt.Errorf("export: writing %s: %w", SuccessFile, err)
 	}
 	return m, nil
+}
+
+// fileblobTemporary is the name fileblob gives a file while it writes it
+// beside its final name (OpenBucket's no_tmp_dir): the name, a dot, the
+// time in nanoseconds in hex, ".tmp".
+var fileblobTemporary = regexp.MustCompile(`\.[0-9a-f]+\.tmp$`)
+
+// sweepTemporaries removes, from a file:// destination, the temporary
+// files of writers killed before they renamed them into place: a reader
+// of the directory (Spark) would take them for data. An object store
+// writes an object whole or not at all, and has none: only a bucket of
+// fileblob (which alone answers As with an *os.FileInfo) is listed.
+func sweepTemporaries(ctx context.Context, b *blob.Bucket) error {
+	var fi os.FileInfo
+	if !b.As(&fi) {
+		return nil
+	}
+	it := b.List(nil)
+	for {
+		obj, err := it.Next(ctx)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("export: listing the destination for temporary files: %w", err)
+		}
+		if !obj.IsDir && fileblobTemporary.MatchString(obj.Key) {
+			if err := deleteObject(ctx, b, obj.Key); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // readRecords reads and checks the record of every shard of the plan

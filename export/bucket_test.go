@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -251,7 +253,8 @@ func TestBucketMinIOConditionalWrite(t *testing.T) {
 // TestBucketTwoTasksForOneShard starts two tasks for the same shard at
 // once, as an orchestrator's retry does while the first still runs: the
 // conditional claim lets one submit; the other continues its job or
-// leaves the shard as uncertain. One submit, one charge, one object.
+// leaves the shard to it (Result.Busy). One submit, one charge, one
+// object.
 func TestBucketTwoTasksForOneShard(t *testing.T) {
 	srv, c, b, _ := minioFake(t, 600, 300, "two")
 	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
@@ -283,6 +286,9 @@ func TestBucketTwoTasksForOneShard(t *testing.T) {
 		switch {
 		case errs[i] == nil && results[i].Landed == 1:
 			landed++
+		case errs[i] == nil && slices.Equal(results[i].Busy, []string{shard}):
+			// The other task's claim, younger than StaleClaimAfter, had
+			// no job id yet when read: the shard is left to it.
 		case errors.As(errs[i], &ue):
 			// The other task's claim had no job id yet when read.
 		default:
@@ -735,4 +741,75 @@ func (w *cutWriter) Close() error {
 	w.c.writes = append(w.c.writes, w.key)
 	w.c.mu.Unlock()
 	return nil
+}
+
+// TestOpenBucketWritesFilesBesideThemselves: a file:// destination writes
+// each file's temporary file beside it, not in $TMPDIR, whose rename into a
+// directory on another file system (a tmpfs /tmp, a mounted volume) failed
+// with "invalid cross-device link". Here $TMPDIR cannot hold a file at all.
+func TestOpenBucketWritesFilesBesideThemselves(t *testing.T) {
+	dir := t.TempDir()
+	notADir := dir + "/tmpdir-is-a-file"
+	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b, err := export.OpenBucket(ctx, "file://"+dir+"/store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	t.Setenv("TMPDIR", notADir)
+	if err := b.WriteAll(ctx, "_claims/00000.json", []byte("{}\n"), &blob.WriterOptions{IfNotExist: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(dir + "/store/_claims/00000.json"); err != nil || string(got) != "{}\n" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	if left, _ := filepath.Glob(dir + "/store/_claims/*.tmp"); len(left) != 0 {
+		t.Fatalf("left behind: %v", left)
+	}
+}
+
+// TestCommitRemovesTemporaryFiles: the temporary file of a writer killed
+// mid-write in a file:// destination (fileblob writes beside the final
+// name) is removed by Commit, so that a reader of the directory does not
+// take it for data; other files stay.
+func TestCommitRemovesTemporaryFiles(t *testing.T) {
+	ctx := context.Background()
+	srv, c := fakeFor(t, 600, 300)
+	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
+	dir := t.TempDir()
+	b, err := export.OpenBucket(ctx, "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := export.Run(ctx, c.Agents, p, bucketOpts(b)); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, filepath.FromSlash(p.Shards[0].File))
+	stray := []string{data + ".18ec1f1221a40c72.tmp", filepath.Join(dir, "_claims", "00001.json.18ec1f1221a40c73.tmp")}
+	kept := []string{filepath.Join(dir, "notes.tmp"), filepath.Join(dir, "README.txt")}
+	for _, f := range append(stray, kept...) {
+		if err := os.WriteFile(f, []byte("id,fullName\nx,half a row"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := export.Commit(ctx, b, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range stray {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s: still there (%v)", f, err)
+		}
+	}
+	for _, f := range kept {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if ok, _ := b.Exists(ctx, export.SuccessFile); !ok {
+		t.Error("no _SUCCESS")
+	}
 }

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -218,10 +221,52 @@ func readObject(ctx context.Context, b *blob.Bucket, key string) ([]byte, error)
 // writeObject writes a small object whole; ifNotExist makes the write
 // conditional (S3 If-None-Match: *, GCS ifGenerationMatch=0): it fails
 // with gcerrors.FailedPrecondition when the object exists.
+//
+// fileblob's own condition is a stat before a rename, which two processes
+// can both pass. In a directory opened by OpenBucket (whose temporary
+// files are beside their final names) the write is made conditional here
+// instead: a hard link of the temporary file to the final name, which
+// only one writer can create; the rename that ends the write then finds
+// both names on one file and leaves it in place. A fileblob bucket that
+// writes its temporary files elsewhere keeps a check of the kind
+// fileblob makes.
 func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte, ifNotExist bool) error {
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
-	return b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: ifNotExist})
+	opts := &blob.WriterOptions{ContentType: "application/json", IfNotExist: ifNotExist}
+	var fi os.FileInfo
+	if ifNotExist && b.As(&fi) {
+		opts.IfNotExist = false
+		opts.BeforeWrite = func(as func(any) bool) error {
+			var f *os.File
+			final := ""
+			if as(&f) {
+				final = fileblobTemporary.ReplaceAllString(f.Name(), "")
+			}
+			var err error
+			// Beside its final name (the key's path inside the bucket's
+			// directory), not in $TMPDIR, where fileblob writes unless
+			// told otherwise: a key at the top of the bucket could not
+			// tell one from the other by its path alone.
+			beside := final != "" && strings.HasSuffix(filepath.ToSlash(final), "/"+key) &&
+				filepath.Dir(f.Name()) != filepath.Clean(os.TempDir())
+			if !beside {
+				var ok bool
+				if ok, err = b.Exists(ctx, key); ok {
+					err = fs.ErrExist
+				}
+			} else {
+				err = os.Link(f.Name(), final)
+			}
+			if err != nil && f != nil {
+				// fileblob leaves its temporary file when this fails.
+				_ = f.Close()
+				_ = os.Remove(f.Name())
+			}
+			return err
+		}
+	}
+	return b.WriteAll(ctx, key, data, opts)
 }
 
 // existed reports a conditional write refused because the object exists
@@ -234,7 +279,8 @@ func existed(err error) bool {
 		return false
 	}
 	var coded interface{ ErrorCode() string }
-	return gcerrors.Code(err) == gcerrors.FailedPrecondition || errors.As(err, &coded) && coded.ErrorCode() == "PreconditionFailed"
+	return gcerrors.Code(err) == gcerrors.FailedPrecondition || errors.As(err, &coded) && coded.ErrorCode() == "PreconditionFailed" ||
+		errors.Is(err, fs.ErrExist) // writeObject's link in a directory
 }
 
 // load reads the shard's record, else its claim: its state as the bucket

@@ -1,9 +1,16 @@
 package export
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
+
+	"gocloud.dev/blob/fileblob"
 )
 
 // codedError is a store's error with its service code, as the S3 SDK's
@@ -25,5 +32,72 @@ func TestExisted(t *testing.T) {
 		if existed(err) {
 			t.Errorf("%v taken for an existing object", err)
 		}
+	}
+}
+
+// TestWriteObjectInADirectoryIsAtomic: writers of one claim through
+// separate fileblob buckets on one directory, as separate processes have
+// (fileblob's own condition, a stat before a rename, holds only within
+// one bucket value): exactly one wins, each time, and the claim holds its
+// bytes. A bucket whose temporary files are elsewhere keeps a check.
+func TestWriteObjectInADirectoryIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	for round := range 20 {
+		dir := t.TempDir()
+		var wins atomic.Int32
+		var won atomic.Value
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 8 {
+			b, err := OpenBucket(ctx, "file://"+dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			wg.Go(func() {
+				<-start
+				data := []byte(fmt.Sprintf("writer %d\n", i))
+				switch err := writeObject(ctx, b, "_claims/00001.json", data, true); {
+				case err == nil:
+					wins.Add(1)
+					won.Store(data)
+				case !existed(err):
+					t.Errorf("writer %d: %v", i, err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("round %d: %d of 8 writers won", round, wins.Load())
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "_claims", "00001.json"))
+		if err != nil || string(got) != string(won.Load().([]byte)) {
+			t.Fatalf("round %d: the claim holds %q (%v), its writer wrote %q", round, got, err, won.Load())
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, "_claims", "*.tmp")); len(left) != 0 {
+			t.Fatalf("round %d: left behind: %v", round, left)
+		}
+	}
+	// Temporary files in $TMPDIR (fileblob's default): a second write is
+	// still refused, and nothing is linked into $TMPDIR (a key at the top
+	// of the bucket, whose temporary file's name there ends as its own).
+	tmp := t.TempDir()
+	b, err := fileblob.OpenBucket(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	t.Setenv("TMPDIR", tmp)
+	for _, key := range []string{"_claims/00002.json", PlanFile} {
+		if err := writeObject(ctx, b, key, []byte("a"), true); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeObject(ctx, b, key, []byte("b"), true); !existed(err) {
+			t.Fatalf("%s written twice: %v", key, err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
+		t.Fatalf("in $TMPDIR: %v", left)
 	}
 }

@@ -178,9 +178,11 @@
 //     *, GCS ifGenerationMatch=0), so only one submits. The other continues
 //     the job the claim records, or, when the job id is not recorded yet,
 //     leaves the shard to the first task (Result.Busy: run it again later). Two tasks landing one job write the same bytes under the same
-//     name: one file a partition, never two. fileblob checks the condition
-//     with a stat before a rename, which is not atomic: for tasks on several
-//     machines, use a store.
+//     name: one file a partition, never two. In a directory (file://,
+//     opened with OpenBucket) the claim is a hard link to its name, which
+//     one writer alone can create; fileblob's own condition, a stat before
+//     a rename, is not atomic, and is what a fileblob bucket writing its
+//     temporary files in $TMPDIR still gets.
 //   - A data object written again or removed after its record: Commit
 //     names the shard; running it again lands it again from its job.
 //

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"gocloud.dev/blob/fileblob"
@@ -99,5 +100,31 @@ func TestWriteObjectInADirectoryIsAtomic(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
 		t.Fatalf("in $TMPDIR: %v", left)
+	}
+}
+
+// TestWriteObjectWithoutHardLinks: on a file system without hard links
+// (some FUSE and SMB mounts) a claim is still written, and a second one
+// refused, by the check fileblob makes.
+func TestWriteObjectWithoutHardLinks(t *testing.T) {
+	defer func(l func(string, string) error) { linkFile = l }(linkFile)
+	linkFile = func(old, new string) error {
+		return &os.LinkError{Op: "link", Old: old, New: new, Err: syscall.EPERM}
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := OpenBucket(ctx, "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := writeObject(ctx, b, "_claims/00003.json", []byte("a\n"), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeObject(ctx, b, "_claims/00003.json", []byte("b\n"), true); !existed(err) {
+		t.Fatalf("a second claim: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "_claims", "00003.json")); err != nil || string(got) != "a\n" {
+		t.Fatalf("%q, %v", got, err)
 	}
 }

@@ -182,7 +182,8 @@
 //     opened with OpenBucket) the claim is a hard link to its name, which
 //     one writer alone can create; fileblob's own condition, a stat before
 //     a rename, is not atomic, and is what a fileblob bucket writing its
-//     temporary files in $TMPDIR still gets.
+//     temporary files in $TMPDIR, or a file system without hard links
+//     (some FUSE and SMB mounts), still gets.
 //   - A data object written again or removed after its record: Commit
 //     names the shard; running it again lands it again from its job.
 //

@@ -512,6 +512,56 @@ func keyed[T any](seq iter.Seq2[T, error], key func(T) string) iter.Seq2[string,
 	}
 }
 
+// rangeStopping ranges seq once and stops it as action says, at row at:
+// "break" or "panic" in the loop body, "cancel in the loop" (stop, then
+// range on), or "cancel at a random moment" (stop after delay, wherever
+// the range is); any other action ranges to the end. It returns the rows
+// yielded, the error that ended the range, and whether a stop happened
+// and how long before the range returned.
+func rangeStopping[K any](seq iter.Seq2[K, error], action string, at int, delay time.Duration, stop func()) (got []K, last error, stopped bool, took time.Duration) {
+	var mu sync.Mutex
+	var at0 time.Time
+	mark := func() {
+		mu.Lock()
+		at0 = time.Now()
+		mu.Unlock()
+	}
+	if action == "cancel at a random moment" {
+		timer := time.AfterFunc(delay, func() { mark(); stop() })
+		defer timer.Stop()
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != nil && p != "boom" {
+				panic(p)
+			}
+		}()
+		for k, err := range seq {
+			if err != nil {
+				last = err
+				return
+			}
+			got = append(got, k)
+			if len(got) == at {
+				switch action {
+				case "break":
+					mark()
+					return
+				case "panic":
+					mark()
+					panic("boom")
+				case "cancel in the loop":
+					mark()
+					stop()
+				}
+			}
+		}
+	}()
+	mu.Lock()
+	defer mu.Unlock()
+	return got, last, !at0.IsZero(), time.Since(at0)
+}
+
 // rangeUntil ranges seq, breaking after n elements (n < 0: to the end),
 // and returns the keys and the error yielded.
 func rangeUntil(seq iter.Seq2[string, error], n int) (got []string, err error) {

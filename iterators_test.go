@@ -502,49 +502,7 @@ func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 				cause := fmt.Errorf("stop %d", round)
 				ctx, cancel := context.WithCancelCause(context.Background())
 				seq := ic.seq(ctx)
-				var got []string
-				var last error
-				var stopped time.Time
-				if action == "cancel at a random moment" {
-					timer := time.AfterFunc(delay, func() {
-						mu.Lock()
-						stopped = time.Now()
-						mu.Unlock()
-						cancel(cause)
-					})
-					defer timer.Stop()
-				}
-				func() {
-					defer func() {
-						if p := recover(); p != nil && p != "boom" {
-							panic(p)
-						}
-					}()
-					for k, err := range seq {
-						if err != nil {
-							last = err
-							return
-						}
-						got = append(got, k)
-						if len(got) == at {
-							switch action {
-							case "break":
-								stopped = time.Now()
-								return
-							case "panic":
-								stopped = time.Now()
-								panic("boom")
-							case "cancel in the loop":
-								stopped = time.Now()
-								cancel(cause)
-							}
-						}
-					}
-				}()
-				mu.Lock()
-				took := time.Since(stopped)
-				wasStopped := !stopped.IsZero()
-				mu.Unlock()
+				got, last, wasStopped, took := rangeStopping(seq, action, at, delay, func() { cancel(cause) })
 				if wasStopped && took > bound {
 					t.Errorf("%s: returned %s after the stop", desc, took)
 				}

@@ -283,52 +283,10 @@ func TestParquetRows_RandomStopsUnderFaults(t *testing.T) {
 		desc := fmt.Sprintf("round %d: %s at row %d (or after %s) under %q, %d connections", round, action, at, delay, fault.kind, conns)
 
 		ctx, cancel := context.WithCancel(context.Background())
-		var got []lendgraph.Agent
-		var last error
-		var stopped time.Time
-		if action == "cancel at a random moment" {
-			timer := time.AfterFunc(delay, func() {
-				mu.Lock()
-				stopped = time.Now()
-				mu.Unlock()
-				cancel()
-			})
-			defer timer.Stop()
-		}
-		func() {
-			defer func() {
-				if p := recover(); p != nil && p != "boom" {
-					panic(p)
-				}
-			}()
-			for a, err := range parquet.Rows(ctx, c.Agents.DeliveryJob(id)) {
-				if err != nil {
-					last = err
-					return
-				}
-				got = append(got, a)
-				if len(got) == at {
-					switch action {
-					case "break":
-						stopped = time.Now()
-						return
-					case "panic":
-						stopped = time.Now()
-						panic("boom")
-					case "cancel in the loop":
-						stopped = time.Now()
-						cancel()
-					}
-				}
-			}
-		}()
-		returned := time.Now()
+		got, last, stopped, took := rangeStopping(parquet.Rows(ctx, c.Agents.DeliveryJob(id)), action, at, delay, cancel)
 		cancel()
-		mu.Lock()
-		at0 := stopped
-		mu.Unlock()
-		if !at0.IsZero() && returned.Sub(at0) > bound {
-			t.Errorf("%s: returned %v after the stop", desc, returned.Sub(at0))
+		if stopped && took > bound {
+			t.Errorf("%s: returned %v after the stop", desc, took)
 		}
 		if len(got) > len(want) || (len(got) > 0 && !reflect.DeepEqual(got, want[:len(got)])) {
 			t.Fatalf("%s: %d rows, not the file's first rows", desc, len(got))

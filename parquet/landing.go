@@ -1,12 +1,10 @@
 package parquet
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"sync"
 )
 
@@ -38,7 +36,7 @@ type landing struct {
 	mu     sync.Mutex
 	landed chan struct{} // closed and replaced whenever bytes land or the download ends
 	next   int64         // the end of the bytes written in order
-	spans  []span        // bytes written at their offset (the tail), merged
+	tail   span          // the tail written at its offset, from its first byte on
 	done   bool          // the download ended
 	err    error         // why it ended, when not complete
 }
@@ -74,31 +72,22 @@ func (l *landing) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// WriteAt writes bytes of the tail at their offset.
+// WriteAt writes bytes of the tail at their offset. The download writes
+// the tail in order from its first byte (resuming where a cut left it):
+// bytes that do not follow it are on disk but not counted, and come again
+// in order.
 func (l *landing) WriteAt(b []byte, off int64) (int, error) {
 	n, err := l.f.WriteAt(b, off)
-	if n > 0 {
-		l.mu.Lock()
-		l.spans = addSpan(l.spans, span{off, off + int64(n)})
+	l.mu.Lock()
+	if l.tail == (span{}) {
+		l.tail = span{off, off}
+	}
+	if off == l.tail.end && n > 0 {
+		l.tail.end += int64(n)
 		l.notifyLocked()
-		l.mu.Unlock()
 	}
+	l.mu.Unlock()
 	return n, err
-}
-
-// addSpan adds s to the spans, kept sorted and merged.
-func addSpan(spans []span, s span) []span {
-	spans = append(spans, s)
-	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
-	out := spans[:1]
-	for _, t := range spans[1:] {
-		if last := &out[len(out)-1]; t.off <= last.end {
-			last.end = max(last.end, t.end)
-		} else {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 func (l *landing) notifyLocked() {
@@ -119,19 +108,14 @@ func (l *landing) finish(err error) {
 
 // coveredLocked reports whether [off, end) is on disk.
 func (l *landing) coveredLocked(off, end int64) bool {
-	if end <= l.next {
-		return true
-	}
-	for _, s := range l.spans {
-		if s.off <= max(off, l.next) && end <= s.end {
-			return true
-		}
-	}
-	return false
+	return end <= l.next || l.tail.off <= max(off, l.next) && end <= l.tail.end
 }
 
 // ReadAt reads bytes of the file, waiting until they have landed.
 func (l *landing) ReadAt(b []byte, off int64) (int, error) {
+	if off >= l.size {
+		return 0, io.EOF
+	}
 	end := min(off+int64(len(b)), l.size)
 	for {
 		l.mu.Lock()
@@ -144,9 +128,6 @@ func (l *landing) ReadAt(b []byte, off int64) (int, error) {
 			return 0, err
 		}
 		<-landed
-	}
-	if off >= l.size {
-		return 0, io.EOF
 	}
 	n, err := l.f.ReadAt(b[:end-off], off)
 	if err == nil && n < len(b) {

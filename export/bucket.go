@@ -234,8 +234,7 @@ func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte, i
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
 	opts := &blob.WriterOptions{ContentType: "application/json", IfNotExist: ifNotExist}
-	var fi os.FileInfo
-	if ifNotExist && b.As(&fi) {
+	if ifNotExist && isDirectory(b) {
 		opts.IfNotExist = false
 		opts.BeforeWrite = func(as func(any) bool) error {
 			var f *os.File
@@ -271,6 +270,18 @@ func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte, i
 	}
 	return b.WriteAll(ctx, key, data, opts)
 }
+
+// isDirectory reports a bucket of fileblob, a directory: of the drivers,
+// it alone answers As with an *os.FileInfo.
+func isDirectory(b *blob.Bucket) bool {
+	var fi os.FileInfo
+	return b.As(&fi)
+}
+
+// fileblobTemporary is the name fileblob gives a file while it writes it
+// beside its final name (OpenBucket's no_tmp_dir): the name, a dot, the
+// time in nanoseconds in hex, ".tmp".
+var fileblobTemporary = regexp.MustCompile(`\.[0-9a-f]+\.tmp$`)
 
 // linkFile is os.Link; tests replace it with a file system that has no
 // hard links.

@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"regexp"
 	"strings"
 	"sync"
 
@@ -149,19 +147,13 @@ func Commit(ctx context.Context, b *blob.Bucket, opts *CommitOptions) (*Manifest
 	return m, nil
 }
 
-// fileblobTemporary is the name fileblob gives a file while it writes it
-// beside its final name (OpenBucket's no_tmp_dir): the name, a dot, the
-// time in nanoseconds in hex, ".tmp".
-var fileblobTemporary = regexp.MustCompile(`\.[0-9a-f]+\.tmp$`)
-
 // sweepTemporaries removes, from a file:// destination, the temporary
 // files of writers killed before they renamed them into place: a reader
 // of the directory (Spark) would take them for data. An object store
-// writes an object whole or not at all, and has none: only a bucket of
-// fileblob (which alone answers As with an *os.FileInfo) is listed.
+// writes an object whole or not at all, and has none: only a directory
+// is listed.
 func sweepTemporaries(ctx context.Context, b *blob.Bucket) error {
-	var fi os.FileInfo
-	if !b.As(&fi) {
+	if !isDirectory(b) {
 		return nil
 	}
 	it := b.List(nil)

@@ -16,6 +16,7 @@
 package parquet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,8 +136,8 @@ func Rows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T]) iter.Seq2[T
 				continue
 			case ctx.Err() != nil:
 				err = fmt.Errorf("lendgraph: reading delivery %s: %w", job.ID, ctxErr(ctx))
-			case l.failed() != nil:
-				err = l.failed() // bytes that never landed: the download's error says why
+			default:
+				err = cmp.Or(l.failed(), err) // bytes that never landed: the download's error says why
 			}
 			l.stop()
 			yield(zero, err)

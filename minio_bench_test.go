@@ -165,16 +165,8 @@ func BenchmarkMinIODownload(b *testing.B) {
 							wg.Add(1)
 							go func() {
 								defer wg.Done()
-								n := 0
-								for _, err := range lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(mem), lendgraph.Format(format)) {
-									if err != nil {
-										b.Error(err) // not Fatal: another goroutine
-										return
-									}
-									n++
-								}
-								if n != ff.rows {
-									b.Errorf("%d rows, want %d", n, ff.rows)
+								if err := ff.checkRows(lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(mem), lendgraph.Format(format))); err != nil {
+									b.Error(err) // not Fatal: another goroutine
 								}
 							}()
 						}
@@ -224,16 +216,25 @@ func (f *benchFile) check(b *testing.B, n int64, h interface{ Sum([]byte) []byte
 }
 
 func (f *benchFile) countRows(b *testing.B, seq func(func(lendgraph.Agent, error) bool)) {
+	if err := f.checkRows(seq); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// checkRows ranges seq to its end: an error, or a count other than the
+// file's rows, is returned.
+func (f *benchFile) checkRows(seq func(func(lendgraph.Agent, error) bool)) error {
 	n := 0
 	for _, err := range seq {
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
 		n++
 	}
 	if n != f.rows {
-		b.Fatalf("%d rows, want %d", n, f.rows)
+		return fmt.Errorf("%d rows, want %d", n, f.rows)
 	}
+	return nil
 }
 
 // bench runs op b.N times, with the peak heap, the CPU time and the

@@ -516,9 +516,9 @@ func keyed[T any](seq iter.Seq2[T, error], key func(T) string) iter.Seq2[string,
 // "break" or "panic" in the loop body, "cancel in the loop" (stop, then
 // range on), or "cancel at a random moment" (stop after delay, wherever
 // the range is); any other action ranges to the end. It returns the rows
-// yielded, the error that ended the range, and whether a stop happened
-// and how long before the range returned.
-func rangeStopping[K any](seq iter.Seq2[K, error], action string, at int, delay time.Duration, stop func()) (got []K, last error, stopped bool, took time.Duration) {
+// yielded, whether a stop happened and how long before the range
+// returned, and the error that ended the range.
+func rangeStopping[K any](seq iter.Seq2[K, error], action string, at int, delay time.Duration, stop func()) (got []K, stopped bool, took time.Duration, last error) {
 	var mu sync.Mutex
 	var at0 time.Time
 	mark := func() {
@@ -559,7 +559,7 @@ func rangeStopping[K any](seq iter.Seq2[K, error], action string, at int, delay 
 	}()
 	mu.Lock()
 	defer mu.Unlock()
-	return got, last, !at0.IsZero(), time.Since(at0)
+	return got, !at0.IsZero(), time.Since(at0), last
 }
 
 // rangeUntil ranges seq, breaking after n elements (n < 0: to the end),

@@ -502,7 +502,7 @@ func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 				cause := fmt.Errorf("stop %d", round)
 				ctx, cancel := context.WithCancelCause(context.Background())
 				seq := ic.seq(ctx)
-				got, last, wasStopped, took := rangeStopping(seq, action, at, delay, func() { cancel(cause) })
+				got, wasStopped, took, last := rangeStopping(seq, action, at, delay, func() { cancel(cause) })
 				if wasStopped && took > bound {
 					t.Errorf("%s: returned %s after the stop", desc, took)
 				}

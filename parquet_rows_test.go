@@ -283,7 +283,7 @@ func TestParquetRows_RandomStopsUnderFaults(t *testing.T) {
 		desc := fmt.Sprintf("round %d: %s at row %d (or after %s) under %q, %d connections", round, action, at, delay, fault.kind, conns)
 
 		ctx, cancel := context.WithCancel(context.Background())
-		got, last, stopped, took := rangeStopping(parquet.Rows(ctx, c.Agents.DeliveryJob(id)), action, at, delay, cancel)
+		got, stopped, took, last := rangeStopping(parquet.Rows(ctx, c.Agents.DeliveryJob(id)), action, at, delay, cancel)
 		cancel()
 		if stopped && took > bound {
 			t.Errorf("%s: returned %v after the stop", desc, took)

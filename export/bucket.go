@@ -225,15 +225,17 @@ func readObject(ctx context.Context, b *blob.Bucket, key string) ([]byte, error)
 // fileblob's own condition is a stat before a rename, which two processes
 // can both pass. In a directory opened by OpenBucket (whose temporary
 // files are beside their final names) the write is made conditional here
-// instead: a hard link of the temporary file to the final name, which
-// only one writer can create; the rename that ends the write then finds
-// both names on one file and leaves it in place. A fileblob bucket that
-// writes its temporary files elsewhere keeps a check of the kind
-// fileblob makes.
+// instead: the data is written into the temporary file, which is then
+// hard-linked to the final name, which only one writer can create (and
+// which a reader never sees without its data); the rename that ends the
+// write then finds both names on one file and leaves it in place. A
+// fileblob bucket that writes its temporary files elsewhere, or a file
+// system without hard links, keeps a check of the kind fileblob makes.
 func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte, ifNotExist bool) error {
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
 	opts := &blob.WriterOptions{ContentType: "application/json", IfNotExist: ifNotExist}
+	linked := false // data is under its final name already
 	if ifNotExist && isDirectory(b) {
 		opts.IfNotExist = false
 		opts.BeforeWrite = func(as func(any) bool) error {
@@ -250,14 +252,26 @@ func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte, i
 			beside := final != "" && strings.HasSuffix(filepath.ToSlash(final), "/"+key) &&
 				filepath.Dir(f.Name()) != filepath.Clean(os.TempDir())
 			if beside {
-				err = linkFile(f.Name(), final)
+				if _, err = f.Write(data); err == nil {
+					err = linkFile(f.Name(), final)
+				}
+				linked = err == nil
 			}
 			// A file system without hard links (some FUSE and SMB
-			// mounts) gets the check fileblob would make.
+			// mounts) gets the check fileblob would make, and its data
+			// through the writer.
 			if !beside || err != nil && !errors.Is(err, fs.ErrExist) {
-				var ok bool
-				if ok, err = b.Exists(ctx, key); ok {
-					err = fs.ErrExist
+				err = nil
+				if beside { // the data goes through the writer instead
+					if err = f.Truncate(0); err == nil {
+						_, err = f.Seek(0, io.SeekStart)
+					}
+				}
+				if err == nil {
+					var ok bool
+					if ok, err = b.Exists(ctx, key); ok {
+						err = fs.ErrExist
+					}
 				}
 			}
 			if err != nil && f != nil {
@@ -268,7 +282,18 @@ func writeObject(ctx context.Context, b *blob.Bucket, key string, data []byte, i
 			return err
 		}
 	}
-	return b.WriteAll(ctx, key, data, opts)
+	w, err := b.NewWriter(ctx, key, opts)
+	if err != nil {
+		return err
+	}
+	if !linked {
+		if _, err := w.Write(data); err != nil {
+			cancel() // the write is abandoned, not renamed into place
+			_ = w.Close()
+			return err
+		}
+	}
+	return w.Close()
 }
 
 // isDirectory reports a bucket of fileblob, a directory: of the drivers,
@@ -450,19 +475,42 @@ func (s *bucketStore) refresh() error {
 
 // list returns the shard indexes that have an object under dir with ext.
 func (s *bucketStore) list(dir, ext string) (map[int]bool, error) {
+	keys, err := listKeys(s.ctx, s.b, dir)
+	if err != nil {
+		return nil, fmt.Errorf("export: listing %s: %w", dir, err)
+	}
 	out := map[int]bool{}
-	it := s.b.List(&blob.ListOptions{Prefix: dir})
-	for {
-		obj, err := it.Next(s.ctx)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, fmt.Errorf("export: listing %s: %w", dir, err)
-		}
+	for _, key := range keys {
 		var i int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(obj.Key, dir), "%05d"+ext, &i); err == nil && i < len(s.plan.Shards) {
+		if _, err := fmt.Sscanf(strings.TrimPrefix(key, dir), "%05d"+ext, &i); err == nil && i < len(s.plan.Shards) {
 			out[i] = true
+		}
+	}
+	return out, nil
+}
+
+// listKeys lists the keys under prefix. In a directory a listing fails
+// with NotFound when a file it met is gone before it read its attributes:
+// a writer's temporary file renamed into place (they are beside their
+// final names). Such a listing starts again, a few times.
+func listKeys(ctx context.Context, b *blob.Bucket, prefix string) ([]string, error) {
+	for attempt := 1; ; attempt++ {
+		var keys []string
+		it := b.List(&blob.ListOptions{Prefix: prefix})
+		for {
+			obj, err := it.Next(ctx)
+			if errors.Is(err, io.EOF) {
+				return keys, nil
+			}
+			if gcerrors.Code(err) == gcerrors.NotFound && attempt < 5 {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			if !obj.IsDir {
+				keys = append(keys, obj.Key)
+			}
 		}
 	}
 }

@@ -156,21 +156,18 @@ func sweepTemporaries(ctx context.Context, b *blob.Bucket) error {
 	if !isDirectory(b) {
 		return nil
 	}
-	it := b.List(nil)
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("export: listing the destination for temporary files: %w", err)
-		}
-		if !obj.IsDir && fileblobTemporary.MatchString(obj.Key) {
-			if err := deleteObject(ctx, b, obj.Key); err != nil {
+	keys, err := listKeys(ctx, b, "")
+	if err != nil {
+		return fmt.Errorf("export: listing the destination for temporary files: %w", err)
+	}
+	for _, key := range keys {
+		if fileblobTemporary.MatchString(key) {
+			if err := deleteObject(ctx, b, key); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
 }
 
 // readRecords reads and checks the record of every shard of the plan

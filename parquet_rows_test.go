@@ -30,9 +30,13 @@ type gate struct {
 	host string
 	cut  int64
 	fail error
+	// tailRead, when set, is closed once the file's tail (a ranged
+	// request from cut on that ends at the file's end) has been read:
+	// fail waits for it, so that the footer is on disk before the cut.
+	tailRead chan struct{}
 
-	once sync.Once
-	open chan struct{}
+	once, tailOnce sync.Once
+	open           chan struct{}
 }
 
 func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
@@ -52,8 +56,24 @@ func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	if start < g.cut {
 		resp.Body = &gatedBody{ReadCloser: resp.Body, left: g.cut - start, g: g, ctx: r.Context()}
+	} else if g.tailRead != nil {
+		resp.Body = &tailBody{ReadCloser: resp.Body, g: g}
 	}
 	return resp, nil
+}
+
+// tailBody closes its gate's tailRead at the end of the tail.
+type tailBody struct {
+	io.ReadCloser
+	g *gate
+}
+
+func (b *tailBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.g.tailOnce.Do(func() { close(b.g.tailRead) })
+	}
+	return n, err
 }
 
 type gatedBody struct {
@@ -66,6 +86,13 @@ type gatedBody struct {
 func (b *gatedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
 		if b.g.fail != nil {
+			if b.g.tailRead != nil {
+				select {
+				case <-b.g.tailRead:
+				case <-b.ctx.Done():
+					return 0, b.ctx.Err()
+				}
+			}
 			return 0, b.g.fail
 		}
 		select {
@@ -151,7 +178,7 @@ func TestParquetRows_DownloadFailsMidway(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
 	g := &gate{base: http.DefaultTransport, host: strings.TrimPrefix(srv.StorageURL(), "http://"), cut: int64(len(file)) * 6 / 10, open: make(chan struct{}),
-		fail: errors.New("connection reset by the test")}
+		fail: errors.New("connection reset by the test"), tailRead: make(chan struct{})}
 	c := srv.Client(lendgraph.WithDownloadConnections(1), lendgraph.WithHTTPClient(&http.Client{Transport: g}), lendgraph.WithMaxRetries(0),
 		lendgraph.WithRetryBackoff(time.Millisecond, time.Millisecond))
 	var got []lendgraph.Agent

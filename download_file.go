@@ -256,8 +256,11 @@ func (fl *fill) run(ctx context.Context) error {
 		fl.todo = fl.st.missing(fl.c.partFor(max(todo, 1), fl.c.part))
 	}
 	fl.open = workers == 1
-	fl.sched = newSched[*activeSpan](len(fl.todo), fl.c.stealMin(), fl.c.idleHook)
+	fl.sched = newSched[*activeSpan](len(fl.todo), fl.c.stealMin(), workers, fl.c.idleHook)
 	opFrom(ctx).connections(workers)
+	if workers > 1 {
+		workers *= 2 // half of them on their way to the next span (relay)
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -283,7 +286,12 @@ func (fl *fill) run(ctx context.Context) error {
 }
 
 func (fl *fill) work(ctx context.Context, cancel context.CancelFunc) {
-	for ctx.Err() == nil {
+	relay := fl.sched.relay
+	for {
+		t, ok := relay.wait(ctx)
+		if !ok {
+			return
+		}
 		a, ok := fl.sched.take(func(i int) *activeSpan {
 			sp := fl.todo[i]
 			end := sp.end
@@ -296,9 +304,12 @@ func (fl *fill) work(ctx context.Context, cancel context.CancelFunc) {
 			a, ok = fl.sched.steal(func(_ *activeSpan, mid, end int64) *activeSpan { return fl.st.begin(mid, end) })
 		}
 		if !ok {
+			relay.pass()
 			return
 		}
+		a.c.take(t)
 		_, err := fl.c.fetch(ctx, fl.src, fl.obj, a.off, a.c.bound(), &spanWriter{f: fl.f, a: a, st: fl.st})
+		a.c.handOn()
 		fl.sched.finish(a)
 		fl.st.end(a)
 		if err != nil {

@@ -77,14 +77,15 @@ func parts(off, end, size int64) []span {
 	return out
 }
 
-// rangedStream is a parallel download read in order. Workers (c.conns of
-// them) fetch the parts (at most c.streamPart() bytes each, and at least
+// rangedStream is a parallel download read in order. Workers (c.conns
+// streaming at once, and as many on their way to their next part: relay in
+// download_sched.go) fetch the parts (at most c.streamPart() bytes each, and at least
 // one a connection) into a window of as many part buffers as there are
 // workers; the reader takes the bytes in file order, each part's as they
 // arrive, and a part read to its end frees its buffer for the next part. (A
 // spare buffer made no measurable difference, so the window holds conns
 // parts: 32 MiB with the defaults.) When a decoder reads the stream (Rows),
-// the parts are smaller (decodePart: about eight a connection, at most
+// the parts are smaller (decodePart: about four a connection, at most
 // 1 MiB) and the window has as many more buffers, the same 32 MiB. A
 // worker takes a free buffer before it takes the next part, so the parts
 // being fetched are always the first ones not yet read and the window
@@ -143,15 +144,17 @@ func newStreamPart(sp span, chunk int64) *streamPart {
 }
 
 // decodePart is the part size of a rangedStream that a decoder reads:
-// about eight parts a connection, between stealMin and streamPart/4
+// about four parts a connection, between stealMin and streamPart/4
 // (256 KiB and 1 MiB with the defaults). The decoder takes the bytes in
 // file order, so while the part it reads streams in at one connection's
 // speed, the parts after it wait in the window: when the last byte
 // arrives, what the other connections fetched of the last round is still
 // to decode (with eight connections, seven parts). Smaller parts keep that
-// tail small, at the cost of a request each (BENCHMARKS.md).
+// tail small, at the cost of a request each, whose wait the relay hides
+// (download_sched.go); with the relay, four a connection did better than
+// two, three, six or eight (BENCHMARKS.md).
 func (c *Client) decodePart(size int64) int64 {
-	return max(min(max(ceilDiv(size, 8*int64(c.conns)), c.stealMin()), c.streamPart()/4), 1)
+	return max(min(max(ceilDiv(size, 4*int64(c.conns)), c.stealMin()), c.streamPart()/4), 1)
 }
 
 // newRangedStream starts a parallel download read in order. decoding says
@@ -179,9 +182,9 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 	if len(s.parts) > 0 {
 		s.head = s.parts[0]
 	}
-	s.sched = newSched[*streamPart](len(s.parts), c.stealMin(), c.idleHook)
-	workers := c.conns
-	opFrom(ctx).connections(workers)
+	s.sched = newSched[*streamPart](len(s.parts), c.stealMin(), c.conns, c.idleHook)
+	opFrom(ctx).connections(c.conns)
+	workers := 2 * c.conns // half of them on their way to the next part (relay)
 	s.slots = make(chan []byte, min(window, int64(len(s.parts))))
 	for range cap(s.slots) {
 		s.slots <- nil
@@ -195,7 +198,12 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 
 func (s *rangedStream) work(part int64) {
 	defer s.wg.Done()
+	relay := s.sched.relay
 	for {
+		t, ok := relay.wait(s.ctx)
+		if !ok {
+			return
+		}
 		var buf []byte
 		select {
 		case buf = <-s.slots:
@@ -221,15 +229,24 @@ func (s *rangedStream) work(part int64) {
 			if buf != nil {
 				s.slots <- buf
 			}
+			relay.pass()
 			break
 		}
-		if !s.fetch(p) {
+		if !s.fetch(p, t) {
 			return
 		}
 	}
-	for s.ctx.Err() == nil {
+	for {
+		t, ok := relay.wait(s.ctx)
+		if !ok {
+			return
+		}
 		p, ok := s.sched.steal(split)
-		if !ok || !s.fetch(p) {
+		if !ok {
+			relay.pass()
+			return
+		}
+		if !s.fetch(p, t) {
 			return
 		}
 	}
@@ -245,10 +262,12 @@ func split(v *streamPart, mid, end int64) *streamPart {
 	return p
 }
 
-// fetch fetches part p (an active part of s.sched) and reports whether it
-// succeeded.
-func (s *rangedStream) fetch(p *streamPart) bool {
+// fetch fetches part p (an active part of s.sched) in turn t and reports
+// whether it succeeded.
+func (s *rangedStream) fetch(p *streamPart, t *turn) bool {
+	p.c.take(t)
 	_, err := s.c.fetch(s.ctx, s.src, s.obj, p.off, p.end, p)
+	p.c.handOn()
 	s.sched.finish(p)
 	if err != nil {
 		s.fail(err) // before the reader can see the part fail

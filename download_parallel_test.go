@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -39,9 +40,11 @@ func TestParallel_ByteExact(t *testing.T) {
 			t.Fatalf("%s: parallel download: %d bytes of %d, %v", f, n, st.Bytes, err)
 		}
 		maxFly, ranges := m.stats()
-		// Download reads in order: parts of half the file part size.
-		if err := askedParts(ranges, st.Bytes, partSize/2); err != nil || maxFly < 2 || maxFly > 4 {
-			t.Fatalf("%s: %v; at most %d requests at once (want 2-4)", f, err, maxFly)
+		// Download reads in order: parts of half the file part size. Four
+		// connections stream at once, and as many more requests may be on
+		// their way (the relay).
+		if err := askedParts(ranges, st.Bytes, partSize/2); err != nil || maxFly < 2 || maxFly > 8 {
+			t.Fatalf("%s: %v; at most %d requests at once (want 2-8)", f, err, maxFly)
 		}
 		// Rows decodes the same rows from the parallel stream (parquet: from
 		// the file the parts were written into).
@@ -50,12 +53,12 @@ func TestParallel_ByteExact(t *testing.T) {
 		if b := collect(t, jobRows(ctx, job, f)); len(a) != 3000 || !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: rows differ (%d over one connection, %d in parallel)", f, len(a), len(b))
 		}
-		// A decoder reads in order: parts of about an eighth of a
+		// A decoder reads in order: parts of about a quarter of a
 		// connection's share (between 1/32 and 1/8 of the part size), so that
 		// little is left to decode when the last byte is in. parquet.Rows
 		// too: it decodes each row group once its bytes have landed.
 		_, ranges = m.stats()
-		if err := askedParts(ranges, st.Bytes, min(max((st.Bytes+31)/32, partSize/32), partSize/8)); err != nil {
+		if err := askedParts(ranges, st.Bytes, min(max((st.Bytes+15)/16, partSize/32), partSize/8)); err != nil {
 			t.Fatalf("%s: Rows: %v", f, err)
 		}
 	}
@@ -229,4 +232,66 @@ func (b *stalledBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p[:min(len(p), stallRead)])
 	b.s.bytes.Add(int64(n))
 	return n, err
+}
+
+// A connection does not sit idle while the store answers its next request:
+// once a range's last bytes are due within the store's latency, the next
+// range's request is sent (the relay), so more requests than connections
+// are under way at moments, and never more than twice as many. Without the
+// relay, the two connections here never have a third request under way.
+// Rows (ranges for a decoder) and DownloadFile (ranges written in place)
+// schedule their own ranges. Download's ranges wait for a free buffer of
+// its window (two here, one a connection), which the reader frees only
+// once it has read a whole range: its relay sends a request early only
+// when a buffer is free, so only the bound is checked.
+func TestParallel_RelaySendsTheNextRequestEarly(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(1200))
+	c, store := parallelClient(srv, 2)
+	store.latency, store.rate = 5*time.Millisecond, 128<<10
+	job, st := largeDelivery(t, srv, c, lendgraph.FormatCSV)
+	one, _ := parallelClient(srv, 1)
+	var want bytes.Buffer
+	if _, err := lendgraph.DeliveryJobAs[lendgraph.Agent](one.Agents.DeliveryJob(job.ID)).Download(context.Background(), &want); err != nil {
+		t.Fatal(err)
+	}
+	rows := collect(t, jobRows(context.Background(), one.Agents.DeliveryJob(job.ID), lendgraph.FormatCSV))
+	path := filepath.Join(t.TempDir(), "agents.csv")
+	for _, call := range []struct {
+		name  string
+		early bool // a request must have been sent early
+		run   func() error
+	}{
+		{"Download", false, func() error {
+			var got bytes.Buffer
+			if _, err := job.Download(context.Background(), &got); err != nil || !bytes.Equal(got.Bytes(), want.Bytes()) {
+				return fmt.Errorf("%v, or %d bytes unlike the %d of one connection", err, got.Len(), want.Len())
+			}
+			return nil
+		}},
+		{"Rows", true, func() error {
+			if got := collect(t, jobRows(context.Background(), job, lendgraph.FormatCSV)); !reflect.DeepEqual(got, rows) {
+				return fmt.Errorf("%d rows unlike the %d of one connection", len(got), len(rows))
+			}
+			return nil
+		}},
+		{"DownloadFile", true, func() error {
+			if _, err := job.DownloadFile(context.Background(), path); err != nil {
+				return err
+			}
+			if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, want.Bytes()) {
+				return fmt.Errorf("%v, or the file differs", err)
+			}
+			return os.Remove(path)
+		}},
+	} {
+		store.mu.Lock()
+		store.maxFly = 0
+		store.mu.Unlock()
+		if err := call.run(); err != nil {
+			t.Fatalf("%s of %d bytes: %v", call.name, st.Bytes, err)
+		}
+		if maxFly, _ := store.stats(); maxFly > 4 || call.early && maxFly < 3 {
+			t.Fatalf("%s: at most %d requests under way on 2 connections, want 3 or 4", call.name, maxFly)
+		}
+	}
 }

@@ -1,8 +1,11 @@
 package lendgraph
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"sync"
+	"time"
 )
 
 // The schedule of a parallel download: every connection busy to the end.
@@ -30,7 +33,8 @@ type cursor struct {
 	pos  int64
 	resv int64
 	end  int64
-	cut  bool // end was lowered by a steal
+	cut  bool  // end was lowered by a steal
+	turn *turn // the turn its request streams in; nil once handed on
 }
 
 func newCursor(off, end int64) cursor { return cursor{pos: off, resv: off, end: end} }
@@ -48,12 +52,37 @@ func (c *cursor) claim(n int64) (at, k int64) {
 	return c.pos, k
 }
 
-// commit records k bytes of the claimed ones as written.
+// commit records k bytes of the claimed ones as written, and hands the
+// span's turn on once the rest is due within the store's latency (relay).
 func (c *cursor) commit(k int64) {
 	c.mu.Lock()
 	c.pos += k
 	c.resv = c.pos
+	if t := c.turn; t != nil && k > 0 && t.due(c.pos, c.end) {
+		c.turn = nil
+		t.r.pass()
+	}
 	c.mu.Unlock()
+}
+
+// take starts the span's request in turn t.
+func (c *cursor) take(t *turn) {
+	c.mu.Lock()
+	t.start, t.startPos = time.Now(), c.pos
+	c.turn = t
+	c.mu.Unlock()
+}
+
+// handOn passes the span's turn on if it still holds it: its request
+// ended.
+func (c *cursor) handOn() {
+	c.mu.Lock()
+	t := c.turn
+	c.turn = nil
+	c.mu.Unlock()
+	if t != nil {
+		t.r.pass()
+	}
 }
 
 // bound is where the span ends now (-1: at the end of the object).
@@ -79,6 +108,108 @@ func (c *cursor) left() int64 {
 	return c.end - c.resv
 }
 
+// A relay keeps every connection of a parallel download streaming from one
+// request to the next. A download streams at most n requests at once, each
+// in one of n turns. A request hands its turn on once its remaining bytes
+// are due within the store's latency (the time from a request until its
+// bytes flow, less the time they take to arrive), so the next request is
+// on its way while the last bytes of this one arrive, and its bytes flow
+// as they end. Without it, every request leaves its connection idle for
+// that latency: a download read by a decoder makes about four requests a
+// connection (decodePart), and a local store on two cores shared with the
+// decoder took 3-30 ms to answer each (BENCHMARKS.md). A download so holds
+// up to 2n connections open, of which about n stream at any moment; the
+// latency it waits for is the least of the latest measured, so that it
+// errs towards a moment idle rather than more than n streams.
+type relay struct {
+	turns  chan struct{}
+	mu     sync.Mutex
+	recent []time.Duration // the latencies of the latest requests, a ring
+	next   int
+}
+
+// latency is the least of the latest requests' latencies: with a larger
+// guess, a request whose store answers faster streams beside the one
+// before it, and the connections would carry more than n requests' bytes.
+func (r *relay) latency() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.recent) == 0 {
+		return 0
+	}
+	return slices.Min(r.recent)
+}
+
+func (r *relay) measured(d time.Duration) {
+	r.mu.Lock()
+	if len(r.recent) < cap(r.recent) {
+		r.recent = append(r.recent, d)
+	} else {
+		r.recent[r.next] = d
+		r.next = (r.next + 1) % len(r.recent)
+	}
+	r.mu.Unlock()
+}
+
+// relayWindow is the least time a request's speed is measured over before
+// its turn can be handed on (the first reads drain what piled up while the
+// request was on its way).
+const relayWindow = 10 * time.Millisecond
+
+func newRelay(n int) *relay {
+	r := &relay{turns: make(chan struct{}, n), recent: make([]time.Duration, 0, n)}
+	for range n {
+		r.turns <- struct{}{}
+	}
+	return r
+}
+
+// wait takes a turn; it reports false once ctx is done.
+func (r *relay) wait(ctx context.Context) (*turn, bool) {
+	select {
+	case <-r.turns:
+		return &turn{r: r}, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+func (r *relay) pass() { r.turns <- struct{}{} }
+
+// turn is one request's turn: when it was sent and from where, and when
+// its first bytes came and where they ended.
+type turn struct {
+	r        *relay
+	start    time.Time
+	startPos int64
+	first    time.Time
+	firstPos int64
+	measured bool
+}
+
+// due reports whether a request's bytes up to end arrive within the
+// store's latency at the request's speed so far; pos bytes are in.
+func (t *turn) due(pos, end int64) bool {
+	now := time.Now()
+	if t.first.IsZero() {
+		t.first, t.firstPos = now, pos
+		return false
+	}
+	ttfb, elapsed := t.first.Sub(t.start), now.Sub(t.first)
+	if end < 0 || elapsed < max(ttfb, relayWindow) || pos <= t.firstPos {
+		return false
+	}
+	rate := float64(pos-t.firstPos) / float64(elapsed) // bytes a nanosecond
+	if !t.measured {
+		t.measured = true
+		// The bytes in would have taken this long at that speed: the
+		// rest of the time since the request is the store's latency.
+		lat := max(now.Sub(t.start)-time.Duration(float64(pos-t.startPos)/rate), 0)
+		t.r.measured(lat)
+	}
+	return float64(end-pos) <= rate*float64(t.r.latency())
+}
+
 // piece is what a scheduler steals from: a span being fetched.
 type piece interface {
 	comparable
@@ -96,10 +227,11 @@ type sched[P piece] struct {
 	active   map[P]struct{}
 	stealMin int64
 	idle     func(left int64)
+	relay    *relay
 }
 
-func newSched[P piece](n int, stealMin int64, idle func(int64)) *sched[P] {
-	s := &sched[P]{n: n, drained: make(chan struct{}), active: map[P]struct{}{}, stealMin: max(stealMin, 1), idle: idle}
+func newSched[P piece](n int, stealMin int64, conns int, idle func(int64)) *sched[P] {
+	s := &sched[P]{n: n, drained: make(chan struct{}), active: map[P]struct{}{}, stealMin: max(stealMin, 1), idle: idle, relay: newRelay(conns)}
 	if n == 0 {
 		close(s.drained)
 	}

@@ -324,13 +324,18 @@ func searchServer(t testing.TB, opts ...lendgraphtest.Option) *lendgraphtest.Ser
 // meter is a client transport that counts what the storage host sends:
 // requests, the most in flight at once, and body bytes.
 type meter struct {
-	next   http.RoundTripper
-	host   string // the storage host (host:port)
-	mu     sync.Mutex
-	flying int
-	maxFly int
-	ranges []string
-	bytes  atomic.Int64
+	next http.RoundTripper
+	host string // the storage host (host:port)
+	// latency and rate (bytes a second; 0: no limit), when set, stand for
+	// a store far away: each response comes after latency, and its body
+	// in reads of at most 512 bytes at rate.
+	latency time.Duration
+	rate    float64
+	mu      sync.Mutex
+	flying  int
+	maxFly  int
+	ranges  []string
+	bytes   atomic.Int64
 }
 
 func (m *meter) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -342,6 +347,12 @@ func (m *meter) RoundTrip(r *http.Request) (*http.Response, error) {
 	m.maxFly = max(m.maxFly, m.flying)
 	m.ranges = append(m.ranges, r.Header.Get("Range"))
 	m.mu.Unlock()
+	select {
+	case <-time.After(m.latency):
+	case <-r.Context().Done():
+		m.done()
+		return nil, r.Context().Err()
+	}
 	resp, err := m.next.RoundTrip(r)
 	if err != nil {
 		m.done()
@@ -409,8 +420,14 @@ type meteredBody struct {
 }
 
 func (b *meteredBody) Read(p []byte) (int, error) {
+	if b.m.rate > 0 {
+		p = p[:min(len(p), 512)]
+	}
 	n, err := b.ReadCloser.Read(p)
 	b.m.bytes.Add(int64(n))
+	if b.m.rate > 0 {
+		time.Sleep(time.Duration(float64(n) / b.m.rate * float64(time.Second)))
+	}
 	return n, err
 }
 

@@ -125,7 +125,11 @@ func WithUserAgent(ua string) Option { return func(s *settings) { s.userAgent = 
 // n × 4 MiB in memory (Download in ranges of up to 4 MiB, Rows in smaller
 // ones) and hand the bytes over in order; DownloadFile writes ranges of up
 // to 8 MiB in place. A connection that runs out of ranges takes over half
-// of what another has left, so all n stay busy until the end. Smaller files always use one connection.
+// of what another has left, so all n stay busy until the end. A range's
+// request is sent while the last bytes of the one before it arrive (once
+// they are due within the store's latency, as measured), so a download
+// holds up to 2n connections open, of which about n stream at once.
+// Smaller files always use one connection.
 func WithDownloadConnections(n int) Option { return func(s *settings) { s.downloadConns = &n } }
 
 // WithBearerAuth sends the key as "Authorization: Bearer <key>" instead of

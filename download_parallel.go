@@ -199,9 +199,10 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 func (s *rangedStream) work(part int64) {
 	defer s.wg.Done()
 	relay := s.sched.relay
+	var t *turn
 	for {
-		t, ok := relay.wait(s.ctx)
-		if !ok {
+		var ok bool
+		if t, ok = relay.wait(s.ctx); !ok {
 			return
 		}
 		var buf []byte
@@ -229,24 +230,22 @@ func (s *rangedStream) work(part int64) {
 			if buf != nil {
 				s.slots <- buf
 			}
-			relay.pass()
-			break
+			break // to steal, in the turn just taken
 		}
 		if !s.fetch(p, t) {
 			return
 		}
 	}
 	for {
-		t, ok := relay.wait(s.ctx)
-		if !ok {
-			return
-		}
 		p, ok := s.sched.steal(split)
 		if !ok {
 			relay.pass()
 			return
 		}
 		if !s.fetch(p, t) {
+			return
+		}
+		if t, ok = relay.wait(s.ctx); !ok {
 			return
 		}
 	}

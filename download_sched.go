@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -122,24 +123,21 @@ func (c *cursor) left() int64 {
 // latency it waits for is the least of the latest measured, so that it
 // errs towards a moment idle rather than more than n streams.
 type relay struct {
-	turns  chan struct{}
+	turns chan struct{}
+	// least is the least of the latest requests' latencies, in
+	// nanoseconds: with a larger guess, a request whose store answers
+	// faster streams beside the one before it, and the connections would
+	// carry more than n requests' bytes. Read on every commit, so kept
+	// here rather than found in recent each time.
+	least  atomic.Int64
 	mu     sync.Mutex
 	recent []time.Duration // the latencies of the latest requests, a ring
 	next   int
 }
 
-// latency is the least of the latest requests' latencies: with a larger
-// guess, a request whose store answers faster streams beside the one
-// before it, and the connections would carry more than n requests' bytes.
-func (r *relay) latency() time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.recent) == 0 {
-		return 0
-	}
-	return slices.Min(r.recent)
-}
+func (r *relay) latency() time.Duration { return time.Duration(r.least.Load()) }
 
+// measured records the latency of one request.
 func (r *relay) measured(d time.Duration) {
 	r.mu.Lock()
 	if len(r.recent) < cap(r.recent) {
@@ -148,6 +146,7 @@ func (r *relay) measured(d time.Duration) {
 		r.recent[r.next] = d
 		r.next = (r.next + 1) % len(r.recent)
 	}
+	r.least.Store(int64(slices.Min(r.recent)))
 	r.mu.Unlock()
 }
 
@@ -190,13 +189,16 @@ type turn struct {
 // due reports whether a request's bytes up to end arrive within the
 // store's latency at the request's speed so far; pos bytes are in.
 func (t *turn) due(pos, end int64) bool {
+	if end < 0 {
+		return false // open-ended: one connection, nothing to hand on to
+	}
 	now := time.Now()
 	if t.first.IsZero() {
 		t.first, t.firstPos = now, pos
 		return false
 	}
 	ttfb, elapsed := t.first.Sub(t.start), now.Sub(t.first)
-	if end < 0 || elapsed < max(ttfb, relayWindow) || pos <= t.firstPos {
+	if elapsed < max(ttfb, relayWindow) || pos <= t.firstPos {
 		return false
 	}
 	rate := float64(pos-t.firstPos) / float64(elapsed) // bytes a nanosecond

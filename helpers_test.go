@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -779,3 +780,15 @@ func stopsCleanly[T any](t *testing.T, job *lendgraph.DeliveryJob[T], f lendgrap
 		t.Fatalf("%s: cancel left goroutines: %v", f, err)
 	}
 }
+
+// chaosRands returns a chaos test's random sources, one for its stops and
+// one for its faults, from a seed it logs: LENDGRAPH_CHAOS_SEED=N replays
+// a run.
+func chaosRands(t *testing.T) (stops, faults *rand.Rand) {
+	t.Helper()
+	seed := envInt("LENDGRAPH_CHAOS_SEED", int(time.Now().UnixNano()%1e9))
+	t.Logf("seed %d (LENDGRAPH_CHAOS_SEED=%d replays this run)", seed, seed)
+	return newRand(seed), newRand(seed + 1)
+}
+
+func newRand(seed int) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 17)) }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -470,9 +469,7 @@ func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 	dir := t.TempDir() // after the fake wrote its files: the SDK's alone land here
 	t.Setenv("TMPDIR", dir)
 	rounds := envInt("LENDGRAPH_CHAOS_ROUNDS", 4)
-	seed := envInt("LENDGRAPH_CHAOS_SEED", int(time.Now().UnixNano()%1e9))
-	t.Logf("seed %d (LENDGRAPH_CHAOS_SEED=%d replays this run)", seed, seed)
-	rng, faultRng := newRand(seed), newRand(seed+1)
+	rng, faultRng := chaosRands(t)
 	faults := []proxyFault{
 		{kind: pfStallBody, delay: 4 * time.Second},
 		{kind: pfStallHead, delay: 150 * time.Millisecond},
@@ -537,5 +534,3 @@ func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 	}
 	t.Logf("faults applied: %v", proxy.counts())
 }
-
-func newRand(seed int) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 17)) }

@@ -278,9 +278,7 @@ func TestParquetRows_RandomStopsUnderFaults(t *testing.T) {
 	proxy := newFaultProxy(t)
 	dir := t.TempDir()
 	t.Setenv("TMPDIR", dir)
-	seed := envInt("LENDGRAPH_CHAOS_SEED", int(time.Now().UnixNano()%1e9))
-	t.Logf("seed %d (LENDGRAPH_CHAOS_SEED=%d replays this run)", seed, seed)
-	rng, faultRng := newRand(seed), newRand(seed+1)
+	rng, faultRng := chaosRands(t)
 	faults := []proxyFault{
 		{kind: pfStallBody, delay: 4 * time.Second},
 		{kind: pfStallHead, delay: 150 * time.Millisecond},

@@ -348,11 +348,13 @@ func (m *meter) RoundTrip(r *http.Request) (*http.Response, error) {
 	m.maxFly = max(m.maxFly, m.flying)
 	m.ranges = append(m.ranges, r.Header.Get("Range"))
 	m.mu.Unlock()
-	select {
-	case <-time.After(m.latency):
-	case <-r.Context().Done():
-		m.done()
-		return nil, r.Context().Err()
+	if m.latency > 0 {
+		select {
+		case <-time.After(m.latency):
+		case <-r.Context().Done():
+			m.done()
+			return nil, r.Context().Err()
+		}
 	}
 	resp, err := m.next.RoundTrip(r)
 	if err != nil {

@@ -66,6 +66,28 @@ func FuzzIsJSONComposite(f *testing.F) {
 	})
 }
 
+var validCases = append([]string{" ", "1", " 1 ", "-0.5e3", "01", `"a"`, `"\x"`, "\"\xff\"", "true", " null\n", "nul", "1 2",
+	`{} {}`, "\t[1]\r\n", `"a" "b"`}, compositeCases...)
+
+func TestValidJSONMatchesValid(t *testing.T) {
+	for _, c := range validCases {
+		if got, want := ValidJSON([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("ValidJSON(%q) = %v, encoding/json.Valid %v", c, got, want)
+		}
+	}
+}
+
+func FuzzValidJSON(f *testing.F) {
+	for _, s := range validCases {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := ValidJSON(b), json.Valid(b); got != want {
+			t.Fatalf("ValidJSON(%q) = %v, encoding/json.Valid %v", b, got, want)
+		}
+	})
+}
+
 // The check of every cell of a csv column the row type does not declare
 // (BENCHMARKS.md): the scan against encoding/json's Valid.
 func BenchmarkIsJSONComposite(b *testing.B) {

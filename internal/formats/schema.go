@@ -187,18 +187,25 @@ func BoolWord(text string) (v, ok bool) {
 	return false, false
 }
 
-// isJSONComposite reports whether text is one JSON object or array. It
-// accepts what the SDK's JSON decoding accepts (duplicate names, invalid
-// UTF-8), as encoding/json's Valid does. csv checks every cell of an
-// undeclared column, so the row decoder's own scan (skipValue) checks it,
-// at 2.5 times Valid's speed; Valid has the last word on what that
-// scan refuses, since it follows no value deeper than maxDepth.
+// isJSONComposite reports whether text is one JSON object or array, with
+// no space around it (ValidJSON's rules). csv checks every cell of an
+// undeclared column.
 func isJSONComposite(text string) bool {
 	if len(text) < 2 || (text[0] != '{' || text[len(text)-1] != '}') && (text[0] != '[' || text[len(text)-1] != ']') {
 		return false
 	}
-	b := unsafe.Slice(unsafe.StringData(text), len(text)) // only read
-	if end, ok := skipValue(b, 0, 0); ok {
+	return ValidJSON(unsafe.Slice(unsafe.StringData(text), len(text))) // only read
+}
+
+// ValidJSON reports whether b is one JSON value, space around it allowed.
+// It accepts what the SDK's JSON decoding accepts (duplicate names, invalid
+// UTF-8), as encoding/json's Valid does. The cells of csv columns and the
+// values of parquet JSON columns that the row type does not declare are
+// all checked, so the row decoder's own scan (skipValue) checks them, at
+// 2.5 times Valid's speed; Valid has the last word on what that scan
+// refuses, since it follows no value deeper than maxDepth.
+func ValidJSON(b []byte) bool {
+	if end, ok := skipValue(b, skipWS(b, 0), 0); ok {
 		return skipWS(b, end) == len(b)
 	}
 	return json.Valid(b)

@@ -236,7 +236,7 @@ func jsonConv(k formats.Kind) converter {
 			out, _ := jsontext.AppendQuote(dst, b)
 			return out, nil
 		}
-		if !jsontext.Value(b).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) {
+		if !formats.ValidJSON(b) {
 			return dst, errors.New("JSON column holds invalid JSON")
 		}
 		return append(dst, b...), nil

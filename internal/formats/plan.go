@@ -498,7 +498,7 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 		*(*fieldsMap)(v) = fieldsMap{}
 	}
 	s.setStrings()
-	p.setExtra(v, b, s.unknown)
+	p.setExtra(v, b, s.unknown, 0)
 	return true
 }
 
@@ -802,8 +802,12 @@ func (f *planField) newSlice(n int) unsafe.Pointer {
 	return reflect.MakeSlice(f.typ, n, n).UnsafePointer()
 }
 
-// setExtra stores the unknown members (spans of b) in one new buffer.
-func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span) {
+// setExtra stores the unknown members (spans of b) in one new buffer, in
+// the row's map: the one there (a parquet row group's columns are read by
+// several goroutines in turn, each of which may keep some: see
+// Setter.ExpectUnknown), else a new one with room for hint members, or
+// for these.
+func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span, hint int) {
 	if len(unknown) == 0 {
 		return
 	}
@@ -812,13 +816,17 @@ func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span) {
 		n += u.end - u.start
 	}
 	buf := make([]byte, 0, n)
-	m := make(fieldsMap, len(unknown))
+	ptr := (*fieldsMap)(unsafe.Add(v, p.extra))
+	m := *ptr
+	if m == nil {
+		m = make(fieldsMap, max(len(unknown), hint))
+		*ptr = m
+	}
 	for _, u := range unknown {
 		a := len(buf)
 		buf = append(buf, b[u.start:u.end]...)
 		m[u.name] = buf[a:len(buf):len(buf)]
 	}
-	*(*fieldsMap)(unsafe.Add(v, p.extra)) = m
 }
 
 // setCSV sets the fields of the row at v from a csv record, as the JSON
@@ -854,7 +862,7 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 		}
 	}
 	s.setStrings()
-	p.setExtra(v, s.ebuf, s.unknown)
+	p.setExtra(v, s.ebuf, s.unknown, 0)
 	return true
 }
 

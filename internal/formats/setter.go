@@ -14,9 +14,10 @@ import (
 // then gives the result and words the error. A Setter belongs to one
 // goroutine.
 type Setter struct {
-	p *plan
-	s *scratch
-	v unsafe.Pointer
+	p       *plan
+	s       *scratch
+	v       unsafe.Pointer
+	unknown int // the unknown members a row has in all (ExpectUnknown)
 }
 
 // Setter returns d's setter, or nil when rows of T are always decoded from
@@ -87,9 +88,14 @@ func (st *Setter) Begin(v unsafe.Pointer) {
 // End stores the row's strings and unknown members.
 func (st *Setter) End() {
 	st.s.setStrings()
-	st.p.setExtra(st.v, st.s.ebuf, st.s.unknown)
+	st.p.setExtra(st.v, st.s.ebuf, st.s.unknown, st.unknown)
 	st.v = nil
 }
+
+// ExpectUnknown says that a row has n unknown members in all, of which
+// this setter may keep only some: the setter that keeps a row's first
+// ones makes its map with room for n, and the others add theirs to it.
+func (st *Setter) ExpectUnknown(n int) { st.unknown = n }
 
 // UnknownBuffer is the row's buffer of unknown members: append a column's
 // JSON value to it and pass the result to KeepUnknown.

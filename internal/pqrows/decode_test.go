@@ -2,6 +2,7 @@ package pqrows
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -260,27 +261,7 @@ func TestSplitRowGroupsMatchWholeRows(t *testing.T) {
 	if len(f.RowGroups()) != 3 {
 		t.Fatalf("%d row groups", len(f.RowGroups()))
 	}
-	a := newAssembler(newColumns(f.Schema(), formats.SchemaOf(reflect.TypeFor[out]())), nil)
-	var want []out
-	for _, rg := range f.RowGroups() {
-		rr := parquet.NewRowGroupRowReader(rg)
-		buf := make([]parquet.Row, 100)
-		for {
-			n, err := rr.ReadRows(buf)
-			for _, row := range buf[:n] {
-				js, jerr := a.appendRow(nil, row)
-				var r out
-				if jerr != nil || slow(js, &r) != nil {
-					t.Fatalf("%s: %v", js, jerr)
-				}
-				want = append(want, r)
-			}
-			if err != nil {
-				break
-			}
-		}
-		rr.Close()
-	}
+	want := rowsFromJSON[out](t, f)
 	if len(want) != 2000 || want[1100].Big != 1<<53 || want[1100].Office.Zip != "07700" || want[5].Tags != nil {
 		t.Fatalf("want: %d rows, %+v", len(want), want[1100])
 	}
@@ -361,4 +342,108 @@ func TestDecode_FooterLengthBeyondFile(t *testing.T) {
 	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
 		t.Fatalf("allocated %d bytes", n)
 	}
+}
+
+// TestSplitRowGroupsKeepEveryUnknownMember: the columns a row type keeps
+// as unknown members are spread over the goroutines that read a row group
+// (split), and every row still has every one of them, in one map, as
+// decoding the row from its JSON gives them.
+func TestSplitRowGroupsKeepEveryUnknownMember(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	type in struct {
+		ID      string  `parquet:"id"`
+		Name    string  `parquet:"name"`
+		City    string  `parquet:"city"`
+		Email   string  `parquet:"email,optional"`
+		Phone   string  `parquet:"phone"`
+		Office  string  `parquet:"office"`
+		Tags    string  `parquet:"tags,optional"`
+		Volume  float64 `parquet:"volume"`
+		Count   int64   `parquet:"count"`
+		Lead    bool    `parquet:"lead"`
+		License string  `parquet:"license"`
+	}
+	var rows []in
+	for i := range 3000 {
+		r := in{ID: fmt.Sprintf("r%05d", i), Name: strings.Repeat("n", i%40), City: fmt.Sprint("city", i%17),
+			Email: fmt.Sprintf("someone%d@example.com", i), Phone: fmt.Sprintf("+1555%07d", i),
+			Office: fmt.Sprintf(`{"name":"o%d","zip":"%05d"}`, i, i*7), Tags: `["a","b"]`, Volume: float64(i) * 1.5,
+			Count: int64(i), Lead: i%3 == 0, License: fmt.Sprintf("XX%08d", i*13)}
+		if i%7 == 0 {
+			r.Email, r.Tags = "", ""
+		}
+		rows = append(rows, r)
+	}
+	file := writeParquet(t, rows, parquet.MaxRowsPerRowGroup(1000))
+	type out struct {
+		ID    string                     `json:"id"`
+		Count int64                      `json:"count"`
+		Extra map[string]json.RawMessage `json:",unknown"`
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The unknown members go to more than one part: else this test tests
+	// nothing new.
+	schema := formats.SchemaOf(reflect.TypeFor[out]())
+	cols := newColumns(f.Schema(), schema)
+	var keep []int
+	var sizes []int64
+	for c, meta := range f.Metadata().RowGroups[0].Columns {
+		keep, sizes = append(keep, c), append(sizes, meta.MetaData.TotalUncompressedSize)
+	}
+	withUnknown := 0
+	for _, part := range split(cols, schema, keep, sizes, 4) {
+		for _, c := range part {
+			if _, known := schema.Lookup(cols.cols[cols.byLeaf[c]].name); !known {
+				withUnknown++
+				break
+			}
+		}
+	}
+	if withUnknown < 2 {
+		t.Fatalf("the unknown members are read by %d of the goroutines", withUnknown)
+	}
+	var got []out
+	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	want := rowsFromJSON[out](t, f)
+	if len(want) != 3000 || len(want[1].Extra) != 9 || string(want[1].Extra["office"]) != `{"name":"o1","zip":"00007"}` {
+		t.Fatalf("want: %d rows, %+v", len(want), want[1])
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatal(d)
+	}
+}
+
+// rowsFromJSON decodes each row of f from its JSON: the reference rows.
+func rowsFromJSON[T any](t *testing.T, f *parquet.File) []T {
+	t.Helper()
+	a := newAssembler(newColumns(f.Schema(), formats.SchemaOf(reflect.TypeFor[T]())), nil)
+	var rows []T
+	for _, rg := range f.RowGroups() {
+		rr := parquet.NewRowGroupRowReader(rg)
+		buf := make([]parquet.Row, 100)
+		for {
+			n, err := rr.ReadRows(buf)
+			for _, row := range buf[:n] {
+				js, jerr := a.appendRow(nil, row)
+				var r T
+				if jerr != nil || slow(js, &r) != nil {
+					t.Fatalf("%s: %v", js, jerr)
+				}
+				rows = append(rows, r)
+			}
+			if err != nil {
+				break
+			}
+		}
+		rr.Close()
+	}
+	return rows
 }

@@ -5,7 +5,6 @@
 package pqrows
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -158,32 +157,34 @@ const aheadBytes = 2 << 20
 // maxWays bounds the goroutines that read one row group.
 const maxWays = 4
 
-// split divides the leaf columns to read (keep) into at most ways parts of
-// about the same cost, a top-level column's leaves in one part: the
-// largest first, each into the cheapest part so far. A column costs its
-// uncompressed size (sizes, by leaf; nil when unknown), twice that when
-// the row type keeps it as an unknown member: its value is written as
-// JSON and stored in the row's map, not set in a field. (Keeping every
-// unknown member in one part, so that one goroutine made each row's map,
-// left that goroutine the most of the work: the benchmark's Agent keeps 12
-// of its file's 17 columns so. Spread by their cost, it decoded in about
-// 0.8 of the time; weighing them once or three times did worse than
-// twice.)
+// split divides the leaf columns to read (keep, in file order) into at
+// most ways runs of adjacent columns of about the same cost, a top-level
+// column's leaves in one run, the last columns first: readRowGroup's
+// pipeline starts with the last part. A column costs its uncompressed
+// size (sizes, by leaf; nil when unknown), twice that when the row type
+// keeps it as an unknown member: its value is written as JSON and stored
+// in the row's map, not set in a field. (Keeping every unknown member in
+// one part, so that one goroutine made each row's map, left that
+// goroutine the most of the work: the benchmark's Agent keeps 12 of its
+// file's 17 columns so. Spread by their cost, it decoded in about 0.8 of
+// the time; weighing them once or three times did worse than twice.)
+// Adjacent columns let a row group read while its bytes land (Rows) start
+// on the columns that landed first: the first stage reads the first
+// columns ahead of the others, and when the last byte lands, what is left
+// is the last columns' share.
 func split(cols *columns, schema formats.Schema, keep []int, sizes []int64, ways int) [][]int {
 	type top struct {
 		leaves []int
 		cost   int64
 	}
 	var tops []*top
-	byCol := map[int]*top{}
+	var total int64
 	for _, c := range keep {
 		ci := cols.byLeaf[c]
-		t := byCol[ci]
-		if t == nil {
-			t = &top{}
-			byCol[ci] = t
-			tops = append(tops, t)
+		if len(tops) == 0 || cols.byLeaf[tops[len(tops)-1].leaves[0]] != ci {
+			tops = append(tops, &top{})
 		}
+		t := tops[len(tops)-1]
 		t.leaves = append(t.leaves, c)
 		cost := int64(1)
 		if sizes != nil {
@@ -193,23 +194,28 @@ func split(cols *columns, schema formats.Schema, keep []int, sizes []int64, ways
 			cost *= 2
 		}
 		t.cost += cost
+		total += cost
 	}
 	ways = min(ways, len(tops))
 	if ways <= 1 {
 		return [][]int{keep}
 	}
-	parts := make([][]int, ways)
-	load := make([]int64, ways)
-	slices.SortStableFunc(tops, func(a, b *top) int { return cmp.Compare(b.cost, a.cost) })
-	for _, t := range tops {
-		p := slices.Index(load, slices.Min(load))
-		parts[p] = append(parts[p], t.leaves...)
-		load[p] += t.cost
+	var parts [][]int
+	var cur []int
+	var acc int64 // the cost of the parts so far and cur
+	for i, t := range tops {
+		// Cut before t when that leaves cur nearer its share than t
+		// would, and each part to come a column.
+		target := total * int64(len(parts)+1) / int64(ways)
+		if len(cur) > 0 && len(parts) < ways-1 && (acc+t.cost-target > target-acc || len(tops)-i == ways-1-len(parts)) {
+			parts, cur = append(parts, cur), nil
+		}
+		cur = append(cur, t.leaves...)
+		acc += t.cost
 	}
-	for _, p := range parts {
-		slices.Sort(p)
-	}
-	return slices.DeleteFunc(parts, func(p []int) bool { return len(p) == 0 })
+	parts = append(parts, cur)
+	slices.Reverse(parts)
+	return parts
 }
 
 // project narrows a row group to some leaf columns.
@@ -233,8 +239,8 @@ func (p projected) ColumnChunks() []parquet.ColumnChunk { return p.chunks }
 // columns divided into parts, each read by its own goroutine into the
 // same rows (this one reads the first) when the row type takes values
 // directly, else whole rows on this goroutine. The parts form a pipeline:
-// a batch goes from the last part to the first, so that no two goroutines
-// write to the same rows at once.
+// a batch goes from the last part (the first columns: split) to the first,
+// so that no two goroutines write to the same rows at once.
 func readRowGroup[T any](rg parquet.RowGroup, g int, cols *columns, parts [][]int, newDecode func() *formats.RowDec[T], e *formats.Emitter) error {
 	dec := newDecode()
 	if dec.Setter() == nil || len(parts) < 2 {

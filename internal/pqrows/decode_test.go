@@ -447,3 +447,37 @@ func rowsFromJSON[T any](t *testing.T, f *parquet.File) []T {
 	}
 	return rows
 }
+
+// TestSplitRunsOfAdjacentColumns: split cuts the columns into runs of
+// adjacent columns, the last run first (readRowGroup's pipeline starts
+// with the last part, and the first columns of a row group land first),
+// each run's cost within one column's of its share.
+func TestSplitRunsOfAdjacentColumns(t *testing.T) {
+	type in struct {
+		A, B, C, D, E, F, G, H string
+	}
+	file := writeParquet(t, []in{{}}, parquet.MaxRowsPerRowGroup(1))
+	f, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type out struct {
+		A, C, E, G string
+		Extra      map[string]json.RawMessage `json:",unknown"`
+	}
+	schema := formats.SchemaOf(reflect.TypeFor[out]())
+	cols := newColumns(f.Schema(), schema)
+	keep := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	sizes := []int64{99, 9, 99, 9, 99, 9, 99, 9} // a column costs 1 more; the unknown B, D, F, H twice: 480 in all
+	for ways, want := range map[int][][]int{
+		1: {keep},
+		2: {{4, 5, 6, 7}, {0, 1, 2, 3}},
+		3: {{5, 6, 7}, {2, 3, 4}, {0, 1}}, // 140, 220, 120: the cuts nearest 160 and 320
+		8: {{7}, {6}, {5}, {4}, {3}, {2}, {1}, {0}},
+		9: {{7}, {6}, {5}, {4}, {3}, {2}, {1}, {0}},
+	} {
+		if got := split(cols, schema, keep, sizes, ways); !reflect.DeepEqual(got, want) {
+			t.Errorf("%d ways: %v, want %v", ways, got, want)
+		}
+	}
+}

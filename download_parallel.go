@@ -46,11 +46,15 @@ func (c *Client) parallel(size int64) bool {
 }
 
 // partFor is the size of the spans a parallel download of todo bytes
-// starts with: at most max, and small enough that every connection has one
-// (a file of 16 MiB is four spans of 4 MiB on four connections, not two
-// of 8 MiB).
+// starts with: at most max, and as many as a whole number of rounds of one
+// a connection. A file of 16 MiB is four spans of 4 MiB on four
+// connections, not two of 8 MiB; 43.6 MB is 16 spans of 2.7 MB on eight,
+// not 11 of 4 MiB: a last round of fewer spans than connections leaves the
+// others to steal from it in small pieces, a request each, while it
+// streams.
 func (c *Client) partFor(todo, max int64) int64 {
-	return min(max, ceilDiv(todo, int64(c.conns)))
+	n := int64(c.conns)
+	return ceilDiv(todo, ceilDiv(todo, max*n)*n)
 }
 
 // streamPart is the largest part of a rangedStream.
@@ -152,15 +156,11 @@ func newStreamPart(sp span, chunk int64) *streamPart {
 // to decode (with eight connections, seven parts). Smaller parts keep that
 // tail small, at the cost of a request each, whose wait the relay hides
 // (download_sched.go); with the relay, four a connection did better than
-// two, three, six or eight (BENCHMARKS.md). The parts are as many as a
-// whole number of rounds of one a connection: a last round of fewer parts
-// than connections leaves the others to steal from it in small pieces, a
-// request each (a 36.9 MB file was 36 parts of 1 MiB on 8 connections;
-// now 40 of 922 KB).
+// two, three, six or eight (BENCHMARKS.md). The parts come in whole rounds
+// of one a connection (partFor: a 36.9 MB file is 40 parts of 922 KB on 8
+// connections, not 36 of 1 MiB).
 func (c *Client) decodePart(size int64) int64 {
-	part := max(min(max(ceilDiv(size, 4*int64(c.conns)), c.stealMin()), c.streamPart()/4), 1)
-	n := int64(c.conns)
-	return max(ceilDiv(size, ceilDiv(ceilDiv(size, part), n)*n), 1)
+	return c.partFor(size, max(min(max(ceilDiv(size, 4*int64(c.conns)), c.stealMin()), c.streamPart()/4), 1))
 }
 
 // newRangedStream starts a parallel download read in order. decoding says

@@ -224,3 +224,29 @@ func TestLinkSource_RefreshesOnceForAllRanges(t *testing.T) {
 		t.Fatal(l, err)
 	}
 }
+
+// TestPartFor_WholeRounds: a parallel download's spans are at most the
+// part size asked for, and as many as a whole number of rounds of one a
+// connection (a last round of fewer leaves connections to steal in small
+// pieces), for Download's parts and a decoder's.
+func TestPartFor_WholeRounds(t *testing.T) {
+	for _, conns := range []int{2, 3, 8, 16} {
+		c := &Client{conns: conns, part: defaultPartSize}
+		for _, size := range []int64{16 << 20, 16<<20 + 1, 24<<20 + 12345, 43_601_234, 36_881_059, 64<<20 + 7, 256<<20 + 999} {
+			for _, max := range []int64{c.streamPart(), c.part, c.decodePart(size)} {
+				part := c.partFor(size, max)
+				n := ceilDiv(size, part)
+				if part > max || n%int64(conns) != 0 {
+					t.Errorf("%d connections, %d bytes, parts of at most %d: %d parts of %d", conns, size, max, n, part)
+				}
+			}
+			if p := c.decodePart(size); ceilDiv(size, p)%int64(conns) != 0 {
+				t.Errorf("%d connections, %d bytes: a decoder's %d parts of %d", conns, size, ceilDiv(size, p), p)
+			}
+		}
+	}
+	c := &Client{conns: 8, part: defaultPartSize}
+	if p := c.partFor(43_601_234, c.streamPart()); ceilDiv(43_601_234, p) != 16 {
+		t.Errorf("43.6 MB on 8 connections: parts of %d, want 16 of them", p)
+	}
+}

@@ -129,14 +129,54 @@ func jaegerBinary(t *testing.T) string {
 // module github.com/jaegertracing/jaeger).
 const jaegerVersion = "v1.76.0"
 
-// freePort returns a loopback port nothing listens on now.
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// freePorts returns n distinct loopback ports nothing listens on now: each
+// is held open until the last is found, so none is handed out twice.
+func freePorts(t *testing.T, n int) []string {
+	var ports []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		ports = append(ports, fmt.Sprint(l.Addr().(*net.TCPAddr).Port))
 	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	return ports
+}
+
+// startJaeger starts Jaeger with its OTLP receiver, query API and query
+// gRPC on ports found free, and returns the receiver's port and the query
+// API's URL once it answers. A port found free can be taken by another
+// socket before Jaeger binds it (seen once: the query's gRPC, then on
+// port 0, was given the port just found for the receiver), so a start
+// that fails on a port in use is tried again, twice, on other ports.
+func startJaeger(ctx context.Context, t *testing.T, bin string) (otlp, api string) {
+	for attempt := 1; ; attempt++ {
+		p := freePorts(t, 3)
+		cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(jaegerConfig, "127.0.0.1:"+p[0], "127.0.0.1:"+p[1], "127.0.0.1:"+p[2])), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var jlog bytes.Buffer
+		j := exec.CommandContext(ctx, bin, "--config", cfg)
+		j.Stdout, j.Stderr = &jlog, &jlog
+		if err := j.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = j.Wait(); close(exited) }()
+		api = "http://127.0.0.1:" + p[1]
+		if up(api+"/api/services", exited) {
+			t.Cleanup(func() { _ = j.Process.Kill(); <-exited })
+			return p[0], api
+		}
+		_ = j.Process.Kill()
+		<-exited // jlog is Jaeger's no more
+		if attempt == 3 || !strings.Contains(jlog.String(), "address already in use") {
+			t.Fatalf("Jaeger did not come up at %s:\n%s", api, jlog.String())
+		}
+		t.Logf("Jaeger found a port in use (attempt %d): trying other ports", attempt)
+	}
 }
 
 // TestTelemetry_JaegerEndToEnd runs the tool against `lendgraph fake`
@@ -148,22 +188,9 @@ func TestTelemetry_JaegerEndToEnd(t *testing.T) {
 		t.Skip("end to end: skipped with -short")
 	}
 	bin := jaegerBinary(t)
-	otlp, query := freePort(t), freePort(t)
-	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(jaegerConfig, "127.0.0.1:"+otlp, "127.0.0.1:"+query)), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var jlog bytes.Buffer
-	j := exec.CommandContext(ctx, bin, "--config", cfg)
-	j.Stdout, j.Stderr = &jlog, &jlog
-	if err := j.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = j.Process.Kill(); _ = j.Wait() })
-	api := "http://127.0.0.1:" + query
-	waitUp(t, api+"/api/services", &jlog)
+	otlp, api := startJaeger(ctx, t, bin)
 
 	// The fake, a process of its own, as a harness in any language runs it.
 	baseURL, key := startFake(ctx, t)
@@ -197,7 +224,7 @@ func TestTelemetry_JaegerEndToEnd(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if len(found.Data) != 1 {
-		t.Fatalf("Jaeger holds %d traces of the run, want 1\n%s", len(found.Data), jlog.String())
+		t.Fatalf("Jaeger holds %d traces of the run, want 1", len(found.Data))
 	}
 	names := map[string]int{}
 	for _, s := range found.Data[0].Spans {
@@ -231,7 +258,7 @@ extensions:
     http:
       endpoint: %[2]s
     grpc:
-      endpoint: 127.0.0.1:0
+      endpoint: %[3]s
   jaeger_storage:
     backends:
       memstore:
@@ -247,16 +274,20 @@ exporters:
     trace_storage: memstore
 `
 
-// waitUp polls url until it answers.
-func waitUp(t *testing.T, url string, log *bytes.Buffer) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+// up polls url until it answers (true), or until the process is done
+// (exited closed) or a minute has passed (false).
+func up(url string, exited <-chan struct{}) bool {
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
-			return
+			return true
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-exited:
+			return false
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	t.Fatalf("%s did not come up:\n%s", url, log.String())
+	return false
 }

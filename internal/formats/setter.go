@@ -78,7 +78,9 @@ func (st *Setter) Field(name string) *Field { return st.p.field(name) }
 // declare (see Unknown).
 func (st *Setter) KeepsUnknown() bool { return st.p.extra >= 0 }
 
-// Begin starts the row at v, which must be the zero value.
+// Begin starts the row at v, whose fields this setter sets must be zero
+// (another setter may have set others: a parquet row group's columns are
+// read by several goroutines in turn).
 func (st *Setter) Begin(v unsafe.Pointer) {
 	st.v = v
 	st.s.unknown, st.s.ebuf = st.s.unknown[:0], st.s.ebuf[:0]

@@ -167,7 +167,7 @@ func openBucketStore(ctx context.Context, b *blob.Bucket, plan *Plan) (*bucketSt
 	}
 	have, err := ReadBucketPlan(ctx, b)
 	switch {
-	case errors.Is(err, errNoPlan):
+	case errors.Is(err, ErrNoPlan):
 		data, err := json.MarshalIndent(plan, "", "  ")
 		if err != nil {
 			return nil, err
@@ -187,15 +187,16 @@ func openBucketStore(ctx context.Context, b *blob.Bucket, plan *Plan) (*bucketSt
 	return s, nil
 }
 
-// errNoPlan is a bucket without PlanFile.
-var errNoPlan = errors.New("export: the bucket holds no " + PlanFile)
+// ErrNoPlan is the error of ReadBucketPlan for a bucket without PlanFile.
+var ErrNoPlan = errors.New("export: the bucket holds no " + PlanFile)
 
 // ReadBucketPlan reads the plan of an export in a bucket (PlanFile). For a
-// bucket without one, gcerrors.Code(err) is gcerrors.NotFound.
+// bucket without one, errors.Is(err, ErrNoPlan) (and gcerrors.Code(err) is
+// gcerrors.NotFound); any other failure to read it is not ErrNoPlan.
 func ReadBucketPlan(ctx context.Context, b *blob.Bucket) (*Plan, error) {
 	data, err := readObject(ctx, b, PlanFile)
-	if gcerrors.Code(err) == gcerrors.NotFound {
-		return nil, fmt.Errorf("%w: %w", errNoPlan, err)
+	if notFound(err) {
+		return nil, fmt.Errorf("%w: %w", ErrNoPlan, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("export: reading %s: %w", PlanFile, err)
@@ -326,6 +327,27 @@ func existed(err error) bool {
 		errors.Is(err, fs.ErrExist) // writeObject's link in a directory
 }
 
+// notFound reports an object (or bucket) that is not there. gcerrors.Code
+// says so as gcerrors.NotFound, but s3blob (v0.46) says so too for any
+// error whose message holds "301", taken for a redirect to a bucket's
+// region, and a request id may hold it (a refused signature, a 503, in
+// about one S3 error in fifty): where the error carries the service's own
+// code, that code must say not found as well.
+func notFound(err error) bool {
+	if gcerrors.Code(err) != gcerrors.NotFound {
+		return false
+	}
+	var coded interface{ ErrorCode() string }
+	if !errors.As(err, &coded) {
+		return true
+	}
+	switch coded.ErrorCode() {
+	case "NoSuchKey", "NoSuchBucket", "NotFound", "ObjectNotInActiveTierError":
+		return true
+	}
+	return false
+}
+
 // load reads the shard's record, else its claim: its state as the bucket
 // says.
 func (s *bucketStore) load(name string) (ShardStatus, bool, error) {
@@ -339,12 +361,12 @@ func (s *bucketStore) load(name string) (ShardStatus, bool, error) {
 		st.State = StateLanded
 		return st, true, nil
 	}
-	if gcerrors.Code(err) != gcerrors.NotFound {
+	if !notFound(err) {
 		return st, false, fmt.Errorf("export: reading the record of shard %s: %w", name, err)
 	}
 	data, err = readObject(s.ctx, s.b, shardKey(claimsDir, i, ".json"))
 	switch {
-	case gcerrors.Code(err) == gcerrors.NotFound:
+	case notFound(err):
 		sh := s.plan.Shards[i]
 		return ShardStatus{Name: sh.Name, State: StatePending, File: sh.File}, false, nil
 	case err != nil:
@@ -420,7 +442,7 @@ func (s *bucketStore) update(name string, fn func(*ShardStatus)) error {
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, ioTimeout)
 		defer cancel()
-		if err := s.b.Delete(ctx, shardKey(claimsDir, i, ".json")); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		if err := s.b.Delete(ctx, shardKey(claimsDir, i, ".json")); err != nil && !notFound(err) {
 			return fmt.Errorf("export: releasing the claim of shard %s: %w", name, err)
 		}
 		s.claimed[name] = false
@@ -502,7 +524,7 @@ func listKeys(ctx context.Context, b *blob.Bucket, prefix string) ([]string, err
 			if errors.Is(err, io.EOF) {
 				return keys, nil
 			}
-			if gcerrors.Code(err) == gcerrors.NotFound && attempt < 5 {
+			if notFound(err) && attempt < 5 {
 				break
 			}
 			if err != nil {

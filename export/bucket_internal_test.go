@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"testing"
 
 	"gocloud.dev/blob/fileblob"
+	"gocloud.dev/gcerrors"
 )
 
 // codedError is a store's error with its service code, as the S3 SDK's
@@ -126,5 +129,53 @@ func TestWriteObjectWithoutHardLinks(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "_claims", "00003.json")); err != nil || string(got) != "a\n" {
 		t.Fatalf("%q, %v", got, err)
+	}
+}
+
+// TestNotFound_S3ErrorsWithThreeOhOne: s3blob (v0.46) reports any S3
+// error whose text holds "301" as NotFound, and request ids are random
+// hex. An S3 endpoint that answers every request with the same request id,
+// holding "301": a refused signature is not a missing plan (nor a shard
+// that never ran), and a missing key still is.
+func TestNotFound_S3ErrorsWithThreeOhOne(t *testing.T) {
+	status, code := http.StatusForbidden, "SignatureDoesNotMatch"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.Header().Set("x-amz-request-id", "18EC2FC2A5195301")
+		w.WriteHeader(status)
+		if r.Method != http.MethodHead {
+			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>no</Message><RequestId>18EC2FC2A5195301</RequestId></Error>`, code)
+		}
+	}))
+	defer srv.Close()
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1",
+		"AWS_ENDPOINT_URL_S3": srv.URL, "AWS_CONFIG_FILE": os.DevNull, "AWS_SHARED_CREDENTIALS_FILE": os.DevNull} {
+		t.Setenv(k, v)
+	}
+	ctx := context.Background()
+	b, err := OpenBucket(ctx, "s3://bucket/exports?use_path_style=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	_, err = ReadBucketPlan(ctx, b)
+	if err == nil || gcerrors.Code(err) != gcerrors.NotFound {
+		t.Fatalf("s3blob no longer takes a 403 with 301 in its request id for NotFound (%v): this test's premise is gone", err)
+	}
+	if errors.Is(err, ErrNoPlan) || notFound(err) {
+		t.Errorf("a refused signature taken for a missing plan: %v", err)
+	}
+	_, err = b.Attributes(ctx, "x") // HEAD: no body, the code from the status
+	if notFound(err) {
+		t.Errorf("a refused HEAD taken for a missing object: %v", err)
+	}
+
+	status, code = http.StatusNotFound, "NoSuchKey"
+	if _, err := ReadBucketPlan(ctx, b); !errors.Is(err, ErrNoPlan) || !notFound(err) {
+		t.Errorf("a missing plan: %v", err)
+	}
+	if _, err := b.Attributes(ctx, "x"); !notFound(err) {
+		t.Errorf("a missing object (HEAD): %v", err)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"sync"
 
 	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/parquet"
@@ -183,7 +182,7 @@ func readRecords(ctx context.Context, b *blob.Bucket, plan *Plan, n int) ([]Shar
 		wg.Go(func() {
 			defer func() { <-sem }()
 			data, err := readObject(ctx, b, shardKey(recordsDir, i, ".json"))
-			if gcerrors.Code(err) == gcerrors.NotFound {
+			if notFound(err) {
 				missing[i] = true
 				return
 			}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/parquet"
@@ -289,7 +288,7 @@ func (r *runner[T]) intactObject(ctx context.Context, sh *Shard, cur *ShardStatu
 func objectMatches(ctx context.Context, b *blob.Bucket, rec *ShardStatus) string {
 	attrs, err := b.Attributes(ctx, rec.File)
 	switch {
-	case gcerrors.Code(err) == gcerrors.NotFound:
+	case notFound(err):
 		return "its data object " + rec.File + " is missing"
 	case err != nil:
 		return err.Error()
@@ -305,7 +304,7 @@ func objectMatches(ctx context.Context, b *blob.Bucket, rec *ShardStatus) string
 func deleteObject(ctx context.Context, b *blob.Bucket, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
-	if err := b.Delete(ctx, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+	if err := b.Delete(ctx, key); err != nil && !notFound(err) {
 		return fmt.Errorf("export: removing %s: %w", key, err)
 	}
 	return nil

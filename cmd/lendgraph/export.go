@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/export"
@@ -247,7 +246,7 @@ func (a *app) exportPlan(cmd *cobra.Command, name string, fl *exportFlags) (plan
 			return nil, false, planError(err)
 		}
 	} else if fl.bucket != nil {
-		if plan, err = export.ReadBucketPlan(cmd.Context(), fl.bucket); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		if plan, err = export.ReadBucketPlan(cmd.Context(), fl.bucket); err != nil && !errors.Is(err, export.ErrNoPlan) {
 			return nil, false, err
 		}
 	} else if m, err := export.ReadManifest(fl.out); err == nil {

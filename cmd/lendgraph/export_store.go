@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 	// The object stores --out opens by URL: S3 and what speaks its
 	// protocol (MinIO, R2, GCS interoperability), and file:// for a
 	// directory with the same layout and commit as a bucket.
@@ -142,7 +141,7 @@ func planError(err error) error {
 	if errors.As(err, &usage) {
 		return err
 	}
-	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &bad) || gcerrors.Code(err) == gcerrors.NotFound && !missingBucket(err) {
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &bad) || errors.Is(err, export.ErrNoPlan) && !missingBucket(err) {
 		return usagef("--plan: %v", err)
 	}
 	return fmt.Errorf("--plan: %w", err)

@@ -250,3 +250,23 @@ func TestPartFor_WholeRounds(t *testing.T) {
 		t.Errorf("43.6 MB on 8 connections: parts of %d, want 16 of them", p)
 	}
 }
+
+// TestRelay_OneSlowAnswerIsNotTheLatency: the latency the relay waits for
+// is the median of the latest n: one first byte after seconds (a store's
+// rare slow answer) does not make the next requests go out that early,
+// and what most requests took is what it waits for.
+func TestRelay_OneSlowAnswerIsNotTheLatency(t *testing.T) {
+	r := newRelay(8)
+	for _, ms := range []int{20, 5, 10, 2000, 15, 10, 12, 8} {
+		r.measured(time.Duration(ms) * time.Millisecond)
+	}
+	if got := r.latency(); got != 12*time.Millisecond {
+		t.Errorf("latency %v after one slow answer among eight, want the median, 12ms", got)
+	}
+	for range 8 { // the ring forgets the older ones
+		r.measured(3 * time.Millisecond)
+	}
+	if got := r.latency(); got != 3*time.Millisecond {
+		t.Errorf("latency %v, want 3ms", got)
+	}
+}

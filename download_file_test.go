@@ -72,8 +72,13 @@ func TestDeliveryJob_DownloadFile(t *testing.T) {
 		if !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("conns=%d: the file differs from the delivery", conns)
 		}
+		// Only the missing bytes come down, and what the steals at the end
+		// read past their cuts (up to a read each, discarded: 40-58 KB in
+		// runs under -race, where a bound of one part failed one run in
+		// ten): far less than the third on disk, which a download from the
+		// start would fetch again.
 		second := m.bytes.Load()
-		if second > st.Bytes-st.Bytes/3+partSize || resumedFrom.Load() < st.Bytes/3 {
+		if second-(st.Bytes-resumedFrom.Load()) > st.Bytes/6 || resumedFrom.Load() < st.Bytes/3 {
 			t.Fatalf("conns=%d: continued with %d bytes from storage (first run %d, file %d), progress from %d",
 				conns, second, first, st.Bytes, resumedFrom.Load())
 		}

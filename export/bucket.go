@@ -322,30 +322,41 @@ func existed(err error) bool {
 	if err == nil {
 		return false
 	}
-	var coded interface{ ErrorCode() string }
-	return gcerrors.Code(err) == gcerrors.FailedPrecondition || errors.As(err, &coded) && coded.ErrorCode() == "PreconditionFailed" ||
+	code, _ := serviceCode(err)
+	return gcerrors.Code(err) == gcerrors.FailedPrecondition || code == "PreconditionFailed" ||
 		errors.Is(err, fs.ErrExist) // writeObject's link in a directory
 }
 
 // notFound reports an object (or bucket) that is not there. gcerrors.Code
 // says so as gcerrors.NotFound, but s3blob (v0.46) says so too for any
 // error whose message holds "301", taken for a redirect to a bucket's
-// region, and a request id may hold it (a refused signature, a 503, in
-// about one S3 error in fifty): where the error carries the service's own
-// code, that code must say not found as well.
+// region, and a request id may hold it (a refused signature, a 503: about
+// one MinIO error in fifty, with its 16-digit request id and 64-digit
+// host id): where the error carries the service's own code, that code
+// must say not found as well.
 func notFound(err error) bool {
 	if gcerrors.Code(err) != gcerrors.NotFound {
 		return false
 	}
-	var coded interface{ ErrorCode() string }
-	if !errors.As(err, &coded) {
+	code, ok := serviceCode(err)
+	if !ok {
 		return true
 	}
-	switch coded.ErrorCode() {
+	switch code {
 	case "NoSuchKey", "NoSuchBucket", "NotFound", "ObjectNotInActiveTierError":
 		return true
 	}
 	return false
+}
+
+// serviceCode is the store's own code for err, where err carries one (the
+// S3 SDK's API errors do).
+func serviceCode(err error) (string, bool) {
+	var coded interface{ ErrorCode() string }
+	if errors.As(err, &coded) {
+		return coded.ErrorCode(), true
+	}
+	return "", false
 }
 
 // load reads the shard's record, else its claim: its state as the bucket

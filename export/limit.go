@@ -16,10 +16,9 @@ import (
 // flight holds one delivery job on the service, one status poll every few
 // seconds and, once its job completes, one download of up to
 // lendgraph.DefaultDownloadConnections connections streaming at once: 64
-// shards are already
-// hundreds of connections and 64 jobs queued at once on the service's
-// workers, which deliver no faster for more of them. Above it, more
-// concurrency only makes every submit slower.
+// shards are already hundreds of connections and 64 jobs queued at once on
+// the service's workers, which deliver no faster for more of them. Above
+// it, more concurrency only makes every submit slower.
 const MaxConcurrency = 64
 
 // slowSubmit is the answer time above which a submit says the service is

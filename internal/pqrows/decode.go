@@ -174,6 +174,8 @@ const maxWays = 4
 // is the last columns' share.
 func split(cols *columns, schema formats.Schema, keep []int, sizes []int64, ways int) [][]int {
 	type top struct {
+		col    int
+		weight int64 // 2 for an unknown member, else 1
 		leaves []int
 		cost   int64
 	}
@@ -181,8 +183,12 @@ func split(cols *columns, schema formats.Schema, keep []int, sizes []int64, ways
 	var total int64
 	for _, c := range keep {
 		ci := cols.byLeaf[c]
-		if len(tops) == 0 || cols.byLeaf[tops[len(tops)-1].leaves[0]] != ci {
-			tops = append(tops, &top{})
+		if len(tops) == 0 || tops[len(tops)-1].col != ci {
+			t := &top{col: ci, weight: 1}
+			if _, known := schema.Lookup(cols.cols[ci].name); !known {
+				t.weight = 2
+			}
+			tops = append(tops, t)
 		}
 		t := tops[len(tops)-1]
 		t.leaves = append(t.leaves, c)
@@ -190,11 +196,8 @@ func split(cols *columns, schema formats.Schema, keep []int, sizes []int64, ways
 		if sizes != nil {
 			cost += sizes[c]
 		}
-		if _, known := schema.Lookup(cols.cols[ci].name); !known {
-			cost *= 2
-		}
-		t.cost += cost
-		total += cost
+		t.cost += cost * t.weight
+		total += cost * t.weight
 	}
 	ways = min(ways, len(tops))
 	if ways <= 1 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -268,5 +269,51 @@ func TestRelay_OneSlowAnswerIsNotTheLatency(t *testing.T) {
 	}
 	if got := r.latency(); got != 3*time.Millisecond {
 		t.Errorf("latency %v, want 3ms", got)
+	}
+}
+
+// TestTapered: a decoded download's spans cover the file in order, none
+// larger than its part, in whole rounds; the last round's are less than
+// twice the least, each earlier round of the tail twice as large as the
+// next: what lands after the decoder's last byte is small.
+func TestTapered(t *testing.T) {
+	for _, n := range []int64{1, 2, 8, 16} {
+		for _, size := range []int64{1, 100, 16 << 20, 20_412_937, 24<<20 + 12345, 64<<20 + 7, 256<<20 + 999} {
+			c := &Client{conns: int(n), part: defaultPartSize}
+			part, least := c.decodePart(size), c.tailPart()
+			spans := tapered(size, part, n, least)
+			off := int64(0)
+			for i, sp := range spans {
+				if sp.off != off || sp.end <= sp.off || sp.end-sp.off > part {
+					t.Fatalf("%d connections, %d bytes: span %d is %v after %d (parts of %d)", n, size, i, sp, off, part)
+				}
+				off = sp.end
+			}
+			if off != size {
+				t.Fatalf("%d connections, %d bytes: the spans end at %d", n, size, off)
+			}
+			if len(spans)%int(n) != 0 && size >= n*part {
+				t.Errorf("%d connections, %d bytes: %d spans, not whole rounds", n, size, len(spans))
+			}
+			last := spans[max(len(spans)-int(n), 0):]
+			for _, sp := range last {
+				if l := sp.end - sp.off; l >= 2*least {
+					t.Errorf("%d connections, %d bytes: a last span of %d, least %d (parts of %d)", n, size, l, least, part)
+				}
+			}
+			if want := ceilDiv(size, part) + n*int64(bits.Len64(uint64(part/least))); int64(len(spans)) > want {
+				t.Errorf("%d connections, %d bytes: %d spans, want at most %d", n, size, len(spans), want)
+			}
+		}
+	}
+	// 20 MB on 8 connections: 32 parts of 638 KB, the last round's 8
+	// (5.1 MB) in rounds of 319, 160 and 160 KB.
+	spans := tapered(20_412_937, 637_905, 8, 128<<10)
+	var sizes []int64
+	for _, sp := range spans[24:] {
+		sizes = append(sizes, sp.end-sp.off)
+	}
+	if len(spans) != 48 || sizes[0] != 318_952 || sizes[8] != 159_476 || sizes[len(sizes)-1] > 160_000 {
+		t.Errorf("20 MB: %d spans, the last round's cut into %v", len(spans), sizes)
 	}
 }

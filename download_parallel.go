@@ -156,11 +156,38 @@ func newStreamPart(sp span, chunk int64) *streamPart {
 // to decode (with eight connections, seven parts). Smaller parts keep that
 // tail small, at the cost of a request each, whose wait the relay hides
 // (download_sched.go); with the relay, four a connection did better than
-// two, three, six or eight (BENCHMARKS.md). The parts come in whole rounds
+// two, three, six or eight (BENCHMARKS.md), and tapered cuts the last
+// round smaller still. The parts come in whole rounds
 // of one a connection (partFor: a 36.9 MB file is 40 parts of 922 KB on 8
 // connections, not 36 of 1 MiB).
 func (c *Client) decodePart(size int64) int64 {
 	return c.partFor(size, max(min(max(ceilDiv(size, 4*int64(c.conns)), c.stealMin()), c.streamPart()/4), 1))
+}
+
+// tailPart is the least part the last round of a decoded download is cut
+// down to (tapered): half the steal minimum, 128 KiB with the defaults.
+func (c *Client) tailPart() int64 { return max(c.stealMin()/2, 1) }
+
+// tapered cuts [0, size) into the spans a decoder reads: parts of part
+// bytes, but the last round's bytes (n parts) go in rounds of n parts each
+// half as large as the round's before, down to least. The reader takes the
+// bytes in file order, so what the other connections fetched of the last
+// round lands at once with the last byte, still to decode: seven parts of
+// up to 1 MiB with eight connections. Tapered, it is seven parts of 128 to
+// 256 KiB, for n more requests a halving (whose wait the relay hides).
+// Parquet of 20 MB (24 MiB as csv) on eight connections took 1.04–1.09×
+// the time of a download to discard, and 1.005–1.033× tapered
+// (BENCHMARKS.md).
+func tapered(size, part, n, least int64) []span {
+	tail := min(size, part*n)
+	out := parts(0, size-tail, part)
+	off, q := size-tail, part
+	for q/2 >= least && size-off > n*(q/2) {
+		q /= 2
+		out = append(out, parts(off, off+n*q, q)...)
+		off += n * q
+	}
+	return append(out, parts(off, size, ceilDiv(size-off, n))...)
 }
 
 // newRangedStream starts a parallel download read in order. decoding says
@@ -175,7 +202,7 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 	window := int64(c.conns) // buffers
 	if decoding {
 		part = min(part, c.decodePart(size))
-		spans = parts(0, size, part)
+		spans = tapered(size, part, int64(c.conns), c.tailPart())
 		window = int64(c.conns) * c.streamPart() / part
 	}
 	for _, sp := range spans {

@@ -175,7 +175,7 @@ func (c *Client) tailPart() int64 { return max(c.stealMin()/2, 1) }
 // round lands at once with the last byte, still to decode: seven parts of
 // up to 1 MiB with eight connections. Tapered, it is seven parts of 128 to
 // 256 KiB, for n more requests a halving (whose wait the relay hides).
-// Parquet of 20 MB (24 MiB as csv) on eight connections took 1.04–1.09×
+// Parquet of 22 MB (24 MiB as csv) on eight connections took 1.04–1.09×
 // the time of a download to discard, and 1.005–1.033× tapered
 // (BENCHMARKS.md).
 func tapered(size, part, n, least int64) []span {

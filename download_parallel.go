@@ -170,7 +170,7 @@ func (c *Client) tailPart() int64 { return max(c.stealMin()/2, 1) }
 
 // tapered cuts [0, size) into the spans a decoder reads: parts of part
 // bytes, but the last round's bytes (n parts) go in rounds of n parts each
-// half as large as the round's before, down to least. The reader takes the
+// half as large as the round before, down to least. The reader takes the
 // bytes in file order, so what the other connections fetched of the last
 // round lands at once with the last byte, still to decode: seven parts of
 // up to 1 MiB with eight connections. Tapered, it is seven parts of 128 to

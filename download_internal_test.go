@@ -278,8 +278,8 @@ func TestRelay_OneSlowAnswerIsNotTheLatency(t *testing.T) {
 // next: what lands after the decoder's last byte is small.
 func TestTapered(t *testing.T) {
 	for _, n := range []int64{1, 2, 8, 16} {
+		c := &Client{conns: int(n), part: defaultPartSize}
 		for _, size := range []int64{1, 100, 16 << 20, 20_412_937, 24<<20 + 12345, 64<<20 + 7, 256<<20 + 999} {
-			c := &Client{conns: int(n), part: defaultPartSize}
 			part, least := c.decodePart(size), c.tailPart()
 			spans := tapered(size, part, n, least)
 			off := int64(0)

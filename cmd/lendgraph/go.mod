@@ -5,7 +5,7 @@ go 1.25.0
 require (
 	github.com/go-json-experiment/json v0.0.0-20251027170946-4849db3c2f7e
 	github.com/google/go-cmp v0.7.0
-	github.com/lendgraph/lendgraph-go v0.0.0-20261128133451-86f37c5e369a
+	github.com/lendgraph/lendgraph-go v0.0.0-20261128134930-c6bb3ce8b430
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/goleak v1.3.0

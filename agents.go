@@ -11,18 +11,3 @@ type Agent struct {
 	Extra Fields `json:",unknown"`
 }
 
-// AgentsAPI is what c.Agents offers: the interface a test harness stubs.
-type AgentsAPI interface {
-	ResourceAPI[Agent]
-	AnalyticsAPI
-	DelivererAPI[Agent]
-}
-
-// AgentsService serves agents: records, analytics and bulk delivery.
-type AgentsService struct {
-	*ResourceService[Agent]
-	*AnalyticsService
-	*DeliveryService[Agent]
-}
-
-var _ AgentsAPI = (*AgentsService)(nil)

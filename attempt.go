@@ -5,64 +5,351 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-retryablehttp"
+
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
-// attemptTransport cuts an attempt that takes longer than timeout
-// (WithAttemptTimeout, or the call's CallAttemptTimeout; 0: never): an API or search-host attempt from sending the
-// request to the end of its body; a download (a streaming attempt) while
-// it waits for the headers and then whenever no byte arrives for timeout.
-// A cut attempt is a transport error like a reset connection, retried by
-// the policy for the calls that may be repeated; only the call's own
-// context ends the retries. A bulk delivery submit (retry.Launch) is cut
-// only until its request is written: after that a cut would lose the
-// answer of a job that may have started, which is charged when it
-// completes and which nobody can find, so only the call's context ends it.
-type attemptTransport struct {
-	next    http.RoundTripper
-	timeout time.Duration
+// attemptLoop is one request's run through go-retryablehttp, the SDK's
+// only retry loop, and what it learns on the way. Its methods are the
+// loop's hooks, called on the calling goroutine in this order for each
+// attempt:
+//
+//   - begin (RequestLogHook): counts the attempt and, for a retry, tells
+//     the observer why and after what wait;
+//   - RoundTrip (the attempt's transport, transport.go), once per hop;
+//   - checkRetry (CheckRetry): judges the attempt by the retry policy of
+//     the request's kind, within the call's retry count and the client's
+//     retry budget, and logs it;
+//   - handle (the response handler, for answers the SDK decodes): reads
+//     the body whole within the attempt and decodes it, or turns a
+//     non-2xx answer into the SDK's error; a body cut mid-read is a failed
+//     attempt, judged by checkRetry again like a reset connection;
+//   - backoff (Backoff): the wait before the next attempt, a server's
+//     Retry-After within the call's cap, else exponential with jitter.
+type attemptLoop struct {
+	o   *operation
+	r   *request
+	out any
+	url string // the request's address, with its query (never logged)
+	// secrets are redacted from what the request's errors quote.
+	secrets []string
+
+	n       int           // attempts begun
+	start   time.Time     // when the current attempt began
+	reason  string        // why the current attempt follows a retry ("status 503")
+	backoff time.Duration // the wait before the current attempt
+	waited  time.Duration // of which a server asked for (Retry-After)
+
+	answered bool        // the current attempt got an answer (handle ran)
+	status   int         // the last answer's status
+	header   http.Header // the last answer's headers (redacted)
+
+	// acted: the last attempt of a call that charges or acts may have
+	// reached the server and been acted on; lost: an attempt before it
+	// may have, its answer lost.
+	acted, lost bool
+	// budgetSpent: a retry was due but the client's retry budget was empty.
+	budgetSpent bool
+	// logged: the current attempt's log line is written.
+	logged bool
 }
 
-// errAttemptCut is the cause attemptTransport cancels an attempt with.
+// run sends req through the loop and returns its last response (see
+// operation.do).
+func (l *attemptLoop) run(req *retryablehttp.Request) (*http.Response, error) {
+	c, cfg := l.o.c, l.o.cfg
+	maxRetries := cfg.maxRetries
+	if l.r.kind == retry.Never {
+		maxRetries = 0
+	}
+	rc := &retryablehttp.Client{
+		HTTPClient: &http.Client{
+			Transport:     l,
+			CheckRedirect: c.redirect,
+			Jar:           c.hc.Jar,
+			Timeout:       c.hc.Timeout,
+		},
+		RetryWaitMin:   cfg.retryBase,
+		RetryWaitMax:   cfg.retryMax,
+		RetryMax:       maxRetries,
+		CheckRetry:     l.checkRetry,
+		Backoff:        l.wait,
+		ErrorHandler:   l.giveUp,
+		RequestLogHook: l.begin,
+	}
+	return rc.Do(req)
+}
+
+// begin is the loop's RequestLogHook: attempt retryNumber+1 starts.
+func (l *attemptLoop) begin(_ retryablehttp.Logger, _ *http.Request, retryNumber int) {
+	l.n = retryNumber + 1
+	l.start = time.Now()
+	l.answered, l.logged = false, false
+	op := l.o.obs
+	if op == nil || l.n == 1 {
+		return
+	}
+	if l.waited > 0 {
+		op.event(Event{Kind: EventServerWait, Reason: "retry-after", Wait: l.waited})
+	}
+	op.event(Event{Kind: EventRetry, Reason: l.reason, Wait: l.backoff})
+	op.update(func(s *Summary) { s.Retries++ })
+}
+
+// checkRetry is the loop's CheckRetry. It is called once for each attempt,
+// and once more, with the response handler's verdict in err, for an
+// attempt whose answer the handler read.
+func (l *attemptLoop) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		l.logAttempt(resp, err, false)
+		return false, ctx.Err()
+	}
+	cfg := l.o.cfg
+	budget := l.o.c.budget
+	reason, cost := "", 0
+	switch {
+	case l.answered:
+		// The handler's verdict: only a body cut mid-read is retried, as
+		// a transport failure of a request that may be repeated.
+		var de *DecodeError
+		if err != nil && l.r.kind == retry.Idempotent && errors.As(err, &de) && de.cut() {
+			reason, cost = "response body cut", retry.CostTransport
+		}
+	case err == nil && resp.StatusCode < 400:
+		budget.Refund()
+		return false, nil // the handler reads it (or the caller, for a download)
+	default:
+		var ok bool
+		ok, reason, cost = retry.Decide(l.r.kind, resp, err, cfg.maxServerWait)
+		if !ok {
+			reason = ""
+		}
+	}
+	retrying := reason != "" && l.n <= cfg.maxRetries && l.r.kind != retry.Never
+	if retrying && !budget.Take(cost) {
+		retrying, l.budgetSpent = false, true
+	}
+	if retrying {
+		l.reason = reason
+	}
+	if retrying || err != nil || l.answered || l.r.stream() {
+		l.logAttempt(resp, err, retrying)
+	}
+	return retrying, nil
+}
+
+// wait is the loop's Backoff: a server's Retry-After within the call's cap
+// (a longer one is never retried: see retry.Decide), else exponential
+// backoff with jitter.
+func (l *attemptLoop) wait(_, _ time.Duration, attempt int, resp *http.Response) time.Duration {
+	l.waited = 0
+	if resp != nil {
+		if d, ok := retry.RetryAfter(resp.Header, l.o.c.now()); ok {
+			l.waited = min(d, l.o.cfg.maxServerWait)
+			l.backoff = l.waited
+			return l.backoff
+		}
+	}
+	l.backoff = retry.Jitter(l.o.cfg.retryBase, l.o.cfg.retryMax, attempt)
+	return l.backoff
+}
+
+// giveUp is the loop's ErrorHandler: the attempts are over without
+// success. A transport failure or the handler's error is returned as it
+// is; a response that comes with an error (a context cancelled right after
+// the headers arrived) is closed and dropped.
+func (l *attemptLoop) giveUp(resp *http.Response, err error, _ int) (*http.Response, error) {
+	if resp != nil && (err != nil || !l.r.stream()) {
+		_ = resp.Body.Close()
+		resp = nil
+	}
+	if err == nil && resp == nil {
+		err = errors.New("the request ended without an answer") // not reached: the handler reads every answer
+	}
+	return resp, attemptTimeout(err)
+}
+
+// handle is the response handler of an answer the SDK decodes: it reads
+// the body whole, within the attempt, and decodes a 2xx into the
+// request's destination; any other status becomes the SDK's typed error.
+func (l *attemptLoop) handle(resp *http.Response) error {
+	l.answered = true
+	defer resp.Body.Close()
+	if h := l.r.respHeader; h != nil {
+		*h = resp.Header
+	}
+	if resp.StatusCode >= 300 {
+		return l.apiError(resp)
+	}
+	r := l.r
+	body, err := readBody(resp.Body, maxResponseBody)
+	if err == nil && l.out != nil {
+		err = unmarshalMode(body, l.out, l.o.cfg.lenient)
+	}
+	if err != nil {
+		// The headers are redacted already (the attempt's transport); the
+		// decoder's message may quote the body.
+		return &DecodeError{Method: r.method, Path: r.wirePath(l.o.c), StatusCode: resp.StatusCode,
+			ContentType: resp.Header.Get("Content-Type"), RequestID: resp.Header.Get("X-Request-Id"),
+			Err: redactError(attemptTimeout(err), l.secrets...)}
+	}
+	return nil
+}
+
+// readBody reads a 2xx body whole, refusing one over limit bytes.
+func readBody(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("response body larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+// apiError turns a non-2xx answer into the SDK's error: the search host's
+// own, or the API's typed errors; an answer asking to wait longer than
+// the call waits (Retry-After above WithMaxServerWait) is a
+// *RateLimitError, whatever its status.
+func (l *attemptLoop) apiError(resp *http.Response) error {
+	status, h := resp.StatusCode, resp.Header
+	body, truncated := readCapped(resp.Body, maxErrorBody)
+	// A server echoing the key back ("invalid key lg_...") must not put it
+	// in an error text (its headers are redacted already).
+	body = []byte(redact(string(body), l.secrets...))
+	r, c := l.r, l.o.c
+	var err error
+	if r.parseError != nil {
+		err = r.parseError(status, h, body, truncated)
+	} else {
+		err = parseError(r.method, r.wirePath(c), status, h, body, truncated, c.now())
+	}
+	if d, ok := retry.RetryAfter(h, c.now()); ok {
+		var base *APIError
+		if errors.As(err, &base) {
+			if rl := l.o.cfg.refuseWait(base, d); rl != nil {
+				return rl
+			}
+		}
+	}
+	return err
+}
+
+// logAttempt writes the attempt's debug line: the operation, the
+// attempt's number, why it follows a retry and how long the wait before it
+// was, method, host, path (cut to maxQuoted bytes), status or error,
+// request id and duration. Never headers, query strings or bodies.
+func (l *attemptLoop) logAttempt(resp *http.Response, err error, retrying bool) {
+	logger := l.o.c.logger
+	if logger == nil || l.logged {
+		return
+	}
+	l.logged = true
+	ctx := context.Background()
+	if !logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs, slog.String("operation", l.o.name), slog.Int("attempt", l.n))
+	if l.n > 1 {
+		attrs = append(attrs, slog.String("retry_reason", l.reason), slog.Duration("backoff", l.backoff))
+	}
+	host, path := hostPath(l.url)
+	attrs = append(attrs, slog.String("method", l.r.method), slog.String("host", host),
+		slog.String("path", truncate(path, maxQuoted)), slog.Duration("duration", time.Since(l.start)))
+	msg := "lendgraph: request"
+	switch {
+	case resp != nil:
+		attrs = append(attrs, slog.Int("status", resp.StatusCode))
+		if id := resp.Header.Get("X-Request-Id"); id != "" {
+			attrs = append(attrs, slog.String("request_id", id))
+		}
+	}
+	if err != nil {
+		msg = "lendgraph: request failed"
+		attrs = append(attrs, slog.String("error", redactError(unwrapURLError(err), l.secrets...).Error()))
+	}
+	if retrying {
+		attrs = append(attrs, slog.Bool("retrying", true))
+	}
+	logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
+}
+
+// hostPath splits a URL into its host and path, without the query.
+func hostPath(u string) (host, path string) {
+	rest, _, _ := strings.Cut(u, "?")
+	if _, after, ok := strings.Cut(rest, "://"); ok {
+		rest = after
+	}
+	host, path, _ = strings.Cut(rest, "/")
+	return host, "/" + path
+}
+
+// logFailure writes the warning line of a failed call that was retried,
+// could not be retried for want of budget, or whose outcome is unknown.
+func (c *Client) logFailure(ctx context.Context, l *attemptLoop, err error) {
+	attrs := []slog.Attr{slog.String("operation", l.o.name), slog.String("method", l.r.method),
+		slog.String("path", truncate(l.r.wirePath(c), maxQuoted)), slog.Int("attempts", l.n)}
+	if l.budgetSpent {
+		attrs = append(attrs, slog.Bool("retry_budget_exhausted", true))
+	}
+	if errors.Is(err, ErrOutcomeUnknown) {
+		attrs = append(attrs, slog.Bool("outcome_unknown", true))
+	}
+	attrs = append(attrs, slog.String("error", err.Error()))
+	c.logger.LogAttrs(ctx, slog.LevelWarn, "lendgraph: call failed", attrs...)
+}
+
+// refuseWait returns the *RateLimitError of an answer that asked to wait
+// d, longer than the call waits (WithMaxServerWait), and nil when the call
+// waits that long.
+func (cfg *callConfig) refuseWait(base *APIError, d time.Duration) *RateLimitError {
+	if d <= cfg.maxServerWait {
+		return nil
+	}
+	return &RateLimitError{APIError: base, RetryAfter: d, limit: cfg.maxServerWait}
+}
+
+// errAttemptCut is the cause the attempt timeout cancels an attempt with.
 var errAttemptCut = errors.New("attempt timeout")
 
-type streamingKey struct{}
-
-// streaming marks ctx as a download's: the attempt timeout bounds the
-// gaps between bytes, not the whole body.
-func streaming(ctx context.Context) context.Context {
-	return context.WithValue(ctx, streamingKey{}, true)
-}
-
-func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	parent := req.Context()
-	timeout := t.timeout
-	if o := callOptionsFrom(parent); o != nil && o.attemptTimeout != nil {
-		timeout = *o.attemptTimeout
-	}
+// timeAttempt bounds one hop of an attempt by the call's attempt timeout
+// (WithAttemptTimeout): from sending the request to the end of the
+// response body, or, for a download (stream), while it waits for the
+// headers and then whenever no byte arrives for the timeout. A bulk
+// delivery submit (retry.Launch) is cut only until its request is
+// written: after that a cut would lose the answer of a job that may have
+// started, which is charged when it completes and which nobody can find,
+// so only the call's context ends it. It returns the request to send and
+// a function that wraps the hop's outcome.
+func (l *attemptLoop) timeAttempt(req *http.Request) (*http.Request, func(*http.Response, error) (*http.Response, error)) {
+	timeout := l.o.cfg.attemptTimeout
 	if timeout <= 0 {
-		return t.next.RoundTrip(req)
+		return req, func(resp *http.Response, err error) (*http.Response, error) { return resp, err }
 	}
-	t = &attemptTransport{next: t.next, timeout: timeout}
+	parent := req.Context()
 	ctx, cancel := context.WithCancelCause(parent)
 	var (
 		mu   sync.Mutex
 		sent bool // a launch's request was written: no more cuts
 	)
-	timer := time.AfterFunc(t.timeout, func() {
+	timer := time.AfterFunc(timeout, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if !sent {
 			cancel(errAttemptCut)
 		}
 	})
-	if retry.KindOf(parent) == retry.Launch {
+	if l.r.kind == retry.Launch {
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
 				mu.Lock()
@@ -71,21 +358,22 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			}
 		}})
 	}
-	resp, err := t.next.RoundTrip(req.WithContext(ctx))
-	if err != nil {
-		timer.Stop()
-		if context.Cause(ctx) == errAttemptCut && parent.Err() == nil {
-			err = &attemptTimeoutError{what: fmt.Sprintf("no response within the attempt timeout of %s (WithAttemptTimeout)", t.timeout)}
+	idle := l.r.stream()
+	return req.WithContext(ctx), func(resp *http.Response, err error) (*http.Response, error) {
+		if err != nil {
+			timer.Stop()
+			if context.Cause(ctx) == errAttemptCut && parent.Err() == nil {
+				err = &attemptTimeoutError{what: fmt.Sprintf("no response within the attempt timeout of %s (WithAttemptTimeout)", timeout)}
+			}
+			cancel(nil)
+			return nil, err
 		}
-		cancel(nil)
-		return nil, err
+		if idle {
+			timer.Reset(timeout)
+		}
+		resp.Body = &attemptBody{rc: resp.Body, ctx: ctx, parent: parent, cancel: cancel, timer: timer, idle: idle, timeout: timeout}
+		return resp, nil
 	}
-	idle, _ := parent.Value(streamingKey{}).(bool)
-	if idle {
-		timer.Reset(t.timeout)
-	}
-	resp.Body = &attemptBody{rc: resp.Body, ctx: ctx, parent: parent, cancel: cancel, timer: timer, idle: idle, timeout: t.timeout}
-	return resp, nil
 }
 
 // attemptBody is the body of an attempt under a timeout: closing it (or

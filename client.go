@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-retryablehttp"
 	"golang.org/x/time/rate"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
@@ -60,70 +58,53 @@ type Client struct {
 	bearer bool
 	// insecureLinks lets links use plain http under an https API (WithInsecureHTTPLinks).
 	insecureLinks bool
-	base          *url.URL
-	userAgent     string
-	logger        *slog.Logger
-	policy        *retry.Policy
-	api           *retryablehttp.Client // API host: key added, client-side rate limit
-	plain         *retryablehttp.Client // signed links and other hosts: never a credential
-	now           func() time.Time
-	conns         int       // connections of one download (WithDownloadConnections)
-	part          int64     // bytes of one ranged request of a parallel download
-	lenient       bool      // WithLenientDecoding
-	observer      Observer  // WithObserver; nil: nothing is observed
-	charges       *sync.Map // jobs whose charge the observer was told of (opState.chargedBy)
+	// linkHosts is WithLinkHosts' allow-list; localAPI reports an API on a
+	// local address, whose links may name local addresses too.
+	linkHosts []string
+	localAPI  bool
+	base      *url.URL
+	userAgent string
+	logger    *slog.Logger
+	limiter   *rate.Limiter
+	budget    *retry.Budget // shared by every call; nil: no budget
+	// hc is the http.Client given by WithHTTPClient, or the SDK's own;
+	// transport is its transport, under the SDK's per-attempt one, and
+	// own the pool Close releases (nil for a given client).
+	hc        *http.Client
+	transport http.RoundTripper
+	own       *http.Transport
+	redirect  func(*http.Request, []*http.Request) error
+	closed    atomic.Bool
+	// defaults are the settings of a call made without options.
+	defaults callConfig
+	now      func() time.Time
+	part     int64    // bytes of one ranged request of a parallel download
+	observer Observer // WithObserver; nil: nothing is observed
+	charges  *chargeLog
 
 	// idleHook (tests) hears each time a connection of a parallel download
 	// gives up, with the bytes left on the busiest other (download_sched.go).
 	idleHook func(left int64)
 }
 
-type settings struct {
-	key        *string
-	baseURL    *string
-	httpClient *http.Client
-	maxRetries int
-	limiter    *rate.Limiter
-	logger     *slog.Logger
-	userAgent  string
-	bearer     bool
-	retryBase  time.Duration
-	retryMax   time.Duration
-	// maxServerWait is WithMaxServerWait's value, nil when not set.
-	maxServerWait *time.Duration
-	insecureLinks bool
-	// invalid holds what options found wrong with their own arguments.
-	invalid []error
-	// attemptTimeout bounds one attempt (WithAttemptTimeout); 0: none.
-	attemptTimeout time.Duration
-	// downloadConns is nil for the default.
-	downloadConns *int
-	// middleware runs around each API attempt (WithMiddleware).
-	middleware []Middleware
-	// retryBudget is WithRetryBudget's size, nil for the default.
-	retryBudget *int
-	// lenient is WithLenientDecoding's setting.
-	lenient bool
-	// observer is WithObserver's.
-	observer Observer
-}
-
 // NewClient returns a client configured by opts. Bad options (an empty or
 // relative base URL, an API key with a line break, negative retries, a nil
-// option or http.Client) are an *InvalidArgumentError. A missing API key is
-// not an error here: calls that need it fail with a *MissingAPIKeyError,
-// which matches ErrMissingAPIKey.
+// option or http.Client, an option that describes one call) are an
+// *InvalidArgumentError. A missing API key is not an error here: calls
+// that need it fail with a *MissingAPIKeyError, which matches
+// ErrMissingAPIKey.
 func NewClient(opts ...Option) (*Client, error) {
-	s := settings{maxRetries: 3}
-	for i, o := range opts {
-		if o == nil {
-			return nil, invalidArg("option", "option %d of %d is nil; leave an option out of the list instead of passing nil", i+1, len(opts))
-		}
-		o(&s)
+	cfg := config{call: defaultCallConfig()}
+	if err := cfg.apply(opts); err != nil {
+		return nil, err
 	}
-	if len(s.invalid) > 0 {
-		return nil, s.invalid[0]
+	if err := cfg.check(scopeClient, "NewClient"); err != nil {
+		return nil, err
 	}
+	if err := cfg.call.validate(); err != nil {
+		return nil, err
+	}
+	s := cfg.client
 	key := os.Getenv(EnvAPIKey)
 	if s.key != nil {
 		key = *s.key
@@ -146,37 +127,11 @@ func NewClient(opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.attemptTimeout < 0 {
-		return nil, fmt.Errorf("lendgraph: WithAttemptTimeout(%s): use 0 for no per-attempt timeout", s.attemptTimeout)
-	}
-	if s.maxRetries < 0 {
-		return nil, invalidArg("WithMaxRetries", "%d is negative; use 0 to disable retries", s.maxRetries)
-	}
-	conns := DefaultDownloadConnections
-	if s.downloadConns != nil {
-		conns = *s.downloadConns
-		if conns < 1 || conns > maxDownloadConnections {
-			return nil, fmt.Errorf("lendgraph: WithDownloadConnections(%d): use 1 to %d (1 downloads over a single connection)", conns, maxDownloadConnections)
-		}
-	}
-	policy := retry.New()
-	policy.MaxRetries = s.maxRetries
-	if s.retryBase > 0 {
-		policy.BaseDelay = s.retryBase
-	}
-	if s.retryMax > 0 {
-		policy.MaxDelay = max(s.retryMax, policy.BaseDelay)
-	}
-	if s.maxServerWait != nil {
-		if *s.maxServerWait <= 0 {
-			return nil, fmt.Errorf("lendgraph: WithMaxServerWait(%s): the cap must be positive", *s.maxServerWait)
-		}
-		policy.MaxServerWait = *s.maxServerWait
-	}
+	budget := retry.NewBudget(DefaultRetryBudget)
 	if s.retryBudget != nil {
-		policy.Budget = nil // 0: no budget
+		budget = nil // 0: no budget
 		if *s.retryBudget > 0 {
-			policy.Budget = retry.NewBudget(*s.retryBudget)
+			budget = retry.NewBudget(*s.retryBudget)
 		}
 	}
 	ua := "lendgraph-go/" + Version
@@ -188,54 +143,58 @@ func NewClient(opts ...Option) (*Client, error) {
 		bearer:        s.bearer,
 		base:          base,
 		insecureLinks: s.insecureLinks,
+		linkHosts:     s.linkHosts,
+		localAPI:      localAddress(base.Hostname()),
 		userAgent:     ua,
 		logger:        s.logger,
-		policy:        policy,
+		limiter:       s.limiter,
+		budget:        budget,
+		defaults:      cfg.call,
 		now:           time.Now,
-		conns:         conns,
 		part:          defaultPartSize,
-		lenient:       s.lenient,
 		observer:      s.observer,
-		charges:       new(sync.Map),
+		charges:       newChargeLog(),
+		hc:            s.httpClient,
 	}
-	hc := s.httpClient
-	if hc == nil {
-		hc = &http.Client{Transport: defaultTransport()}
+	if c.hc == nil {
+		c.own = newTransport()
+		c.hc = &http.Client{Transport: c.own}
 	}
-	inner := hc.Transport
-	if inner == nil {
-		inner = http.DefaultTransport
+	c.transport = c.hc.Transport
+	if c.transport == nil {
+		c.transport = http.DefaultTransport
 	}
-	// Always there: a call may set its own attempt timeout (CallAttemptTimeout).
-	inner = &attemptTransport{next: inner, timeout: s.attemptTimeout}
-	// Every response's headers are redacted before anything reads them.
-	var logged http.RoundTripper = &logTransport{next: &redactTransport{next: inner, client: c}, logger: c.logger}
-	if c.observer != nil {
-		logged = &observeTransport{next: logged, client: c}
-	}
-	apiHC := *hc
-	apiHC.Transport = &callTransport{next: &apiTransport{next: logged, client: c, limiter: s.limiter}, client: c, middleware: s.middleware}
-	apiHC.CheckRedirect = c.checkRedirect(hc.CheckRedirect)
-	plainHC := *hc
-	plainHC.Transport = logged
-	plainHC.CheckRedirect = c.checkRedirect(hc.CheckRedirect)
-	c.api = c.newRetryClient(&apiHC)
-	c.plain = c.newRetryClient(&plainHC)
+	c.redirect = c.checkRedirect
 
-	c.Agents = &AgentsService{newResource[Agent](c, "agents"), &AnalyticsService{c, "agents"}, &DeliveryService[Agent]{c, "agents"}}
-	c.Originators = &OriginatorsService{newResource[Originator](c, "originators"), &AnalyticsService{c, "originators"}, &DeliveryService[Originator]{c, "originators"}, c}
-	c.Companies = &CompaniesService{newResource[Company](c, "companies"), &DeliveryService[Company]{c, "companies"}, c}
-	c.Loans = &LoansService{newResource[Loan](c, "loans"), &AnalyticsService{c, "loans"}, &DeliveryService[Loan]{c, "loans"}}
-	c.Properties = &PropertiesService{newResource[Property](c, "properties"), &DeliveryService[Property]{c, "properties"}, c}
-	c.Branches = &BranchesService{newResource[Branch](c, "branches"), &DeliveryService[Branch]{c, "branches"}}
-	c.Sales = &SalesService{newResource[Sale](c, "sales"), &AnalyticsService{c, "sales"}}
-	c.Market = &MarketService{newResource[MarketRecord](c, "market"), &AnalyticsService{c, "market"}, c}
+	c.newServices()
 	c.Search = &SearchService{client: c}
 	c.Locations = &LocationsService{client: c}
 	c.CRM = &CRMService{client: c}
 	c.SavedFilters = &SavedFiltersService{client: c}
 	c.Integrations = &IntegrationsService{client: c}
 	return c, nil
+}
+
+// Close releases what the client holds: the idle connections of its own
+// connection pool. A client built with WithHTTPClient shares that
+// client's pool, which Close leaves to its owner. Calls made after Close
+// fail with an error matching ErrClientClosed; calls in flight finish, and
+// the last of them releases the connections it used. Close always
+// returns nil, and may be called more than once.
+func (c *Client) Close() error {
+	if c == nil || c.closed.Swap(true) {
+		return nil
+	}
+	c.release()
+	return nil
+}
+
+// release closes the idle connections of the client's own pool once it is
+// closed.
+func (c *Client) release() {
+	if c.own != nil && c.closed.Load() {
+		c.own.CloseIdleConnections()
+	}
 }
 
 // parseBaseURL checks the API's base URL. Every path the SDK sends starts
@@ -264,42 +223,9 @@ func parseBaseURL(raw string) (*url.URL, error) {
 	return base, nil
 }
 
-// newRetryClient returns the retry layer over hc. Its RetryMax is only a
-// backstop: the policy's CheckRetry stops each call at its own limit
-// (WithMaxRetries, or CallMaxRetries for the call).
 // hasVersionSuffix reports whether p ends in the path segment /v1, in any case.
 func hasVersionSuffix(p string) bool {
 	return len(p) >= 3 && strings.EqualFold(p[len(p)-3:], "/v1")
-}
-
-func (c *Client) newRetryClient(hc *http.Client) *retryablehttp.Client {
-	return &retryablehttp.Client{
-		HTTPClient:     hc,
-		Logger:         nil, // retryablehttp would print every URL to stderr
-		RetryWaitMin:   c.policy.BaseDelay,
-		RetryWaitMax:   c.policy.MaxDelay,
-		RetryMax:       math.MaxInt32,
-		CheckRetry:     c.policy.CheckRetry,
-		Backoff:        c.policy.Backoff,
-		ErrorHandler:   keepLastResponse,
-		RequestLogHook: beginAttempt,
-	}
-}
-
-// keepLastResponse is the retry client's ErrorHandler: the last response of
-// a call whose retries ended is returned, so that its status and body
-// become an APIError. A response that comes with an error (a context
-// cancelled right after the headers arrived) is closed and dropped: the
-// caller gets the error alone, and net/http, when the retry client sits
-// under an http.Client (the search host), gets no response to drop unclosed
-// and log about. An attempt's own timeout is reworded (attemptTimeout):
-// when the call's context ended, the retry policy returned its bare error.
-func keepLastResponse(resp *http.Response, err error, _ int) (*http.Response, error) {
-	if err != nil && resp != nil {
-		_ = resp.Body.Close()
-		resp = nil
-	}
-	return resp, attemptTimeout(err)
 }
 
 // errNotSetUp is what a call on a Client not made by NewClient returns.
@@ -309,8 +235,11 @@ var errNotSetUp error = &InvalidArgumentError{Arg: "Client",
 // ready checks what every call needs before it sends anything: a client
 // made by NewClient and a non-nil context.
 func (c *Client) ready(ctx context.Context) error {
-	if c == nil || c.api == nil || c.key == nil || c.base == nil {
+	if c == nil || c.transport == nil || c.key == nil || c.base == nil {
 		return errNotSetUp
+	}
+	if c.closed.Load() {
+		return ErrClientClosed
 	}
 	return checkCtx(ctx)
 }

@@ -11,15 +11,15 @@ import (
 
 // CRMAPI is what c.CRM offers.
 type CRMAPI interface {
-	LenderChannels(ctx context.Context, loNMLSIDs []string) (map[string]LenderChannel, error)
-	WorkspaceTasks(ctx context.Context, q *WorkspaceTasksQuery) ([]WorkspaceTask, error)
-	Tasks(ctx context.Context, q *TasksQuery) ([]Task, error)
-	UpdateMeeting(ctx context.Context, u *MeetingUpdate) (*MeetingResult, error)
-	TranscribeCall(ctx context.Context, callID string) (*Call, error)
-	EditNote(ctx context.Context, noteID, body string) (*NoteEdit, error)
-	ShareRecord(ctx context.Context, entityID, userID string) (*ShareResult, error)
-	DeleteRecords(ctx context.Context, entityIDs []string) (*RecordRemoval, error)
-	OrgMembers(ctx context.Context, q *OrgMembersQuery) ([]OrgMember, error)
+	LenderChannels(ctx context.Context, loNMLSIDs []string, opts ...Option) (map[string]LenderChannel, error)
+	WorkspaceTasks(ctx context.Context, q *WorkspaceTasksQuery, opts ...Option) ([]WorkspaceTask, error)
+	Tasks(ctx context.Context, q *TasksQuery, opts ...Option) ([]Task, error)
+	UpdateMeeting(ctx context.Context, u *MeetingUpdate, opts ...Option) (*MeetingResult, error)
+	TranscribeCall(ctx context.Context, callID string, opts ...Option) (*Call, error)
+	EditNote(ctx context.Context, noteID, body string, opts ...Option) (*NoteEdit, error)
+	ShareRecord(ctx context.Context, entityID, userID string, opts ...Option) (*ShareResult, error)
+	DeleteRecords(ctx context.Context, entityIDs []string, opts ...Option) (*RecordRemoval, error)
+	OrgMembers(ctx context.Context, q *OrgMembersQuery, opts ...Option) ([]OrgMember, error)
 }
 
 var _ CRMAPI = (*CRMService)(nil)
@@ -82,7 +82,7 @@ type LenderChannel struct {
 // (POST /v1/crm/lender-channels). The map is keyed by loan-officer NMLS
 // id; officers the server does not know are absent. It is a lookup: safe
 // to retry.
-func (s *CRMService) LenderChannels(ctx context.Context, loNMLSIDs []string) (map[string]LenderChannel, error) {
+func (s *CRMService) LenderChannels(ctx context.Context, loNMLSIDs []string, opts ...Option) (map[string]LenderChannel, error) {
 	if len(loNMLSIDs) == 0 {
 		return nil, invalidArg("loNMLSIDs", "name at least one loan-officer NMLS id")
 	}
@@ -93,7 +93,7 @@ func (s *CRMService) LenderChannels(ctx context.Context, loNMLSIDs []string) (ma
 	}
 	out, err := call[struct {
 		ByLO map[string]LenderChannel `json:"byLo"`
-	}](ctx, s.client, request{op: "CRM.LenderChannels", data: true, method: http.MethodPost, path: "/v1/crm/lender-channels",
+	}](ctx, s.client, "CRM.LenderChannels", opts, request{data: true, method: http.MethodPost, path: "/v1/crm/lender-channels",
 		body: map[string]any{"loNmlsIds": loNMLSIDs}, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
@@ -111,11 +111,11 @@ type ShareResult struct {
 // ShareRecord lets another member of the organization see a CRM record
 // (POST /v1/crm/record-shares). Granting the same share twice leaves the
 // same state, so it is retried like a read.
-func (s *CRMService) ShareRecord(ctx context.Context, entityID, userID string) (*ShareResult, error) {
+func (s *CRMService) ShareRecord(ctx context.Context, entityID, userID string, opts ...Option) (*ShareResult, error) {
 	if entityID == "" || userID == "" {
 		return nil, invalidArg("entityID, userID", "both are required")
 	}
-	return call[ShareResult](ctx, s.client, request{op: "CRM.ShareRecord", data: true, method: http.MethodPost, path: "/v1/crm/record-shares",
+	return call[ShareResult](ctx, s.client, "CRM.ShareRecord", opts, request{data: true, method: http.MethodPost, path: "/v1/crm/record-shares",
 		body: map[string]string{"entityId": entityID, "userId": userID}, kind: retry.Idempotent})
 }
 
@@ -131,7 +131,7 @@ type RecordRemoval struct {
 // DeleteRecords removes CRM records (POST /v1/crm/records/delete). It is
 // not repeated after the server may have acted: a repeat would report the
 // records removed by the first attempt as skipped.
-func (s *CRMService) DeleteRecords(ctx context.Context, entityIDs []string) (*RecordRemoval, error) {
+func (s *CRMService) DeleteRecords(ctx context.Context, entityIDs []string, opts ...Option) (*RecordRemoval, error) {
 	if len(entityIDs) == 0 {
 		return nil, invalidArg("entityIDs", "name at least one record id")
 	}
@@ -140,7 +140,7 @@ func (s *CRMService) DeleteRecords(ctx context.Context, entityIDs []string) (*Re
 			return nil, invalidArg(fmt.Sprintf("entityIDs[%d]", i), "must not be empty")
 		}
 	}
-	return call[RecordRemoval](ctx, s.client, request{op: "CRM.DeleteRecords", data: true, method: http.MethodPost, path: "/v1/crm/records/delete",
+	return call[RecordRemoval](ctx, s.client, "CRM.DeleteRecords", opts, request{data: true, method: http.MethodPost, path: "/v1/crm/records/delete",
 		body: map[string]any{"entityIds": entityIDs}, kind: retry.Unrepeatable})
 }
 
@@ -165,13 +165,13 @@ type OrgMembersQuery struct {
 
 // OrgMembers lists members of the caller's organization
 // (GET /v1/crm/org-members).
-func (s *CRMService) OrgMembers(ctx context.Context, q *OrgMembersQuery) ([]OrgMember, error) {
+func (s *CRMService) OrgMembers(ctx context.Context, q *OrgMembersQuery, opts ...Option) ([]OrgMember, error) {
 	if q != nil && q.Limit != nil && *q.Limit < 0 {
 		return nil, invalidArg("Limit", "%d is negative; use 0 or more", *q.Limit)
 	}
 	out, err := call[struct {
 		Members []OrgMember `json:"members"`
-	}](ctx, s.client, request{op: "CRM.OrgMembers", data: true, method: http.MethodGet, path: "/v1/crm/org-members", query: q, kind: retry.Idempotent})
+	}](ctx, s.client, "CRM.OrgMembers", opts, request{data: true, method: http.MethodGet, path: "/v1/crm/org-members", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
 	}

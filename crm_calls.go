@@ -86,10 +86,10 @@ type AIAction struct {
 // TranscribeCall transcribes a recorded call that was skipped as voicemail
 // (POST /v1/crm/calls/transcript) and returns the call record. It starts
 // paid provider work, so it is not repeated after the server may have acted.
-func (s *CRMService) TranscribeCall(ctx context.Context, callID string) (*Call, error) {
+func (s *CRMService) TranscribeCall(ctx context.Context, callID string, opts ...Option) (*Call, error) {
 	if err := requireID("callID", callID); err != nil {
 		return nil, err
 	}
-	return call[Call](ctx, s.client, request{op: "CRM.TranscribeCall", data: true, method: http.MethodPost, path: "/v1/crm/calls/transcript",
+	return call[Call](ctx, s.client, "CRM.TranscribeCall", opts, request{data: true, method: http.MethodPost, path: "/v1/crm/calls/transcript",
 		body: map[string]string{"id": callID}, kind: retry.Unrepeatable})
 }

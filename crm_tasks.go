@@ -142,13 +142,13 @@ type WorkspaceTasksQuery struct {
 
 // WorkspaceTasks lists tasks across every record the caller can see
 // (GET /v1/crm/tasks/workspace).
-func (s *CRMService) WorkspaceTasks(ctx context.Context, q *WorkspaceTasksQuery) ([]WorkspaceTask, error) {
+func (s *CRMService) WorkspaceTasks(ctx context.Context, q *WorkspaceTasksQuery, opts ...Option) ([]WorkspaceTask, error) {
 	if q != nil {
 		if err := q.Status.validate(); err != nil {
 			return nil, err
 		}
 	}
-	out, err := call[[]WorkspaceTask](ctx, s.client, request{op: "CRM.WorkspaceTasks", data: true, method: http.MethodGet, path: "/v1/crm/tasks/workspace", query: q, kind: retry.Idempotent})
+	out, err := call[[]WorkspaceTask](ctx, s.client, "CRM.WorkspaceTasks", opts, request{data: true, method: http.MethodGet, path: "/v1/crm/tasks/workspace", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ type TasksQuery struct {
 }
 
 // Tasks lists CRM tasks (GET /v1/crm/tasks).
-func (s *CRMService) Tasks(ctx context.Context, q *TasksQuery) ([]Task, error) {
+func (s *CRMService) Tasks(ctx context.Context, q *TasksQuery, opts ...Option) ([]Task, error) {
 	if q != nil {
 		if err := q.Status.validate(); err != nil {
 			return nil, err
@@ -177,7 +177,7 @@ func (s *CRMService) Tasks(ctx context.Context, q *TasksQuery) ([]Task, error) {
 			return nil, invalidArg("Owner", "%q: the API takes only %q", q.Owner, TaskOwnerMe)
 		}
 	}
-	out, err := call[[]Task](ctx, s.client, request{op: "CRM.Tasks", data: true, method: http.MethodGet, path: "/v1/crm/tasks", query: q, kind: retry.Idempotent})
+	out, err := call[[]Task](ctx, s.client, "CRM.Tasks", opts, request{data: true, method: http.MethodGet, path: "/v1/crm/tasks", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ type MeetingResult struct {
 // UpdateMeeting updates, cancels, completes or re-syncs a meeting
 // (PATCH /v1/crm/meetings). It may write to the connected calendar, so it
 // is not repeated after the server may have acted.
-func (s *CRMService) UpdateMeeting(ctx context.Context, u *MeetingUpdate) (*MeetingResult, error) {
+func (s *CRMService) UpdateMeeting(ctx context.Context, u *MeetingUpdate, opts ...Option) (*MeetingResult, error) {
 	if u == nil || u.ID == "" {
 		return nil, invalidArg("ID", "the meeting id is required")
 	}
@@ -227,7 +227,7 @@ func (s *CRMService) UpdateMeeting(ctx context.Context, u *MeetingUpdate) (*Meet
 	body := map[string]any{}
 	maps.Copy(body, u.Fields)
 	body["id"], body["action"] = u.ID, u.Action
-	return call[MeetingResult](ctx, s.client, request{op: "CRM.UpdateMeeting", data: true, method: http.MethodPatch, path: "/v1/crm/meetings", body: body, kind: retry.Unrepeatable})
+	return call[MeetingResult](ctx, s.client, "CRM.UpdateMeeting", opts, request{data: true, method: http.MethodPatch, path: "/v1/crm/meetings", body: body, kind: retry.Unrepeatable})
 }
 
 func requireID(arg, id string) error {

@@ -73,27 +73,16 @@ type DeliveryJob[T any] struct {
 	MaxRows int64
 }
 
-// DelivererAPI is the bulk delivery part of a resource service: the
-// interface a test harness stubs.
+// DelivererAPI is the bulk delivery part of a resource service, for code
+// generic over resources (the export package takes one); each service's
+// own interface (AgentsAPI, ...) lists all of its methods.
 type DelivererAPI[T any] interface {
-	Deliver(ctx context.Context, req *DeliveryRequest) (*DeliveryJob[T], error)
+	Deliver(ctx context.Context, req *DeliveryRequest, opts ...Option) (*DeliveryJob[T], error)
 	DeliveryJob(id string) *DeliveryJob[T]
+	// Resource is the path segment of the resource ("agents"). It sends
+	// nothing.
+	Resource() string
 }
-
-var _ DelivererAPI[Agent] = (*DeliveryService[Agent])(nil)
-
-// DeliveryService is the bulk delivery of one resource, whose rows are T.
-// The services of the resources that offer it (agents, originators,
-// companies, loans, properties and branches) embed it.
-type DeliveryService[T any] struct {
-	client *Client
-	name   string
-}
-
-// Resource is the path segment of the resource the service delivers
-// ("agents"), as in /v1/agents/bulk-delivery. It sends nothing; the export
-// package checks a plan's resource against it before any submit.
-func (s *DeliveryService[T]) Resource() string { return s.name }
 
 // DeliveryRequest asks for every row matching a list query in one file.
 // There is no pagination: the whole matching set is delivered.
@@ -152,83 +141,92 @@ type deliveryHandle struct {
 	MaxRows        int64    `json:"maxRows"`
 }
 
-// Deliver submits a bulk delivery job writing every row matching req to one
-// file. The request is checked before anything is sent. Errors a caller may
-// branch on: *MaxRowsError (the estimate is above the row ceiling: narrow
-// the filters), *EntitlementError (more than 1,000 rows need the
-// bulk-delivery.<resource> entitlement), *InsufficientCreditsError (the
-// balance does not cover the estimate). A 502 (the job failed to launch) is
-// retried: the reference calls it safe to repeat. Other 5xx answers, a
-// connection reset after sending and a cut response are not: a job may
-// have started, and a second submit would deliver and charge twice.
-func (s *DeliveryService[T]) Deliver(ctx context.Context, req *DeliveryRequest) (*DeliveryJob[T], error) {
+func (r resource[T]) deliver(ctx context.Context, req *DeliveryRequest, opts []Option) (*DeliveryJob[T], error) {
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	var h deliveryHandle
-	_, err := s.client.send(ctx, request{op: opName(s.name, "Deliver"), method: http.MethodPost, path: "/v1/" + s.name + "/bulk-delivery", body: req, kind: retry.Launch}, &h)
+	h, err := call[deliveryHandle](ctx, r.c, r.op("Deliver"), opts, request{method: http.MethodPost, path: "/v1/" + r.path + "/bulk-delivery", body: req, kind: retry.Launch})
 	if err != nil {
 		return nil, err
 	}
 	if h.JobID == "" {
-		return nil, fmt.Errorf("lendgraph: bulk delivery of %s: the server answered without a jobId", s.name)
+		return nil, fmt.Errorf("lendgraph: bulk delivery of %s: the server answered without a jobId", r.path)
 	}
-	j := s.DeliveryJob(h.JobID)
+	j := r.deliveryJob(h.JobID)
 	j.State, j.EntityType, j.Format, j.EstimatedTotal, j.MaxRows = h.Status, h.EntityType, h.Format, h.EstimatedTotal, h.MaxRows
 	return j, nil
 }
 
-// DeliveryJob re-attaches to a bulk delivery job of this resource by id.
-func (s *DeliveryService[T]) DeliveryJob(id string) *DeliveryJob[T] {
-	return &DeliveryJob[T]{ID: id, job: job{client: s.client, kind: "delivery",
-		path: "/v1/" + s.name + "/bulk-delivery/" + url.PathEscape(id), id: id}}
+func (r resource[T]) deliveryJob(id string) *DeliveryJob[T] {
+	return &DeliveryJob[T]{ID: id, job: job{client: r.c, kind: "delivery",
+		path: "/v1/" + r.path + "/bulk-delivery/" + url.PathEscape(id), id: id}}
 }
 
 // Status fetches the job's status record.
-func (j *DeliveryJob[T]) Status(ctx context.Context) (*DeliveryStatus, error) {
+func (j *DeliveryJob[T]) Status(ctx context.Context, opts ...Option) (*DeliveryStatus, error) {
 	if err := j.ready(); err != nil {
 		return nil, err
 	}
-	if j.double != nil {
-		return j.double.Status(ctx, j.ID)
-	}
-	var st DeliveryStatus
-	if err := j.status(ctx, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return jobCall(ctx, j.job, j.double, "DeliveryJob.Status", opts,
+		func(ctx context.Context, o *operation, st *DeliveryStatus) error { return j.status(ctx, o, st) }, j.viaDouble().Status)
 }
+
+// viaDouble is the handle's test double, or nil.
+func (j *DeliveryJob[T]) viaDouble() JobBackend[DeliveryStatus] { return j.double }
 
 // Wait polls the job until it is completed, failed or cancelled, and
 // returns the last status record fetched with any error, exactly as
 // EnrichJob.Wait does: a non-nil status can come with a non-nil error
 // (a failed or cancelled job, or ctx ending after a first poll).
-func (j *DeliveryJob[T]) Wait(ctx context.Context, opts ...WaitOption) (*DeliveryStatus, error) {
+func (j *DeliveryJob[T]) Wait(ctx context.Context, opts ...DeliveryWaitOption) (*DeliveryStatus, error) {
 	if err := j.ready(); err != nil {
 		return nil, err
 	}
-	return waitFor(ctx, j.client, "delivery", j.ID, opts, j.Status, func(s *DeliveryStatus) (JobState, string) { return s.Status, s.Error })
+	plain, progress := splitOptions[DeliveryStatus](opts)
+	return wait(ctx, j.job, j.double, "DeliveryJob.Wait", plain, progress, deliveryState)
 }
 
+func deliveryState(s *DeliveryStatus) (JobState, string) { return s.Status, s.Error }
+
 // Cancel cancels a queued or running job and returns its settled status.
-func (j *DeliveryJob[T]) Cancel(ctx context.Context) (*DeliveryStatus, error) {
+func (j *DeliveryJob[T]) Cancel(ctx context.Context, opts ...Option) (*DeliveryStatus, error) {
 	if err := j.ready(); err != nil {
 		return nil, err
 	}
+	return jobCall(ctx, j.job, j.double, "DeliveryJob.Cancel", opts,
+		func(ctx context.Context, o *operation, st *DeliveryStatus) error { return j.cancel(ctx, o, st) }, j.viaDouble().Cancel)
+}
+
+// begin starts the operation name of a method that waits for the job and
+// reads its file, with the call's options. A test double's handle has no
+// client: its operation only carries the settings.
+func (j *DeliveryJob[T]) begin(ctx context.Context, name string, opts []Option) (context.Context, *operation, error) {
+	if err := j.ready(); err != nil {
+		return ctx, nil, err
+	}
 	if j.double != nil {
-		return j.double.Cancel(ctx, j.ID)
+		cfg, err := waitSettings(nil, name, opts)
+		if err != nil {
+			return ctx, nil, err
+		}
+		return ctx, &operation{name: name, cfg: cfg}, checkCtx(ctx)
 	}
-	var st DeliveryStatus
-	if err := j.cancel(ctx, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return j.client.begin(ctx, name, opts)
 }
 
 // completed waits for the job to finish (one status fetch when it already
-// has) and returns its status; a failed or cancelled job is an error.
-func (j *DeliveryJob[T]) completed(ctx context.Context) (*DeliveryStatus, error) {
-	st, err := j.Wait(ctx)
+// has), as an operation DeliveryJob.Wait inside o, and returns its status;
+// a failed or cancelled job is an error.
+func (j *DeliveryJob[T]) completed(ctx context.Context, o *operation) (*DeliveryStatus, error) {
+	var st *DeliveryStatus
+	var err error
+	if j.double != nil {
+		st, err = waitFor(ctx, nil, o.cfg, j.kind, j.id, nil, func(ctx context.Context) (*DeliveryStatus, error) { return j.double.Status(ctx, j.ID) }, deliveryState)
+	} else {
+		wctx, w := o.child(ctx, "DeliveryJob.Wait")
+		st, err = waitIn(wctx, w, j.job, nil, deliveryState)
+		w.end(err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -238,18 +236,22 @@ func (j *DeliveryJob[T]) completed(ctx context.Context) (*DeliveryStatus, error)
 	return st, nil
 }
 
-// freshLink fetches the status again: the reference re-signs resultsUrl on
-// every fetch. A job that is no longer completed (a server saying running
-// after completed) is an error, not a link to follow.
-func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
-	st, err := j.Status(ctx)
-	if err != nil {
-		return "", err
+// freshLink returns the function a download of operation o fetches a
+// freshly signed link with: the status again, since the reference
+// re-signs resultsUrl on every fetch. A job that is no longer completed (a
+// server saying running after completed) is an error, not a link to
+// follow.
+func (j *DeliveryJob[T]) freshLink(o *operation) linkFunc {
+	return func(ctx context.Context) (SignedURL, error) {
+		var st DeliveryStatus
+		if err := j.status(ctx, o, &st); err != nil {
+			return "", err
+		}
+		if st.Status != JobCompleted {
+			return "", fmt.Errorf("lendgraph: delivery job %s was completed and is now %s", j.ID, st.Status)
+		}
+		return st.ResultsURL, nil
 	}
-	if st.Status != JobCompleted {
-		return "", fmt.Errorf("lendgraph: delivery job %s was completed and is now %s", j.ID, st.Status)
-	}
-	return st.ResultsURL, nil
 }
 
 // Download writes the delivered file to w exactly as stored (an ndjson
@@ -265,17 +267,21 @@ func (j *DeliveryJob[T]) freshLink(ctx context.Context) (SignedURL, error) {
 // once (see WithDownloadConnections), written to w in order from a window
 // of one range a connection in memory (32 MiB with the defaults). To write to a file that a later call
 // can continue after a crash, use DownloadFile.
-func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (_ int64, err error) {
-	ctx, op := j.client.beginOp(ctx, "DeliveryJob.Download")
-	defer func() { op.end(err) }()
-	st, err := j.completed(ctx)
+func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer, opts ...DownloadOption) (_ int64, err error) {
+	plain, progress := splitOptions[DownloadProgress](opts)
+	ctx, o, err := j.begin(ctx, "DeliveryJob.Download", plain)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { o.end(err) }()
+	st, err := j.completed(ctx, o)
 	if err != nil {
 		return 0, err
 	}
 	if j.double != nil {
 		return copyDouble(ctx, func(ctx context.Context) (io.ReadCloser, error) { return j.double.Open(ctx, j.ID) }, w)
 	}
-	return j.client.downloadSized(ctx, st.ResultsURL, j.freshLink, w, expectedSize(st))
+	return o.downloadSized(ctx, st.ResultsURL, j.freshLink(o), w, expectedSize(st), progress)
 }
 
 // DownloadFile downloads the delivered file to path and returns its size;
@@ -294,21 +300,24 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer) (_ int64, er
 // without a readable record is overwritten. One download at a time may
 // write to a path.
 func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...DownloadOption) (_ int64, err error) {
+	plain, progress := splitOptions[DownloadProgress](opts)
+	if j.ready() == nil && j.double != nil {
+		return 0, invalidArg("DeliveryJob", "is a test double's handle: DownloadFile writes a file from a signed link; use Download")
+	}
+	ctx, o, err := j.begin(ctx, "DeliveryJob.DownloadFile", plain)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { o.end(err) }()
 	p, err := openPartial(path, j.ID)
 	if err != nil {
 		return 0, err
 	}
-	ctx, op := j.client.beginOp(ctx, "DeliveryJob.DownloadFile")
-	defer func() { op.end(err) }()
-	var cfg downloadConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
-	st, err := j.completed(ctx)
+	st, err := j.completed(ctx, o)
 	if err != nil {
 		return 0, err
 	}
-	return j.client.downloadFile(ctx, p, st.ResultsURL, j.freshLink, expectedSize(st), cfg)
+	return o.downloadFile(ctx, p, st.ResultsURL, j.freshLink(o), expectedSize(st), progress)
 }
 
 // Rows yields the delivered rows as T while the file downloads: ndjson,
@@ -328,18 +337,33 @@ func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...
 // with no goroutine, connection or temporary file left; cancelling ctx
 // ends the sequence with an error matching ctx's error and cause, the same
 // in every format.
-func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...DecodeOption) iter.Seq2[T, error] {
+func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...Option) iter.Seq2[T, error] {
 	if err := checkCtx(ctx); err != nil {
 		return errSeq[T](err)
 	}
-	return observeSeq(ctx, j.client, "DeliveryJob.Rows", false, func(ctx context.Context) iter.Seq2[T, error] { return j.rows(ctx, opts) })
-}
-
-// rows is Rows, unobserved.
-func (j *DeliveryJob[T]) rows(ctx context.Context, opts []DecodeOption) iter.Seq2[T, error] {
-	ctx = withOperation(ctx, "DeliveryJob.Rows")
 	return func(yield func(T, error) bool) {
 		var zero T
+		ctx, o, err := j.begin(ctx, "DeliveryJob.Rows", opts)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		cfg := o.cfg
+		var rows int64
+		var failed error
+		defer func() {
+			o.watch().update(func(s *Summary) { s.Rows = rows })
+			o.end(failed)
+		}()
+		next := yield
+		yield = func(v T, err error) bool {
+			if err != nil {
+				failed = err
+			} else {
+				rows++
+			}
+			return next(v, err)
+		}
 		// fail yields err, or the context's error once ctx has ended (a
 		// failed read caused by the cancellation says less).
 		fail := func(err error) bool {
@@ -352,7 +376,7 @@ func (j *DeliveryJob[T]) rows(ctx context.Context, opts []DecodeOption) iter.Seq
 			yield(zero, errParquet("Format", "parquet.Rows(ctx, job)"))
 			return
 		}
-		st, err := j.completed(ctx)
+		st, err := j.completed(ctx, o)
 		if err != nil {
 			fail(err)
 			return
@@ -365,18 +389,14 @@ func (j *DeliveryJob[T]) rows(ctx context.Context, opts []DecodeOption) iter.Seq
 			yield(zero, fmt.Errorf("lendgraph: delivery job %s has format %q, which this SDK cannot decode; use Download", j.ID, st.Format))
 			return
 		}
-		rc, err := j.open(ctx, st)
+		rc, err := j.open(ctx, o, st)
 		if err != nil {
 			yield(zero, err)
 			return
 		}
 		defer rc.Close()
 		done := ctx.Done()
-		if j.client != nil && j.client.lenientDecoding(ctx) {
-			// The client's or the call's setting; an option given here wins.
-			opts = append([]DecodeOption{WithLenientRows(true)}, opts...)
-		}
-		for row, err := range decodeRows[T](rc, st.Format, opts...) {
+		for row, err := range decodeRows[T](rc, st.Format, cfg) {
 			select {
 			case <-done:
 				err = ctxErr(ctx)
@@ -398,12 +418,12 @@ func (j *DeliveryJob[T]) rows(ctx context.Context, opts []DecodeOption) iter.Seq
 	}
 }
 
-// open streams the result file of the completed job st.
-func (j *DeliveryJob[T]) open(ctx context.Context, st *DeliveryStatus) (io.ReadCloser, error) {
+// open streams the result file of the completed job st, in operation o.
+func (j *DeliveryJob[T]) open(ctx context.Context, o *operation, st *DeliveryStatus) (io.ReadCloser, error) {
 	if j.double != nil {
 		return j.double.Open(ctx, j.ID)
 	}
-	return j.client.openDownload(ctx, st.ResultsURL, j.freshLink, expectedSize(st)), nil
+	return o.openDownload(ctx, st.ResultsURL, j.freshLink(o), expectedSize(st)), nil
 }
 
 // NewDeliveryJob returns a handle on delivery job id served by b instead

@@ -17,26 +17,6 @@ import (
 // with Row.Decode or read the raw value.
 type Row = Fields
 
-// DecodeOption tunes DecodeRows.
-type DecodeOption func(*decodeConfig)
-
-type decodeConfig struct {
-	maxLine int
-	lenient bool
-}
-
-// WithLenientRows makes DecodeRows decode rows leniently, as
-// WithLenientDecoding does answers: a member (or csv cell) that does not
-// fit its field leaves the field zero, is kept as sent in the row's Extra,
-// and is listed by the row's InvalidFields, instead of ending the rows
-// with a *RowError. DeliveryJob.Rows takes the client's and the call's
-// setting (WithLenientDecoding, CallLenientDecoding), or this option.
-func WithLenientRows(on bool) DecodeOption { return func(c *decodeConfig) { c.lenient = on } }
-
-// WithMaxLineSize sets the longest ndjson line or json array element (one
-// row) accepted; a longer one is an error naming it. The default is 64 MiB.
-func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxLine = n } }
-
 // DecodeRows decodes a delivery file in format f from r into rows of T,
 // yielded in file order; for FormatNDJSON r is the .ndjson.gz file as
 // delivered. A member (or csv column, or parquet column) sets the field of
@@ -89,23 +69,30 @@ func WithMaxLineSize(n int) DecodeOption { return func(c *decodeConfig) { c.maxL
 // return before you stop: close r (from the loop body, before break, or
 // from another goroutine), or cancel the request that feeds it.
 // DeliveryJob.Rows does this for you.
-func DecodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T, error] {
+//
+// Its options are WithLenientDecoding and WithMaxLineSize; others are
+// refused (an *InvalidArgumentError yielded).
+func DecodeRows[T any](r io.Reader, f Format, opts ...Option) iter.Seq2[T, error] {
 	if r == nil {
 		return errSeq[T](errNilReader("r"))
 	}
 	if !slices.Contains(deliveryFormats, f) {
 		return errSeq[T](invalidArg("Format", "%q is not a delivery format; use ndjson, json, csv or parquet", f))
 	}
-	return replayable(r, func(r io.Reader) iter.Seq2[T, error] { return decodeRows[T](r, f, opts...) })
+	cfg := config{call: defaultCallConfig()}
+	err := cfg.apply(opts)
+	if err == nil {
+		err = cfg.check(scopeDecode, "DecodeRows")
+	}
+	if err != nil {
+		return errSeq[T](err)
+	}
+	return replayable(r, func(r io.Reader) iter.Seq2[T, error] { return decodeRows[T](r, f, &cfg.call) })
 }
 
 // decodeRows is DecodeRows for one range over r, for callers that open a
-// new stream for every range (DeliveryJob.Rows).
-func decodeRows[T any](r io.Reader, f Format, opts ...DecodeOption) iter.Seq2[T, error] {
-	var cfg decodeConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
+// new stream for every range (DeliveryJob.Rows), with a call's settings.
+func decodeRows[T any](r io.Reader, f Format, cfg *callConfig) iter.Seq2[T, error] {
 	dec := rowDecoder[T]()
 	if cfg.lenient {
 		dec = formats.LenientRowDecoder[T](func(b []byte, v any) error { return jsonv2.Unmarshal(b, v, lenientRowOptions) },

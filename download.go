@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/hashicorp/go-retryablehttp"
+	"unicode"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
@@ -30,6 +28,7 @@ const maxStalls = 5
 // the same link fail (single flight), not once per range.
 type linkSource struct {
 	fetch  linkFunc
+	op     *opState // the download's, told of each fresh link
 	mu     sync.Mutex
 	cur    SignedURL
 	gen    uint64       // counts the links handed out; identifies cur
@@ -41,8 +40,8 @@ type linkRefresh struct {
 	err  error
 }
 
-func newLinkSource(first SignedURL, fetch linkFunc) *linkSource {
-	return &linkSource{fetch: fetch, cur: first, gen: 1}
+func newLinkSource(first SignedURL, fetch linkFunc, op *opState) *linkSource {
+	return &linkSource{fetch: fetch, op: op, cur: first, gen: 1}
 }
 
 // get returns the current link and its generation, fetching a fresh one
@@ -81,7 +80,7 @@ func (s *linkSource) get(ctx context.Context) (SignedURL, uint64, error) {
 		s.flight = nil
 		if err == nil {
 			s.cur, s.gen = l, s.gen+1
-			opFrom(ctx).resigned()
+			s.op.resigned()
 		}
 		f.err = err
 		close(f.done)
@@ -172,8 +171,8 @@ func (o *objectCheck) check(total int64, h http.Header) error {
 // freshly signed one. A server that ignores Range is read from the start
 // with the bytes already written skipped. The final length is checked
 // against the size the server announced.
-func (c *Client) download(ctx context.Context, first SignedURL, link linkFunc, w io.Writer) (int64, error) {
-	return c.downloadSized(ctx, first, link, w, -1)
+func (o *operation) download(ctx context.Context, first SignedURL, link linkFunc, w io.Writer, progress func(*DownloadProgress)) (int64, error) {
+	return o.downloadSized(ctx, first, link, w, -1, progress)
 }
 
 // openDownload streams the object behind a signed link (see
@@ -183,24 +182,24 @@ func (c *Client) download(ctx context.Context, first SignedURL, link linkFunc, w
 // Closing the stream cancels the download and waits for its goroutines, so
 // none outlives it; a failed download is the read error after the bytes
 // that did arrive.
-func (c *Client) openDownload(ctx context.Context, first SignedURL, link linkFunc, size int64) io.ReadCloser {
-	src, obj := newLinkSource(first, link), newObjectCheck(size)
-	if c.parallel(size) {
-		return c.newRangedStream(ctx, src, obj, true)
+func (o *operation) openDownload(ctx context.Context, first SignedURL, link linkFunc, size int64) io.ReadCloser {
+	src, obj := newLinkSource(first, link, o.obs), newObjectCheck(size)
+	if o.parallel(size) {
+		return o.newRangedStream(ctx, src, obj, true)
 	}
-	return c.openSequential(ctx, src, obj, 0)
+	return o.openSequential(ctx, src, obj, 0)
 }
 
 // openSequential streams the object from byte off over one connection at
 // a time, in a goroutine writing into a pipe.
-func (c *Client) openSequential(ctx context.Context, src *linkSource, obj *objectCheck, off int64) io.ReadCloser {
+func (o *operation) openSequential(ctx context.Context, src *linkSource, obj *objectCheck, off int64) io.ReadCloser {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
-	opFrom(ctx).connections(1)
+	o.obs.connections(1)
 	go func() {
 		defer close(done)
-		n, err := c.fetch(ctx, src, obj, off, -1, pw)
+		n, err := o.fetch(ctx, src, obj, off, -1, pw)
 		if err != nil {
 			size, _, _ := obj.validators()
 			err = &DownloadError{Written: off + n, Size: size, Err: err}
@@ -232,12 +231,12 @@ func (d *downloadStream) Close() error {
 // close-delimited body), a connection cut short is still told from the end
 // of the file. size is -1 when unknown. A file of parallelMin bytes or
 // more comes down over several ranged connections (see rangedStream).
-func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFunc, w io.Writer, size int64) (int64, error) {
-	if err := c.ready(ctx); err != nil {
-		return 0, err
-	}
-	src, obj := newLinkSource(first, link), newObjectCheck(size)
+func (o *operation) downloadSized(ctx context.Context, first SignedURL, link linkFunc, w io.Writer, size int64, progress func(*DownloadProgress)) (int64, error) {
+	src, obj := newLinkSource(first, link, o.obs), newObjectCheck(size)
 	tw, decoding := w.(tailFirstWriter)
+	if progress != nil {
+		w = &progressWriter{w: w, total: size, progress: progress}
+	}
 	if decoding && size > 0 {
 		if k := tw.TailFirst(size); k > 0 && k < size {
 			tctx, cancel := context.WithCancel(ctx)
@@ -246,24 +245,39 @@ func (c *Client) downloadSized(ctx context.Context, first SignedURL, link linkFu
 				defer close(done)
 				// Its failure is the main download's to report: the
 				// bytes come again in order.
-				_, _ = c.fetch(tctx, src, obj, size-k, size, io.NewOffsetWriter(tw, size-k))
+				_, _ = o.fetch(tctx, src, obj, size-k, size, io.NewOffsetWriter(tw, size-k))
 			}()
 			defer func() { cancel(); <-done }()
 		}
 	}
-	if c.parallel(size) {
+	if o.parallel(size) {
 		// A decoder reads what lands: the parts it reads (decodePart).
-		rs := c.newRangedStream(ctx, src, obj, decoding)
+		rs := o.newRangedStream(ctx, src, obj, decoding)
 		defer rs.Close()
 		return rs.WriteTo(w)
 	}
-	opFrom(ctx).connections(1)
-	n, err := c.fetch(ctx, src, obj, 0, -1, w)
+	o.obs.connections(1)
+	n, err := o.fetch(ctx, src, obj, 0, -1, w)
 	if err != nil {
 		size, _, _ = obj.validators()
 		return n, &DownloadError{Written: n, Size: size, Err: err}
 	}
 	return n, nil
+}
+
+// progressWriter tells a download's progress callback of every write.
+type progressWriter struct {
+	w        io.Writer
+	done     int64
+	total    int64
+	progress func(*DownloadProgress)
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.done += int64(n)
+	p.progress(&DownloadProgress{Done: p.done, Total: p.total})
+	return n, err
 }
 
 // tailFirstWriter is a destination that wants the last TailFirst(size)
@@ -289,11 +303,11 @@ type tailFirstWriter interface {
 // (a span of a parallel download, see download_sched.go) may end sooner
 // than end: each attempt asks up to its bound, and the fetch is complete
 // when w answers errSpanTaken.
-func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, off, end int64, w io.Writer) (int64, error) {
+func (o *operation) fetch(ctx context.Context, src *linkSource, obj *objectCheck, off, end int64, w io.Writer) (int64, error) {
 	var written int64
 	stalls := 0
 	var lastErr error
-	op := opFrom(ctx)
+	op := o.obs
 	for first := true; ; first = false {
 		if stalls >= maxStalls {
 			return written, lastErr
@@ -302,7 +316,7 @@ func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, o
 			op.resumed(off + written)
 		}
 		if stalls > 0 {
-			if retry.Wait(ctx, c.policy.Jitter(stalls-1)) != nil {
+			if retry.Wait(ctx, retry.Jitter(o.cfg.retryBase, o.cfg.retryMax, stalls-1)) != nil {
 				return written, ctxErr(ctx)
 			}
 		}
@@ -320,7 +334,7 @@ func (c *Client) fetch(ctx context.Context, src *linkSource, obj *objectCheck, o
 			}
 			return written, err
 		}
-		n, done, refresh, err := c.downloadOnce(ctx, link, off+written, end, w, obj)
+		n, done, refresh, err := o.downloadOnce(ctx, link, off+written, end, w, obj)
 		if n > 0 {
 			stalls = 0
 			op.update(func(s *Summary) { s.Bytes += n })
@@ -370,46 +384,28 @@ var errRangeIgnored = errors.New("the storage host ignores Range requests")
 // (exclusive; -1: to the end). It is the one place a signed link is
 // opened. It reports the bytes written, whether the span is complete, and
 // whether the link needs re-signing before the next attempt.
-func (c *Client) downloadOnce(ctx context.Context, link SignedURL, offset, end int64, w io.Writer, obj *objectCheck) (n int64, done, refresh bool, err error) {
-	if err := c.checkLinkString("results link", link.Reveal()); err != nil {
-		return 0, false, false, &permanentError{err}
-	}
-	rctx := retry.WithCall(streaming(ctx), retry.Idempotent, c.maxRetries(ctx))
-	if op := opFrom(ctx); op != nil {
-		if u, err := url.Parse(link.Reveal()); err == nil {
-			rctx = c.trackRequest(rctx, TargetStorage, u, "")
-		}
-		if offset > 0 || end >= 0 {
-			op.update(func(s *Summary) { s.Ranges++ })
-		}
-	}
-	req, err := retryablehttp.NewRequestWithContext(rctx, http.MethodGet, link.Reveal(), nil)
-	if err != nil {
-		return 0, false, false, &permanentError{fmt.Errorf("bad link %s: %v", link, redactError(err))}
-	}
-	req.Header.Set("User-Agent", c.userAgent)
-	// Ask for the stored bytes as they are: offsets for Range then count the
-	// same bytes, and a gzip file stays gzip (Go's transport would otherwise
-	// ask for gzip and silently decode it).
-	req.Header.Set("Accept-Encoding", "identity")
+func (o *operation) downloadOnce(ctx context.Context, link SignedURL, offset, end int64, w io.Writer, obj *objectCheck) (n int64, done, refresh bool, err error) {
+	r := request{method: http.MethodGet, link: link, kind: retry.Idempotent}
 	asked := "bytes=" + strconv.FormatInt(offset, 10) + "-"
 	if end >= 0 {
 		asked += strconv.FormatInt(end-1, 10)
 	}
 	if offset > 0 || end >= 0 {
-		req.Header.Set("Range", asked)
+		r.header = http.Header{"Range": {asked}}
+		o.obs.update(func(s *Summary) { s.Ranges++ })
 	}
-	resp, err := c.plain.Do(req)
+	resp, err := o.stream(ctx, r)
 	if err != nil {
-		if resp != nil {
-			resp.Body.Close() // a response that came with an error (a cancel right after the headers)
+		var le *linkError
+		if errors.As(err, &le) {
+			return 0, false, false, &permanentError{err}
 		}
-		return 0, false, false, redactError(attemptTimeout(err))
+		return 0, false, false, err
 	}
 	defer resp.Body.Close()
-	if d, ok := retry.RetryAfter(resp.Header, c.now()); ok && resp.StatusCode >= 300 {
-		base := &APIError{StatusCode: resp.StatusCode, Method: http.MethodGet, Path: req.URL.Path, Message: "storage host"}
-		if rl := c.refuseWait(base, d); rl != nil {
+	if d, ok := retry.RetryAfter(resp.Header, o.c.now()); ok && resp.StatusCode >= 300 {
+		base := &APIError{StatusCode: resp.StatusCode, Method: http.MethodGet, Path: resp.Request.URL.Path, Message: "storage host"}
+		if rl := o.cfg.refuseWait(base, d); rl != nil {
 			return 0, false, false, &permanentError{rl}
 		}
 	}
@@ -517,16 +513,21 @@ func copyTo(dst io.Writer, src io.Reader) (int64, error) {
 }
 
 // storageCode names the error code of an S3-style XML error body. Only the
-// code: such bodies can echo the request's signature (SignatureProvided,
-// StringToSign), which must not reach an error text.
+// code, and only when it is one (letters and digits, such as
+// AccessDenied or ExpiredToken): such bodies can echo the request's
+// signature (SignatureProvided, StringToSign), which must not reach an
+// error text, and a hostile host can put anything between the tags.
 func storageCode(body []byte) string {
 	_, rest, ok := strings.Cut(string(body), "<Code>")
 	code, _, ok2 := strings.Cut(rest, "</Code>")
-	if !ok || !ok2 || len(code) > 64 || strings.ContainsAny(code, "<>") {
+	if !ok || !ok2 || code == "" || len(code) > 64 || strings.TrimFunc(code, isAlnum) != "" {
 		return ""
 	}
 	return ": " + code
 }
+
+// isAlnum reports whether r is an ASCII letter or digit.
+func isAlnum(r rune) bool { return r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)) }
 
 // parseContentRange reads "bytes start-last/total" (or "bytes */total",
 // where start and last are -1).

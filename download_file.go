@@ -26,21 +26,6 @@ import (
 // every span it names is on disk. The next download to the same path
 // continues from those spans, once the host's answer shows the same file.
 
-// DownloadOption tunes DownloadFile.
-type DownloadOption func(*downloadConfig)
-
-type downloadConfig struct {
-	progress func(done, total int64)
-}
-
-// WithDownloadProgress calls fn as bytes reach the file: done counts every
-// byte on disk, those an interrupted earlier download left included, and
-// total is the file's size (-1 when unknown). fn is called from the
-// download's goroutines, one call at a time; keep it quick.
-func WithDownloadProgress(fn func(done, total int64)) DownloadOption {
-	return func(c *downloadConfig) { c.progress = fn }
-}
-
 // partialVersion is the layout of PATH.part.meta.
 const partialVersion = 1
 
@@ -128,7 +113,7 @@ func (p *partial) resumeFrom(size int64) ([]span, *objectCheck, error) {
 // p.part, continuing from what an earlier download left when it is the
 // same file, and returns the file's size. On failure the part file and its
 // record stay for the next call.
-func (c *Client) downloadFile(ctx context.Context, p *partial, first SignedURL, link linkFunc, size int64, cfg downloadConfig) (int64, error) {
+func (o *operation) downloadFile(ctx context.Context, p *partial, first SignedURL, link linkFunc, size int64, progress func(*DownloadProgress)) (int64, error) {
 	done, obj, err := p.resumeFrom(size)
 	if err != nil {
 		return 0, err
@@ -159,7 +144,7 @@ func (c *Client) downloadFile(ctx context.Context, p *partial, first SignedURL, 
 		}
 	}
 	st := newFillState(size, done)
-	st.progress = cfg.progress
+	st.progress = progress
 	record := func() error {
 		spans := st.snapshot() // before the sync: every span named is written
 		if err := f.Sync(); err != nil {
@@ -178,10 +163,10 @@ func (c *Client) downloadFile(ctx context.Context, p *partial, first SignedURL, 
 	// A record that cannot be written costs only the resume; the download
 	// goes on.
 	st.checkpoint = func() { _ = record() }
-	if cfg.progress != nil {
-		cfg.progress(st.have.Load(), size)
+	if progress != nil {
+		progress(&DownloadProgress{Done: st.have.Load(), Total: size})
 	}
-	fl := &fill{c: c, src: newLinkSource(first, link), obj: obj, f: f, st: st}
+	fl := &fill{o: o, src: newLinkSource(first, link, o.obs), obj: obj, f: f, st: st}
 	if err := fl.run(ctx); err != nil {
 		st.ckMu.Lock()
 		_ = record()
@@ -210,10 +195,10 @@ func (c *Client) downloadFile(ctx context.Context, p *partial, first SignedURL, 
 
 // downloadTo downloads the object into f in place (a temporary file: no
 // record, no resume) and returns its size.
-func (c *Client) downloadTo(ctx context.Context, f *os.File, first SignedURL, link linkFunc, size int64) (int64, error) {
+func (o *operation) downloadTo(ctx context.Context, f *os.File, first SignedURL, link linkFunc, size int64) (int64, error) {
 	obj := newObjectCheck(size)
 	st := newFillState(size, nil)
-	fl := &fill{c: c, src: newLinkSource(first, link), obj: obj, f: f, st: st}
+	fl := &fill{o: o, src: newLinkSource(first, link, o.obs), obj: obj, f: f, st: st}
 	if err := fl.run(ctx); err != nil {
 		sz, _, _ := obj.validators()
 		return 0, &DownloadError{Written: st.firstMissing(), Size: sz, Err: err}
@@ -222,13 +207,13 @@ func (c *Client) downloadTo(ctx context.Context, f *os.File, first SignedURL, li
 }
 
 // fill downloads the object's missing spans into a file, each written in
-// place at its offset, over c.conns connections when the file is large
-// enough (one otherwise): at most c.part bytes a span, and at least one
+// place at its offset, over o.cfg.downloadConns connections when the file is large
+// enough (one otherwise): at most o.c.part bytes a span, and at least one
 // span a connection. A connection that finds no span left takes over half
 // of the remainder of another (download_sched.go). The progress it keeps
 // (and, for DownloadFile, checkpoints beside the file) is in st.
 type fill struct {
-	c     *Client
+	o     *operation
 	src   *linkSource
 	obj   *objectCheck
 	f     io.WriterAt
@@ -247,17 +232,17 @@ func (fl *fill) run(ctx context.Context) error {
 	size := fl.st.size
 	workers := 1
 	fl.todo = fl.st.missing(math.MaxInt64)
-	if fl.c.parallel(size) {
+	if fl.o.parallel(size) {
 		var todo int64
 		for _, sp := range fl.todo {
 			todo += sp.end - sp.off
 		}
-		workers = fl.c.conns
-		fl.todo = fl.st.missing(fl.c.partFor(max(todo, 1), fl.c.part))
+		workers = fl.o.cfg.downloadConns
+		fl.todo = fl.st.missing(fl.o.partFor(max(todo, 1), fl.o.c.part))
 	}
 	fl.open = workers == 1
-	fl.sched = newSched[*activeSpan](len(fl.todo), fl.c.stealMin(), workers, fl.c.idleHook)
-	opFrom(ctx).connections(workers)
+	fl.sched = newSched[*activeSpan](len(fl.todo), fl.o.stealMin(), workers, fl.o.c.idleHook)
+	fl.o.obs.connections(workers)
 	if workers > 1 {
 		workers *= 2 // half of them on their way to the next span (relay)
 	}
@@ -276,7 +261,7 @@ func (fl *fill) run(ctx context.Context) error {
 	if errors.Is(err, errRangeIgnored) && ctx.Err() == nil {
 		off := fl.st.firstMissing()
 		a := fl.st.begin(off, -1)
-		_, err = fl.c.fetch(ctx, fl.src, fl.obj, off, -1, &spanWriter{f: fl.f, a: a, st: fl.st})
+		_, err = fl.o.fetch(ctx, fl.src, fl.obj, off, -1, &spanWriter{f: fl.f, a: a, st: fl.st})
 		fl.st.end(a)
 	}
 	if err == nil {
@@ -308,7 +293,7 @@ func (fl *fill) work(ctx context.Context, cancel context.CancelFunc) {
 			return
 		}
 		a.c.take(t)
-		_, err := fl.c.fetch(ctx, fl.src, fl.obj, a.off, a.c.bound(), &spanWriter{f: fl.f, a: a, st: fl.st})
+		_, err := fl.o.fetch(ctx, fl.src, fl.obj, a.off, a.c.bound(), &spanWriter{f: fl.f, a: a, st: fl.st})
 		a.c.handOn()
 		fl.sched.finish(a)
 		fl.st.end(a)
@@ -357,7 +342,7 @@ type fillState struct {
 	have   atomic.Int64 // bytes written, counting those on disk at the start
 	size   int64        // -1: unknown
 
-	progress   func(done, total int64)
+	progress   func(*DownloadProgress)
 	progressMu sync.Mutex
 
 	checkpoint func()
@@ -484,7 +469,7 @@ func (st *fillState) wrote(n int64) {
 			have = min(have, st.size) // a fallback re-writes bytes it had
 		}
 		st.progressMu.Lock()
-		st.progress(have, st.size)
+		st.progress(&DownloadProgress{Done: have, Total: st.size})
 		st.progressMu.Unlock()
 	}
 	if st.checkpoint != nil && time.Since(time.Unix(0, st.lastCk.Load())) >= checkpointEvery && st.ckMu.TryLock() {

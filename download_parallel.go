@@ -9,9 +9,9 @@ import (
 )
 
 // Parallel ranged downloads. Object stores cap the speed of each
-// connection, so a large file comes down in parts of at most c.part bytes
+// connection, so a large file comes down in parts of at most o.c.part bytes
 // (and at least one a connection), each fetched with its own ranged
-// request, over c.conns connections at once (aws s3 cp and s5cmd do the
+// request, over o.cfg.downloadConns connections at once (aws s3 cp and s5cmd do the
 // same); a connection that runs out of parts takes over half of another's
 // remainder (download_sched.go). Each part resumes and re-signs on
 // its own (fetch); the parts share one linkSource, so an expired link is
@@ -41,8 +41,8 @@ const (
 
 // parallel reports whether a file of size bytes (-1: unknown) comes down
 // over several connections.
-func (c *Client) parallel(size int64) bool {
-	return c.conns > 1 && size >= 2*c.part
+func (o *operation) parallel(size int64) bool {
+	return o.cfg.downloadConns > 1 && size >= 2*o.c.part
 }
 
 // partFor is the size of the spans a parallel download of todo bytes
@@ -52,17 +52,17 @@ func (c *Client) parallel(size int64) bool {
 // not 11 of 4 MiB: a last round of fewer spans than connections leaves the
 // others to steal from it in small pieces, a request each, while it
 // streams.
-func (c *Client) partFor(todo, max int64) int64 {
-	n := int64(c.conns)
+func (o *operation) partFor(todo, max int64) int64 {
+	n := int64(o.cfg.downloadConns)
 	return ceilDiv(todo, ceilDiv(todo, max*n)*n)
 }
 
 // streamPart is the largest part of a rangedStream.
-func (c *Client) streamPart() int64 { return max(c.part/2, 1) }
+func (o *operation) streamPart() int64 { return max(o.c.part/2, 1) }
 
 // stealMin is the least a connection takes over from another: 256 KiB
 // with the default part size.
-func (c *Client) stealMin() int64 { return max(c.part/32, 1) }
+func (o *operation) stealMin() int64 { return max(o.c.part/32, 1) }
 
 // span is the object's bytes [off, end).
 type span struct{ off, end int64 }
@@ -81,9 +81,9 @@ func parts(off, end, size int64) []span {
 	return out
 }
 
-// rangedStream is a parallel download read in order. Workers (c.conns
+// rangedStream is a parallel download read in order. Workers (o.cfg.downloadConns
 // streaming at once, and as many on their way to their next part: relay in
-// download_sched.go) fetch the parts (at most c.streamPart() bytes each, and at least
+// download_sched.go) fetch the parts (at most o.streamPart() bytes each, and at least
 // one a connection) into a window of as many part buffers as there are
 // workers; the reader takes the bytes in file order, each part's as they
 // arrive, and a part read to its end frees its buffer for the next part. (A
@@ -100,7 +100,7 @@ func parts(off, end, size int64) []span {
 // When the host turns out to ignore Range, the rest of the file comes over
 // one connection (openSequential).
 type rangedStream struct {
-	c      *Client
+	o      *operation
 	parent context.Context
 	ctx    context.Context // the workers'; cancelled by Close or a failure
 	cancel context.CancelFunc
@@ -160,13 +160,13 @@ func newStreamPart(sp span, chunk int64) *streamPart {
 // round smaller still. The parts come in whole rounds
 // of one a connection (partFor: a 36.9 MB file is 40 parts of 922 KB on 8
 // connections, not 36 of 1 MiB).
-func (c *Client) decodePart(size int64) int64 {
-	return c.partFor(size, max(min(max(ceilDiv(size, 4*int64(c.conns)), c.stealMin()), c.streamPart()/4), 1))
+func (o *operation) decodePart(size int64) int64 {
+	return o.partFor(size, max(min(max(ceilDiv(size, 4*int64(o.cfg.downloadConns)), o.stealMin()), o.streamPart()/4), 1))
 }
 
 // tailPart is the least part the last round of a decoded download is cut
 // down to (tapered): half the steal minimum, 128 KiB with the defaults.
-func (c *Client) tailPart() int64 { return max(c.stealMin()/2, 1) }
+func (o *operation) tailPart() int64 { return max(o.stealMin()/2, 1) }
 
 // tapered cuts [0, size) into the spans a decoder reads: parts of part
 // bytes, but the last round's bytes (n parts) go in rounds of n parts each
@@ -193,20 +193,20 @@ func tapered(size, part, n, least int64) []span {
 // newRangedStream starts a parallel download read in order. decoding says
 // that a decoder reads it (Rows): the parts are then smaller (decodePart),
 // and the window holds as many bytes as with full parts, in more buffers.
-func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *objectCheck, decoding bool) *rangedStream {
+func (o *operation) newRangedStream(ctx context.Context, src *linkSource, obj *objectCheck, decoding bool) *rangedStream {
 	size, _, _ := obj.validators()
 	wctx, cancel := context.WithCancel(ctx)
-	s := &rangedStream{c: c, parent: ctx, ctx: wctx, cancel: cancel, src: src, obj: obj, size: size}
-	part := c.partFor(size, c.streamPart())
+	s := &rangedStream{o: o, parent: ctx, ctx: wctx, cancel: cancel, src: src, obj: obj, size: size}
+	part := o.partFor(size, o.streamPart())
 	spans := parts(0, size, part)
-	window := int64(c.conns) // buffers
+	window := int64(o.cfg.downloadConns) // buffers
 	if decoding {
-		part = min(part, c.decodePart(size))
-		spans = tapered(size, part, int64(c.conns), c.tailPart())
-		window = int64(c.conns) * c.streamPart() / part
+		part = min(part, o.decodePart(size))
+		spans = tapered(size, part, int64(o.cfg.downloadConns), o.tailPart())
+		window = int64(o.cfg.downloadConns) * o.streamPart() / part
 	}
 	for _, sp := range spans {
-		p := newStreamPart(sp, c.stealMin())
+		p := newStreamPart(sp, o.stealMin())
 		if n := len(s.parts); n > 0 {
 			s.parts[n-1].next = p
 		}
@@ -215,9 +215,9 @@ func (c *Client) newRangedStream(ctx context.Context, src *linkSource, obj *obje
 	if len(s.parts) > 0 {
 		s.head = s.parts[0]
 	}
-	s.sched = newSched[*streamPart](len(s.parts), c.stealMin(), c.conns, c.idleHook)
-	opFrom(ctx).connections(c.conns)
-	workers := 2 * c.conns // half of them on their way to the next part (relay)
+	s.sched = newSched[*streamPart](len(s.parts), o.stealMin(), o.cfg.downloadConns, o.c.idleHook)
+	o.obs.connections(o.cfg.downloadConns)
+	workers := 2 * o.cfg.downloadConns // half of them on their way to the next part (relay)
 	s.slots = make(chan []byte, min(window, int64(len(s.parts))))
 	for range cap(s.slots) {
 		s.slots <- nil
@@ -298,7 +298,7 @@ func split(v *streamPart, mid, end int64) *streamPart {
 // whether it succeeded.
 func (s *rangedStream) fetch(p *streamPart, t *turn) bool {
 	p.c.take(t)
-	_, err := s.c.fetch(s.ctx, s.src, s.obj, p.off, p.end, p)
+	_, err := s.o.fetch(s.ctx, s.src, s.obj, p.off, p.end, p)
 	p.c.handOn()
 	s.sched.finish(p)
 	if err != nil {
@@ -468,7 +468,7 @@ func (s *rangedStream) Read(b []byte) (int, error) {
 	avail, err := s.peek()
 	if errors.Is(err, errRangeIgnored) {
 		s.stop()
-		rest := s.c.openSequential(s.parent, s.src, s.obj, s.pos)
+		rest := s.o.openSequential(s.parent, s.src, s.obj, s.pos)
 		s.restMu.Lock()
 		if s.closed.Load() {
 			s.restMu.Unlock()
@@ -501,7 +501,7 @@ func (s *rangedStream) WriteTo(w io.Writer) (int64, error) {
 		}
 		if errors.Is(err, errRangeIgnored) {
 			s.stop()
-			n, err := s.c.fetch(s.parent, s.src, s.obj, s.pos, -1, w)
+			n, err := s.o.fetch(s.parent, s.src, s.obj, s.pos, -1, w)
 			s.pos += n
 			if err != nil {
 				return s.pos - start, s.downloadError(err)

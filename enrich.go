@@ -12,28 +12,12 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
-// EnrichmentAPI is the owner-enrichment part of the properties service:
-// single and bulk skip-trace, the bulk job, and the list of enrichments.
-// Stub it in tests that should not start a server.
-type EnrichmentAPI interface {
-	Enrich(ctx context.Context, id string, opts *EnrichOptions) (*EnrichResult, error)
-	EnrichBulk(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichJob, error)
-	EnrichJob(id string) *EnrichJob
-	PlanEnrichBulk(ids []string, opts *EnrichBulkOptions) (*EnrichPlan, error)
-	EnrichBulkAll(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichBatch, error)
-	Enrichments(ctx context.Context, req *EnrichmentsRequest) (*EnrichmentPage, error)
-	EnrichmentsPager(req *EnrichmentsRequest) (*Pager[EnrichmentEntry], error)
-	AllEnrichments(ctx context.Context, req *EnrichmentsRequest) iter.Seq2[EnrichmentEntry, error]
-}
-
-var _ EnrichmentAPI = (*PropertiesService)(nil)
-
 // MaxEnrichBulk is the most property ids one bulk enrichment job takes.
 // PlanEnrichBulk and EnrichBulkAll split larger sets into several jobs.
 const MaxEnrichBulk = 50_000
 
-// EnrichOptions are the options of a single enrichment.
-type EnrichOptions struct {
+// EnrichRequest is the query of a single enrichment.
+type EnrichRequest struct {
 	// Refresh bypasses the cache and forces a live lookup; a match is then
 	// charged again even if the property was enriched before.
 	Refresh bool
@@ -128,47 +112,49 @@ type EnrichCounts struct {
 // Errors: 400 (no usable address on the parcel or any associated record),
 // *InsufficientCreditsError (402, with Balance and Cost), ErrNotFound (404),
 // and a 502 *APIError when the enrichment provider failed.
-func (s *PropertiesService) Enrich(ctx context.Context, id string, opts *EnrichOptions) (*EnrichResult, error) {
+func (s *PropertiesService) Enrich(ctx context.Context, id string, req *EnrichRequest, opts ...Option) (*EnrichResult, error) {
 	if id == "" {
 		return nil, invalidArg("id", "must not be empty: pass the property's id")
 	}
-	refresh := opts != nil && opts.Refresh
+	refresh := req != nil && req.Refresh
 	// Enrichment rule 2: without refresh a repeat is a free cache hit.
 	kind := retry.Idempotent
 	if refresh {
 		kind = retry.Unrepeatable
 	}
-	if err := s.client.ready(ctx); err != nil {
+	ctx, o, err := s.r.c.begin(ctx, "Properties.Enrich", opts)
+	if err != nil {
 		return nil, err
 	}
-	ctx, op := s.client.startOp(ctx, "Properties.Enrich")
 	var out EnrichResult
-	ctx, st := trackCall(ctx)
-	_, err := s.client.send(ctx, request{
-		op:      "Properties.Enrich",
+	resp, l, err := o.do(ctx, &request{
 		method:  http.MethodPost,
 		path:    "/v1/properties/" + url.PathEscape(id) + "/enrich",
 		query:   url.Values{"refresh": {strconv.FormatBool(refresh)}},
 		kind:    kind,
 		charges: !refresh,
 	}, &out)
+	if resp != nil {
+		resp.Body.Close()
+	}
 	if err == nil {
 		credits := 0.0
 		if out.Charged { // a live lookup that found a person: one credit
 			credits = 1
 		}
-		op.charged(credits)
+		o.obs.charged(credits)
 	}
-	op.end(err)
+	o.end(err)
 	if err != nil {
 		return nil, err
 	}
-	out.EarlierAttemptMayHaveCharged = st.lostAttempt()
+	out.EarlierAttemptMayHaveCharged = l.lost
 	return &out, nil
 }
 
-// EnrichBulkOptions are the options of a bulk enrichment job.
-type EnrichBulkOptions struct {
+// EnrichBulkRequest is the query of a bulk enrichment job, beside its
+// property ids.
+type EnrichBulkRequest struct {
 	// Refresh bypasses the cache for every property; every match is charged.
 	Refresh bool
 }
@@ -228,9 +214,9 @@ type EnrichJob struct {
 // once, at completion, for the matches only. Use Wait, then Download or
 // ResultRows. The submit is never repeated after the server may have
 // acted. For more ids use EnrichBulkAll.
-func (s *PropertiesService) EnrichBulk(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichJob, error) {
+func (s *PropertiesService) EnrichBulk(ctx context.Context, ids []string, req *EnrichBulkRequest, opts ...Option) (*EnrichJob, error) {
 	if len(ids) > MaxEnrichBulk {
-		return nil, invalidArg("ids", "%d property ids given; one job takes at most %d: split them (EnrichBulkAll does)", len(ids), MaxEnrichBulk)
+		return nil, invalidArg("ids", "%d property ids given; one job takes at most %d: split them (EnrichBulkBatched does)", len(ids), MaxEnrichBulk)
 	}
 	if err := checkEnrichIDs(ids); err != nil {
 		return nil, err
@@ -238,14 +224,14 @@ func (s *PropertiesService) EnrichBulk(ctx context.Context, ids []string, opts *
 	body := struct {
 		PropertyIDs []string `json:"propertyIds"`
 		Refresh     bool     `json:"refresh"`
-	}{ids, opts != nil && opts.Refresh}
-	var out struct {
+	}{ids, req != nil && req.Refresh}
+	out, err := call[struct {
 		JobID         string   `json:"jobId"`
 		Status        JobState `json:"status"`
 		PropertyCount int64    `json:"propertyCount"`
 		EstimatedCost int64    `json:"estimatedCost"`
-	}
-	if _, err := s.client.send(ctx, request{op: "Properties.EnrichBulk", method: http.MethodPost, path: "/v1/properties/enrich-bulk", body: body, kind: retry.Unrepeatable}, &out); err != nil {
+	}](ctx, s.r.c, "Properties.EnrichBulk", opts, request{method: http.MethodPost, path: "/v1/properties/enrich-bulk", body: body, kind: retry.Unrepeatable})
+	if err != nil {
 		return nil, err
 	}
 	if out.JobID == "" {
@@ -272,7 +258,7 @@ func checkEnrichIDs(ids []string) error {
 // EnrichJob re-attaches to a bulk enrichment job by id, for instance in a
 // process restarted mid-job. No request is made until a method is called.
 func (s *PropertiesService) EnrichJob(id string) *EnrichJob {
-	return &EnrichJob{ID: id, job: job{client: s.client, kind: "enrichment", path: "/v1/properties/enrich-bulk/" + url.PathEscape(id), id: id}}
+	return &EnrichJob{ID: id, job: job{client: s.r.c, kind: "enrichment", path: "/v1/properties/enrich-bulk/" + url.PathEscape(id), id: id}}
 }
 
 // NewEnrichJob returns a handle on job id served by b instead of the API:
@@ -295,19 +281,16 @@ func (j *EnrichJob) ready() error {
 
 // Status fetches the job's status record. Errors: ErrForbidden (another
 // caller's job), ErrNotFound (unknown, or past the 30-day retention).
-func (j *EnrichJob) Status(ctx context.Context) (*EnrichJobStatus, error) {
+func (j *EnrichJob) Status(ctx context.Context, opts ...Option) (*EnrichJobStatus, error) {
 	if err := j.ready(); err != nil {
 		return nil, err
 	}
-	if j.double != nil {
-		return j.double.Status(ctx, j.ID)
-	}
-	var st EnrichJobStatus
-	if err := j.status(ctx, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return jobCall(ctx, j.job, j.double, "EnrichJob.Status", opts,
+		func(ctx context.Context, o *operation, st *EnrichJobStatus) error { return j.status(ctx, o, st) }, j.viaDouble().Status)
 }
+
+// viaDouble is the handle's test double, or nil.
+func (j *EnrichJob) viaDouble() JobBackend[EnrichJobStatus] { return j.double }
 
 // Wait polls the job until it is completed, failed or cancelled, and
 // returns the last status record. The first poll is immediate; the interval
@@ -332,13 +315,14 @@ func (j *EnrichJob) Status(ctx context.Context) (*EnrichJobStatus, error) {
 //   - a status fetch fails for good (ErrNotFound, ErrForbidden, a
 //     transport error after the retries): the last status fetched before
 //     (or nil) and that error;
-//   - an invalid WaitOption: nil and an *InvalidArgumentError, before any
+//   - an invalid option: nil and an *InvalidArgumentError, before any
 //     request.
-func (j *EnrichJob) Wait(ctx context.Context, opts ...WaitOption) (*EnrichJobStatus, error) {
+func (j *EnrichJob) Wait(ctx context.Context, opts ...EnrichWaitOption) (*EnrichJobStatus, error) {
 	if err := j.ready(); err != nil {
 		return nil, err
 	}
-	return waitFor(ctx, j.client, "enrichment", j.ID, opts, j.Status, func(s *EnrichJobStatus) (JobState, string) { return s.Status, s.Error })
+	plain, progress := splitOptions[EnrichJobStatus](opts)
+	return wait(ctx, j.job, j.double, "EnrichJob.Wait", plain, progress, func(s *EnrichJobStatus) (JobState, string) { return s.Status, s.Error })
 }
 
 // Cancel cancels a queued or running job and returns its settled status.
@@ -347,18 +331,12 @@ func (j *EnrichJob) Wait(ctx context.Context, opts ...WaitOption) (*EnrichJobSta
 // enriched stay cached. Errors: ErrJobFinished (409: it already completed,
 // failed or was cancelled; nothing changed), ErrForbidden (another
 // caller's job), ErrNotFound (unknown or past retention).
-func (j *EnrichJob) Cancel(ctx context.Context) (*EnrichJobStatus, error) {
+func (j *EnrichJob) Cancel(ctx context.Context, opts ...Option) (*EnrichJobStatus, error) {
 	if err := j.ready(); err != nil {
 		return nil, err
 	}
-	if j.double != nil {
-		return j.double.Cancel(ctx, j.ID)
-	}
-	var st EnrichJobStatus
-	if err := j.cancel(ctx, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return jobCall(ctx, j.job, j.double, "EnrichJob.Cancel", opts,
+		func(ctx context.Context, o *operation, st *EnrichJobStatus) error { return j.cancel(ctx, o, st) }, j.viaDouble().Cancel)
 }
 
 // EnrichmentEntry is one property the caller has enriched.
@@ -387,27 +365,41 @@ type EnrichmentPage struct {
 
 // Enrichments returns one page of the properties the caller has enriched
 // (GET /v1/properties/enrichments?cursor=).
-func (s *PropertiesService) Enrichments(ctx context.Context, req *EnrichmentsRequest) (*EnrichmentPage, error) {
+func (s *PropertiesService) Enrichments(ctx context.Context, req *EnrichmentsRequest, opts ...Option) (*EnrichmentPage, error) {
 	var cursor string
 	if req != nil {
 		cursor = req.Cursor
 	}
+	return call[EnrichmentPage](ctx, s.r.c, "Properties.Enrichments", opts, enrichmentsRequest(cursor))
+}
+
+// enrichmentsRequest is the GET of the enrichments page cursor names.
+func enrichmentsRequest(cursor string) request {
 	var q url.Values
 	if cursor != "" {
 		q = url.Values{"cursor": {cursor}}
 	}
-	return call[EnrichmentPage](ctx, s.client, request{op: "Properties.Enrichments", method: http.MethodGet, path: "/v1/properties/enrichments", query: q, kind: retry.Idempotent})
+	return request{method: http.MethodGet, path: "/v1/properties/enrichments", query: q, kind: retry.Idempotent}
 }
 
 // EnrichmentsPager returns a pager over the caller's enrichments, starting
-// at req.Cursor when set, for listings resumed elsewhere.
-func (s *PropertiesService) EnrichmentsPager(req *EnrichmentsRequest) (*Pager[EnrichmentEntry], error) {
+// at req.Cursor when set, for listings resumed elsewhere; opts apply to
+// every page.
+func (s *PropertiesService) EnrichmentsPager(req *EnrichmentsRequest, opts ...Option) (*Pager[EnrichmentEntry], error) {
+	return s.enrichments(req, "Properties.EnrichmentsPager", opts)
+}
+
+func (s *PropertiesService) enrichments(req *EnrichmentsRequest, name string, opts []Option) (*Pager[EnrichmentEntry], error) {
 	var cursor string
 	if req != nil {
 		cursor = req.Cursor
 	}
-	return newPager(cursor, func(ctx context.Context, cursor string) ([]EnrichmentEntry, string, error) {
-		page, err := s.Enrichments(ctx, &EnrichmentsRequest{Cursor: cursor})
+	open, err := s.r.c.opener(name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newPager(cursor, open, func(ctx context.Context, o *operation, cursor string) ([]EnrichmentEntry, string, error) {
+		page, err := sendFor[EnrichmentPage](ctx, o, enrichmentsRequest(cursor))
 		if err != nil {
 			return nil, "", err
 		}
@@ -417,7 +409,7 @@ func (s *PropertiesService) EnrichmentsPager(req *EnrichmentsRequest) (*Pager[En
 
 // AllEnrichments yields every property the caller has enriched, following
 // cursors until the server returns none.
-func (s *PropertiesService) AllEnrichments(ctx context.Context, req *EnrichmentsRequest) iter.Seq2[EnrichmentEntry, error] {
-	p, err := s.EnrichmentsPager(req)
-	return observeSeq(ctx, s.client, "Properties.AllEnrichments", true, func(ctx context.Context) iter.Seq2[EnrichmentEntry, error] { return pagedAll(ctx, p, err) })
+func (s *PropertiesService) AllEnrichments(ctx context.Context, req *EnrichmentsRequest, opts ...Option) iter.Seq2[EnrichmentEntry, error] {
+	p, err := s.enrichments(req, "Properties.AllEnrichments", opts)
+	return pagedAll(ctx, p, err)
 }

@@ -21,17 +21,17 @@ type EnrichPlan struct {
 	// is per match, so the final charge is usually lower.
 	WorstCaseCost int64
 
-	svc  *PropertiesService
-	opts *EnrichBulkOptions
+	svc *PropertiesService
+	req *EnrichBulkRequest
 }
 
 // PlanEnrichBulk checks ids and splits them into jobs of at most
 // MaxEnrichBulk without sending anything.
-func (s *PropertiesService) PlanEnrichBulk(ids []string, opts *EnrichBulkOptions) (*EnrichPlan, error) {
+func (s *PropertiesService) PlanEnrichBulk(ids []string, req *EnrichBulkRequest) (*EnrichPlan, error) {
 	if err := checkEnrichIDs(ids); err != nil {
 		return nil, err
 	}
-	p := &EnrichPlan{Properties: len(ids), WorstCaseCost: int64(len(ids)), svc: s, opts: opts}
+	p := &EnrichPlan{Properties: len(ids), WorstCaseCost: int64(len(ids)), svc: s, req: req}
 	for start := 0; start < len(ids); start += MaxEnrichBulk {
 		p.Batches = append(p.Batches, ids[start:min(start+MaxEnrichBulk, len(ids))])
 	}
@@ -50,11 +50,14 @@ type EnrichBatch struct {
 // Submit submits one job per batch, in order. If a submit fails (for
 // instance 402 once the balance no longer covers the next batch's worst
 // case) the batch holds the jobs submitted so far, which keep running:
-// Wait for them or Cancel them.
-func (p *EnrichPlan) Submit(ctx context.Context) (*EnrichBatch, error) {
+// Wait for them or Cancel them. opts apply to every submit.
+func (p *EnrichPlan) Submit(ctx context.Context, opts ...Option) (*EnrichBatch, error) {
+	if p == nil || p.svc == nil {
+		return nil, invalidArg("EnrichPlan", "was not made by PlanEnrichBulk")
+	}
 	b := &EnrichBatch{}
 	for i, ids := range p.Batches {
-		j, err := p.svc.EnrichBulk(ctx, ids, p.opts)
+		j, err := p.svc.EnrichBulk(ctx, ids, p.req, opts...)
 		if err != nil {
 			return b, fmt.Errorf("lendgraph: submitting enrichment job %d of %d (%d jobs already running): %w", i+1, len(p.Batches), len(b.Jobs), err)
 		}
@@ -64,15 +67,15 @@ func (p *EnrichPlan) Submit(ctx context.Context) (*EnrichBatch, error) {
 	return b, nil
 }
 
-// EnrichBulkAll enriches any number of properties: it plans (see
-// PlanEnrichBulk) and submits at once. Use PlanEnrichBulk to show the worst
-// case before submitting.
-func (s *PropertiesService) EnrichBulkAll(ctx context.Context, ids []string, opts *EnrichBulkOptions) (*EnrichBatch, error) {
-	p, err := s.PlanEnrichBulk(ids, opts)
+// EnrichBulkBatched enriches any number of properties in jobs of at most
+// MaxEnrichBulk: it plans (see PlanEnrichBulk) and submits at once. Use
+// PlanEnrichBulk to show the worst case before submitting.
+func (s *PropertiesService) EnrichBulkBatched(ctx context.Context, ids []string, req *EnrichBulkRequest, opts ...Option) (*EnrichBatch, error) {
+	p, err := s.PlanEnrichBulk(ids, req)
 	if err != nil {
 		return nil, err
 	}
-	return p.Submit(ctx)
+	return p.Submit(ctx, opts...)
 }
 
 // Wait polls every job of the batch until all are completed, failed or
@@ -84,17 +87,30 @@ func (s *PropertiesService) EnrichBulkAll(ctx context.Context, ids []string, opt
 // and leaves the jobs running on the server. As with EnrichJob.Wait, the
 // records come back with the error too: each job's last status fetched,
 // nil for a job not polled yet.
-func (b *EnrichBatch) Wait(ctx context.Context, opts ...WaitOption) ([]*EnrichJobStatus, error) {
+func (b *EnrichBatch) Wait(ctx context.Context, opts ...EnrichWaitOption) (_ []*EnrichJobStatus, err error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
 	for i, j := range b.Jobs {
-		if j == nil {
-			return nil, invalidArg(fmt.Sprintf("Jobs[%d]", i), "is nil; a batch holds the jobs that Submit or EnrichBulkAll returned (re-attach one by id with PropertiesService.EnrichJob)")
+		if j == nil || j.ready() != nil {
+			return nil, invalidArg(fmt.Sprintf("Jobs[%d]", i), "is not a usable job; a batch holds the jobs that Submit or EnrichBulkBatched returned (re-attach one by id with PropertiesService.EnrichJob)")
 		}
 	}
 	if len(b.Jobs) == 0 {
 		return nil, nil
+	}
+	plain, progress := splitOptions[EnrichJobStatus](opts)
+	first := b.Jobs[0]
+	var o *operation
+	var cfg *callConfig
+	if first.double == nil {
+		if ctx, o, err = first.client.begin(ctx, "EnrichBatch.Wait", plain); err != nil {
+			return nil, err
+		}
+		defer func() { o.end(err) }()
+		cfg = o.cfg
+	} else if cfg, err = waitSettings(nil, "EnrichBatch.Wait", plain); err != nil {
+		return nil, err
 	}
 	last := make([]*EnrichJobStatus, len(b.Jobs))
 	fetch := func(ctx context.Context) (*EnrichJobStatus, error) {
@@ -102,7 +118,14 @@ func (b *EnrichBatch) Wait(ctx context.Context, opts ...WaitOption) ([]*EnrichJo
 			if last[i] != nil && last[i].Status.Terminal() {
 				continue
 			}
-			st, err := j.Status(ctx)
+			var st *EnrichJobStatus
+			var err error
+			if j.double == nil && o != nil && j.client == o.c {
+				st = new(EnrichJobStatus)
+				err = j.status(ctx, o, st)
+			} else {
+				st, err = j.Status(ctx, plain...)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -118,7 +141,7 @@ func (b *EnrichBatch) Wait(ctx context.Context, opts ...WaitOption) ([]*EnrichJo
 		}
 		return s.Status, ""
 	}
-	if _, err := waitFor(ctx, b.Jobs[0].client, "enrichment", fmt.Sprintf("batch of %d", len(b.Jobs)), opts, fetch, done); err != nil {
+	if _, err := waitFor(ctx, o, cfg, "enrichment", fmt.Sprintf("batch of %d", len(b.Jobs)), progress, fetch, done); err != nil {
 		return last, err
 	}
 	var errs []error

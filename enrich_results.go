@@ -41,41 +41,46 @@ type EnrichmentResultEntry struct {
 // when the link expires mid-download; the storage host never receives the
 // API key. A job that has not completed gives an error (a *JobError for a
 // failed or cancelled one).
-func (j *EnrichJob) Download(ctx context.Context, w io.Writer) (_ int64, err error) {
-	if j.double != nil {
-		return copyDouble(ctx, j.Results, w)
-	}
-	ctx, op := j.client.beginOp(ctx, "EnrichJob.Download")
-	defer func() { op.end(err) }()
-	link, err := j.resultsLink(ctx)
+func (j *EnrichJob) Download(ctx context.Context, w io.Writer, opts ...DownloadOption) (_ int64, err error) {
+	plain, progress := splitOptions[DownloadProgress](opts)
+	ctx, o, err := j.begin(ctx, "EnrichJob.Download", plain)
 	if err != nil {
 		return 0, err
 	}
-	return j.client.download(ctx, link, j.resultsLink, w)
-}
-
-// Results opens the job's results file as a stream (see Download). Close
-// it when done; closing early stops the download.
-func (j *EnrichJob) Results(ctx context.Context) (io.ReadCloser, error) {
-	ctx, op := j.client.startOp(ctx, "EnrichJob.Results")
-	rc, err := j.results(ctx)
+	defer func() { o.end(err) }()
+	link, err := j.resultsLink(o)(ctx)
 	if err != nil {
-		op.end(err)
-		return nil, err
-	}
-	return op.closing(rc), nil
-}
-
-// results is Results, unobserved.
-func (j *EnrichJob) results(ctx context.Context) (io.ReadCloser, error) {
-	link, err := j.resultsLink(ctx)
-	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if j.double != nil {
-		return j.double.Open(ctx, j.ID)
+		rc, err := j.double.Open(ctx, j.ID)
+		if err != nil {
+			return 0, err
+		}
+		defer rc.Close()
+		if progress != nil {
+			w = &progressWriter{w: w, total: -1, progress: progress}
+		}
+		return io.Copy(w, rc)
 	}
-	return j.client.openDownload(ctx, link, j.resultsLink, -1), nil
+	return o.download(ctx, link, j.resultsLink(o), w, progress)
+}
+
+// begin starts the operation name of a method that reads the job's
+// results, with the call's options. A test double's handle has no client:
+// its operation only carries the settings.
+func (j *EnrichJob) begin(ctx context.Context, name string, opts []Option) (context.Context, *operation, error) {
+	if err := j.ready(); err != nil {
+		return ctx, nil, err
+	}
+	if j.double != nil {
+		cfg, err := waitSettings(nil, name, opts)
+		if err != nil {
+			return ctx, nil, err
+		}
+		return ctx, &operation{name: name, cfg: cfg}, checkCtx(ctx)
+	}
+	return j.client.begin(ctx, name, opts)
 }
 
 // ResultRows streams the job's results file and yields one typed entry a
@@ -86,27 +91,42 @@ func (j *EnrichJob) results(ctx context.Context) (io.ReadCloser, error) {
 // several goroutines are independent; break or a panic in the loop body
 // stops the download and returns with nothing left behind; cancelling ctx
 // ends the sequence at once with an error matching ctx's error and cause.
-func (j *EnrichJob) ResultRows(ctx context.Context) iter.Seq2[EnrichmentResultEntry, error] {
+func (j *EnrichJob) ResultRows(ctx context.Context, opts ...Option) iter.Seq2[EnrichmentResultEntry, error] {
 	if err := checkCtx(ctx); err != nil {
 		return errSeq[EnrichmentResultEntry](err)
 	}
-	return observeSeq(ctx, j.client, "EnrichJob.ResultRows", false, j.resultRows)
-}
-
-// resultRows is ResultRows, unobserved.
-func (j *EnrichJob) resultRows(ctx context.Context) iter.Seq2[EnrichmentResultEntry, error] {
-	ctx = withOperation(ctx, "EnrichJob.ResultRows")
 	return func(yield func(EnrichmentResultEntry, error) bool) {
+		ctx, o, err := j.begin(ctx, "EnrichJob.ResultRows", opts)
+		if err != nil {
+			yield(EnrichmentResultEntry{}, err)
+			return
+		}
+		var rows int64
+		var failed error
+		defer func() {
+			o.watch().update(func(s *Summary) { s.Rows = rows })
+			o.end(failed)
+		}()
 		fail := func(err error) {
 			if cerr := ctxErr(ctx); cerr != nil {
 				err = fmt.Errorf("lendgraph: reading the results of enrichment job %s: %w", j.ID, cerr)
 			}
+			failed = err
 			yield(EnrichmentResultEntry{}, err)
 		}
-		rc, err := j.results(ctx)
+		link, err := j.resultsLink(o)(ctx)
 		if err != nil {
 			fail(err)
 			return
+		}
+		var rc io.ReadCloser
+		if j.double != nil {
+			if rc, err = j.double.Open(ctx, j.ID); err != nil {
+				fail(err)
+				return
+			}
+		} else {
+			rc = o.openDownload(ctx, link, j.resultsLink(o), -1)
 		}
 		defer rc.Close()
 		done := ctx.Done()
@@ -120,6 +140,7 @@ func (j *EnrichJob) resultRows(ctx context.Context) iter.Seq2[EnrichmentResultEn
 				fail(err)
 				return
 			}
+			rows++
 			if !yield(e, nil) {
 				return
 			}
@@ -127,22 +148,32 @@ func (j *EnrichJob) resultRows(ctx context.Context) iter.Seq2[EnrichmentResultEn
 	}
 }
 
-// resultsLink fetches the status (re-signing the link) and returns the
-// newest results link of a completed job.
-func (j *EnrichJob) resultsLink(ctx context.Context) (SignedURL, error) {
-	st, err := j.Status(ctx)
-	if err != nil {
-		return "", err
+// resultsLink returns the function that fetches the status in operation o
+// (re-signing the link) and returns the newest results link of a
+// completed job.
+func (j *EnrichJob) resultsLink(o *operation) linkFunc {
+	return func(ctx context.Context) (SignedURL, error) {
+		var st *EnrichJobStatus
+		var err error
+		if j.double != nil {
+			st, err = j.double.Status(ctx, j.ID)
+		} else {
+			st = new(EnrichJobStatus)
+			err = j.status(ctx, o, st)
+		}
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case st.Status == JobFailed || st.Status == JobCancelled:
+			return "", &JobError{Kind: "enrichment", JobID: j.ID, Status: string(st.Status), Message: st.Error}
+		case st.Status != JobCompleted:
+			return "", fmt.Errorf("lendgraph: enrichment job %s is %s: its results exist once it completed (Wait first)", j.ID, st.Status)
+		case st.ResultsURL == "" && j.double == nil:
+			return "", fmt.Errorf("lendgraph: enrichment job %s completed without a resultsUrl", j.ID)
+		}
+		return st.ResultsURL, nil
 	}
-	switch {
-	case st.Status == JobFailed || st.Status == JobCancelled:
-		return "", &JobError{Kind: "enrichment", JobID: j.ID, Status: string(st.Status), Message: st.Error}
-	case st.Status != JobCompleted:
-		return "", fmt.Errorf("lendgraph: enrichment job %s is %s: its results exist once it completed (Wait first)", j.ID, st.Status)
-	case st.ResultsURL == "" && j.double == nil:
-		return "", fmt.Errorf("lendgraph: enrichment job %s completed without a resultsUrl", j.ID)
-	}
-	return st.ResultsURL, nil
 }
 
 // DecodeEnrichmentResults reads a bulk enrichment results file and yields

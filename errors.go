@@ -68,6 +68,15 @@ var (
 	// Last-Modified than the storage host now sends). Nothing was written
 	// to it; remove PATH.part to download from the start.
 	ErrPartialMismatch = errors.New("lendgraph: the partial download belongs to another file")
+
+	// ErrRetryBudgetExhausted matches the error of a call that failed
+	// without the retry it was due because the client's retry budget was
+	// spent (see WithRetryBudget): the API has been failing for many calls
+	// at once. The error keeps its own type and chain.
+	ErrRetryBudgetExhausted = errors.New("lendgraph: retry budget exhausted")
+	// ErrClientClosed matches the error of a call made after Client.Close.
+	// Nothing was sent.
+	ErrClientClosed = errors.New("lendgraph: client closed")
 )
 
 // maxErrorBody caps how much of an error response is read and kept.
@@ -407,27 +416,6 @@ func (e *RateLimitError) Unwrap() error {
 // Is matches ErrRateLimited, whatever the status.
 func (e *RateLimitError) Is(target error) bool { return e != nil && target == ErrRateLimited }
 
-// refuseWait applies the one rule on server-requested waits (see
-// retry.Policy.Honours) to an answer asking the client to wait d: nil when
-// the client waits that long, otherwise the *RateLimitError the call
-// returns at once.
-func (c *Client) refuseWait(base *APIError, d time.Duration) *RateLimitError {
-	policy := c.retryPolicy()
-	if policy.Honours(d) {
-		return nil
-	}
-	return &RateLimitError{APIError: base, RetryAfter: d, limit: policy.MaxServerWait}
-}
-
-// retryPolicy is the client's retry policy, or the default one for a job
-// handle over a test double, which has no client.
-func (c *Client) retryPolicy() *retry.Policy {
-	if c == nil || c.policy == nil {
-		return retry.New()
-	}
-	return c.policy
-}
-
 // errorBody is the union of the error body shapes in the reference.
 type errorBody struct {
 	Error          string         `json:"error"`
@@ -626,6 +614,11 @@ func (e *DecodeError) Unwrap() error {
 	}
 	return e.Err
 }
+
+// cut reports whether the body ended early or the connection was reset
+// while it was read, as opposed to a body that arrived whole but did not
+// decode.
+func (e *DecodeError) cut() bool { return retry.Interrupted(e.Err) }
 
 // RowError is a file that could not be decoded, and where: a row that is
 // not valid JSON or does not fit T, a truncated or corrupt file, a csv

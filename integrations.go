@@ -11,9 +11,9 @@ import (
 
 // IntegrationsAPI is what c.Integrations offers.
 type IntegrationsAPI interface {
-	PushCRM(ctx context.Context, req *CRMPushRequest) (*CRMPushResponse, error)
-	PushCRMAll(ctx context.Context, req *CRMPushRequest) (*CRMPushResponse, error)
-	CRMStatus(ctx context.Context) (*CRMStatus, error)
+	PushCRM(ctx context.Context, req *CRMPushRequest, opts ...Option) (*CRMPushResponse, error)
+	PushCRMBatched(ctx context.Context, req *CRMPushRequest, opts ...Option) (*CRMPushResponse, error)
+	CRMStatus(ctx context.Context, opts ...Option) (*CRMStatus, error)
 }
 
 var _ IntegrationsAPI = (*IntegrationsService)(nil)
@@ -61,14 +61,14 @@ const PushNotFound PushReason = "not_found"
 type CRMPushRequest struct {
 	Entity CRMEntity `json:"entity"`
 	// IDs are the records to push: 1 to 100 for PushCRM, any number for
-	// PushCRMAll.
+	// PushCRMBatched.
 	IDs    []string  `json:"ids"`
 	Object CRMObject `json:"object"`
 	// DryRun shows what would be written, writing and charging nothing.
 	DryRun bool `json:"dryRun"`
 }
 
-// CRMPushResponse is the outcome of a push. PushCRMAll merges the answers of
+// CRMPushResponse is the outcome of a push. PushCRMBatched merges the answers of
 // its batches into one.
 type CRMPushResponse struct {
 	Billing        CRMBilling      `json:"billing"`
@@ -128,7 +128,7 @@ func (r *CRMPushRequest) validate(maxIDs int) error {
 		return invalidArg("IDs", "name at least one record to push")
 	}
 	if maxIDs > 0 && len(r.IDs) > maxIDs {
-		return invalidArg("IDs", "%d ids; one push takes at most %d: use PushCRMAll to send larger sets in batches", len(r.IDs), maxIDs)
+		return invalidArg("IDs", "%d ids; one push takes at most %d: use PushCRMBatched to send larger sets in batches", len(r.IDs), maxIDs)
 	}
 	seen := make(map[string]int, len(r.IDs))
 	for i, id := range r.IDs {
@@ -153,21 +153,26 @@ func (r *CRMPushRequest) validate(maxIDs int) error {
 // retried). Set DryRun first to see what would be written. A short balance
 // gives *InsufficientCreditsError (402, Balance and Cost); a refused request
 // may give *ValidationError with Code and Details.
-func (s *IntegrationsService) PushCRM(ctx context.Context, req *CRMPushRequest) (*CRMPushResponse, error) {
+func (s *IntegrationsService) PushCRM(ctx context.Context, req *CRMPushRequest, opts ...Option) (_ *CRMPushResponse, err error) {
 	if err := req.validate(MaxPushIDs); err != nil {
 		return nil, err
 	}
-	return s.push(ctx, req)
+	ctx, o, err := s.client.begin(ctx, "Integrations.PushCRM", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { o.end(err) }()
+	return s.push(ctx, o, req)
 }
 
-func (s *IntegrationsService) push(ctx context.Context, req *CRMPushRequest) (_ *CRMPushResponse, err error) {
-	ctx, op := s.client.startOp(ctx, "Integrations.PushCRM")
-	defer func() { op.end(err) }()
-	res, err := call[CRMPushResponse](ctx, s.client, request{op: "Integrations.PushCRM", method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
-	if err == nil {
-		op.charged(res.Billing.Charged)
+// push sends one batch in operation o.
+func (s *IntegrationsService) push(ctx context.Context, o *operation, req *CRMPushRequest) (*CRMPushResponse, error) {
+	res, err := sendFor[CRMPushResponse](ctx, o, request{method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
+	if err != nil {
+		return nil, err
 	}
-	return res, err
+	o.obs.chargedMore(res.Billing.Charged)
+	return res, nil
 }
 
 // outcomeKnown reports whether a failed push certainly wrote nothing (see
@@ -177,30 +182,28 @@ func (s *IntegrationsService) push(ctx context.Context, req *CRMPushRequest) (_ 
 // unknown.
 func outcomeKnown(err error) bool { return !errors.Is(err, ErrOutcomeUnknown) }
 
-// PushCRMAll sends any number of records in batches of 100, in order, and
+// PushCRMBatched sends any number of records in batches of 100, in order, and
 // merges the outcomes (results, summary, charged credits). It stops at the
 // first failed batch and returns the merged outcome so far together with a
 // *PushIncompleteError: at a 402 the batches already written are reported
 // and the rest not sent; a batch whose outcome is unknown (a 5xx or a cut
 // connection) is reported as Unknown and never re-sent.
-func (s *IntegrationsService) PushCRMAll(ctx context.Context, req *CRMPushRequest) (_ *CRMPushResponse, err error) {
+func (s *IntegrationsService) PushCRMBatched(ctx context.Context, req *CRMPushRequest, opts ...Option) (_ *CRMPushResponse, err error) {
 	if err := req.validate(0); err != nil {
 		return nil, err
 	}
-	ctx, op := s.client.startOp(ctx, "Integrations.PushCRMAll")
+	ctx, o, err := s.client.begin(ctx, "Integrations.PushCRMBatched", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { o.end(err) }()
 	var merged *CRMPushResponse
-	defer func() {
-		if err == nil {
-			op.charged(merged.Billing.Charged)
-		}
-		op.end(err)
-	}()
 	merged = &CRMPushResponse{Entity: req.Entity, Object: req.Object, DryRun: req.DryRun}
 	for start := 0; start < len(req.IDs); start += MaxPushIDs {
 		end := min(start+MaxPushIDs, len(req.IDs))
 		batch := *req
 		batch.IDs = req.IDs[start:end]
-		res, err := s.push(ctx, &batch)
+		res, err := s.push(ctx, o, &batch)
 		if err != nil {
 			pe := &PushIncompleteError{Done: merged, NotSent: req.IDs[end:], Err: err}
 			if outcomeKnown(err) {
@@ -252,6 +255,6 @@ type CRMStatus struct {
 // CRMStatus checks whether records can be sent (read-only). The path is not
 // shown by the reference; the SDK follows the API's pattern:
 // GET /v1/integrations/crm/status.
-func (s *IntegrationsService) CRMStatus(ctx context.Context) (*CRMStatus, error) {
-	return call[CRMStatus](ctx, s.client, request{op: "Integrations.CRMStatus", method: http.MethodGet, path: "/v1/integrations/crm/status", kind: retry.Idempotent})
+func (s *IntegrationsService) CRMStatus(ctx context.Context, opts ...Option) (*CRMStatus, error) {
+	return call[CRMStatus](ctx, s.client, "Integrations.CRMStatus", opts, request{method: http.MethodGet, path: "/v1/integrations/crm/status", kind: retry.Idempotent})
 }

@@ -62,32 +62,9 @@ func (u SignedURL) GoString() string { return u.String() }
 // otherwise print the string as it is).
 func (u SignedURL) LogValue() slog.Value { return slog.StringValue(u.String()) }
 
-// WaitOption configures Wait on either job kind.
-type WaitOption func(*waitConfig)
-
-type waitConfig struct {
-	progress any // func(*EnrichJobStatus) or func(*DeliveryStatus)
-	poll     poll.Config
-}
-
-// jobStatus lists the status records WithProgress accepts.
+// jobStatus lists the status records of the two job kinds.
 type jobStatus interface {
 	EnrichJobStatus | DeliveryStatus
-}
-
-// WithProgress calls fn with every status record Wait fetches, the last one
-// included. fn runs on the waiting goroutine; keep it quick.
-func WithProgress[S jobStatus](fn func(*S)) WaitOption {
-	return func(c *waitConfig) { c.progress = fn }
-}
-
-// WithPollInterval sets the first wait between status fetches and the bound
-// it backs off to (defaults: 200ms growing to 1s).
-func WithPollInterval(initial, max time.Duration) WaitOption {
-	return func(c *waitConfig) {
-		c.poll.Initial = initial
-		c.poll.Max = max
-	}
 }
 
 // JobBackend serves the calls of a job handle: its status, its
@@ -97,7 +74,7 @@ func WithPollInterval(initial, max time.Duration) WaitOption {
 // EnrichBulk → Wait → ResultRows or Deliver → Wait → Rows without a server.
 // The handle adds what is the same for every backend: Wait's polling and
 // progress, the terminal-state errors, and decoding the file.
-type JobBackend[S EnrichJobStatus | DeliveryStatus] interface {
+type JobBackend[S jobStatus] interface {
 	// Status returns the job's current status record.
 	Status(ctx context.Context, id string) (*S, error)
 	// Cancel cancels the job and returns its settled status record.
@@ -139,8 +116,10 @@ func jobTypeName(kind string) string {
 // opName names an operation of the job's handle: "DeliveryJob.Status".
 func (j job) opName(method string) string { return jobTypeName(j.kind) + "." + method }
 
-func (j job) status(ctx context.Context, out any) error {
-	_, err := j.client.send(ctx, request{op: j.opName("Status"), method: http.MethodGet, path: j.path, kind: retry.Idempotent}, out)
+// status fetches the job's status record into out, as a request of
+// operation o.
+func (j job) status(ctx context.Context, o *operation, out any) error {
+	_, err := o.send(ctx, request{method: http.MethodGet, path: j.path, kind: retry.Idempotent}, out)
 	return err
 }
 
@@ -148,62 +127,109 @@ func (j job) status(ctx context.Context, out any) error {
 // answers 409 and changes nothing. When that 409 answers a retry (an
 // earlier attempt may have cancelled the job before its answer was lost),
 // the job's status decides: cancelled is the success the caller asked for.
-func (j job) cancel(ctx context.Context, out interface{ jobState() JobState }) error {
-	if err := checkCtx(ctx); err != nil {
-		return err
+func (j job) cancel(ctx context.Context, o *operation, out interface{ jobState() JobState }) error {
+	resp, l, err := o.do(ctx, &request{method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
+	if resp != nil {
+		resp.Body.Close()
 	}
-	actx, sent := countAttempts(ctx)
-	_, err := j.client.send(actx, request{op: j.opName("Cancel"), method: http.MethodDelete, path: j.path, kind: retry.Idempotent}, out)
-	if errors.Is(err, ErrJobFinished) && sent.Load() > 1 {
-		if serr := j.status(ctx, out); serr == nil && out.jobState() == JobCancelled {
+	if errors.Is(err, ErrJobFinished) && l.n > 1 {
+		if serr := j.status(ctx, o, out); serr == nil && out.jobState() == JobCancelled {
 			return nil
 		}
 	}
 	return err
 }
 
+// jobCall runs one request of a job handle as the operation name: over
+// the API, or over the handle's test double (which has no client and no
+// request options to apply).
+func jobCall[S jobStatus](ctx context.Context, j job, double JobBackend[S], name string, opts []Option,
+	api func(ctx context.Context, o *operation, out *S) error, viaDouble func(ctx context.Context, id string) (*S, error)) (*S, error) {
+	if double != nil {
+		if _, err := waitSettings(nil, name, opts); err != nil {
+			return nil, err
+		}
+		return viaDouble(ctx, j.id)
+	}
+	ctx, o, err := j.client.begin(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	var st S
+	err = api(ctx, o, &st)
+	o.end(err)
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// wait is Wait on a job handle: its operation, over the API or over the
+// handle's test double.
+func wait[S jobStatus](ctx context.Context, j job, double JobBackend[S], name string, opts []Option, progress func(*S), state func(*S) (JobState, string)) (*S, error) {
+	if double != nil {
+		cfg, err := waitSettings(nil, name, opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkCtx(ctx); err != nil {
+			return nil, err
+		}
+		return waitFor(ctx, nil, cfg, j.kind, j.id, progress, func(ctx context.Context) (*S, error) { return double.Status(ctx, j.id) }, state)
+	}
+	ctx, o, err := j.client.begin(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := waitIn(ctx, o, j, progress, state)
+	o.end(err)
+	return st, err
+}
+
+// waitIn polls job j in operation o.
+func waitIn[S jobStatus](ctx context.Context, o *operation, j job, progress func(*S), state func(*S) (JobState, string)) (*S, error) {
+	return waitFor(ctx, o, o.cfg, j.kind, j.id, progress, func(ctx context.Context) (*S, error) {
+		var st S
+		if err := j.status(ctx, o, &st); err != nil {
+			return nil, err
+		}
+		return &st, nil
+	}, state)
+}
+
+// waitSettings are the settings of a call on a job handle: its client's
+// with opts, or for a test double's handle (c nil) the defaults with opts.
+func waitSettings(c *Client, name string, opts []Option) (*callConfig, error) {
+	if c != nil {
+		return forCall(&c.defaults, name, opts)
+	}
+	base := defaultCallConfig()
+	return forCall(&base, name, opts)
+}
+
 // waitFor is the polling loop behind every Wait: fetch a status record,
 // show it to the progress callback, stop when state says it is terminal.
 // A throttled fetch (429 that outlasted the pipeline's own retries) is not
 // a failure: the loop waits for the server's Retry-After and polls again,
-// within the client's cap on server-requested waits (WithMaxServerWait);
+// within the call's cap on server-requested waits (WithMaxServerWait);
 // a longer Retry-After ends the wait at once with the *RateLimitError.
-// A state the SDK does not know counts as running.
-func waitFor[S jobStatus](ctx context.Context, c *Client, kind, id string, opts []WaitOption, fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (_ *S, err error) {
-	if err := checkCtx(ctx); err != nil {
-		return nil, err
-	}
-	ctx, op := c.beginOp(ctx, jobTypeName(kind)+".Wait")
+// A state the SDK does not know counts as running. o is the Wait's
+// operation (nil for a test double's handle), cfg its settings.
+func waitFor[S jobStatus](ctx context.Context, o *operation, cfg *callConfig, kind, id string, progress func(*S), fetch func(context.Context) (*S, error), state func(*S) (JobState, string)) (_ *S, err error) {
+	op := o.watch()
 	var last *S
 	defer func() {
 		if err == nil && last != nil {
 			op.chargedBy(kind+" "+id, last)
 		}
-		op.end(err)
 	}()
-	cfg := waitConfig{poll: poll.Default}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	var progress func(*S)
-	if cfg.progress != nil {
-		fn, ok := cfg.progress.(func(*S))
-		if !ok {
-			var zero S
-			return nil, invalidArg("WithProgress", "the callback takes %T, but this %s job reports *%T", cfg.progress, kind, zero)
-		}
-		progress = fn
-	}
-	if cfg.poll.Initial <= 0 || cfg.poll.Max < cfg.poll.Initial {
-		return nil, invalidArg("WithPollInterval", "need 0 < initial <= max, got %s and %s", cfg.poll.Initial, cfg.poll.Max)
-	}
 	var eta poll.ETA
 	err = poll.Until(ctx, cfg.poll, func(ctx context.Context) (bool, poll.Hint, error) {
 		st, err := fetch(ctx)
 		if err != nil {
 			var rl *RateLimitError
 			if errors.As(err, &rl) && ctx.Err() == nil {
-				if refused := c.refuseWait(rl.APIError, rl.RetryAfter); refused != nil {
+				if refused := cfg.refuseWait(rl.APIError, rl.RetryAfter); refused != nil {
 					return false, poll.Hint{}, refused
 				}
 				op.event(Event{Kind: EventServerWait, Reason: "poll throttled", Wait: max(rl.RetryAfter, cfg.poll.Max)})
@@ -278,7 +304,7 @@ func (o *opState) chargedBy(key string, st any) {
 	default:
 		return
 	}
-	if _, seen := o.client.charges.LoadOrStore(key, struct{}{}); !seen {
+	if o.client.charges.first(key) {
 		o.charged(credits)
 	}
 }

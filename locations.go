@@ -12,8 +12,8 @@ import (
 
 // LocationsAPI is what c.Locations offers.
 type LocationsAPI interface {
-	Suggest(ctx context.Context, q string, limit int) ([]LocationSuggestion, error)
-	Retrieve(ctx context.Context, mapID string) (*Location, error)
+	Suggest(ctx context.Context, q string, limit int, opts ...Option) ([]LocationSuggestion, error)
+	Retrieve(ctx context.Context, mapID string, opts ...Option) (*Location, error)
 }
 
 var _ LocationsAPI = (*LocationsService)(nil)
@@ -76,7 +76,7 @@ type Location struct {
 
 // Suggest returns up to limit places matching q (GET /v1/locations/suggest).
 // q must not be empty; limit is 1 to 10, 0 asks for the default of 5.
-func (s *LocationsService) Suggest(ctx context.Context, q string, limit int) ([]LocationSuggestion, error) {
+func (s *LocationsService) Suggest(ctx context.Context, q string, limit int, opts ...Option) ([]LocationSuggestion, error) {
 	if strings.TrimSpace(q) == "" {
 		return nil, invalidArg("q", "must not be empty: type at least one character of a place")
 	}
@@ -87,10 +87,10 @@ func (s *LocationsService) Suggest(ctx context.Context, q string, limit int) ([]
 	if limit > 0 {
 		v.Set("limit", strconv.Itoa(limit))
 	}
-	var out struct {
+	out, err := call[struct {
 		Suggestions []LocationSuggestion `json:"suggestions"`
-	}
-	if _, err := s.client.send(ctx, request{op: "Locations.Suggest", method: http.MethodGet, path: "/v1/locations/suggest", query: v, kind: retry.Idempotent}, &out); err != nil {
+	}](ctx, s.client, "Locations.Suggest", opts, request{method: http.MethodGet, path: "/v1/locations/suggest", query: v, kind: retry.Idempotent})
+	if err != nil {
 		return nil, err
 	}
 	return out.Suggestions, nil
@@ -99,10 +99,10 @@ func (s *LocationsService) Suggest(ctx context.Context, q string, limit int) ([]
 // Retrieve returns the normalized details and coordinates of a suggestion's
 // MapID. The path is not shown by the reference; the SDK follows the API's
 // pattern: GET /v1/locations/retrieve?mapId=...
-func (s *LocationsService) Retrieve(ctx context.Context, mapID string) (*Location, error) {
+func (s *LocationsService) Retrieve(ctx context.Context, mapID string, opts ...Option) (*Location, error) {
 	if mapID == "" {
 		return nil, invalidArg("mapID", "must not be empty: use a suggestion's MapID")
 	}
-	return call[Location](ctx, s.client, request{op: "Locations.Retrieve", method: http.MethodGet, path: "/v1/locations/retrieve",
+	return call[Location](ctx, s.client, "Locations.Retrieve", opts, request{method: http.MethodGet, path: "/v1/locations/retrieve",
 		query: url.Values{"mapId": {mapID}}, kind: retry.Idempotent})
 }

@@ -14,23 +14,6 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
-// MarketAPI is what c.Market offers: market records, their analytics and
-// market movement. A test harness can stub it without a server.
-type MarketAPI interface {
-	ResourceAPI[MarketRecord]
-	AnalyticsAPI
-	MostGained(ctx context.Context, p *MostGainedParams, opts ...MovementOption) (*MostGainedResponse, error)
-}
-
-var _ MarketAPI = (*MarketService)(nil)
-
-// MarketService serves market records, analytics and market movement.
-type MarketService struct {
-	*ResourceService[MarketRecord]
-	*AnalyticsService
-	client *Client
-}
-
 // DateRange is the window of a market movement query. Build one with the
 // constants and helpers below, or pass any string the API accepts (it is
 // checked against the reference's forms before sending).
@@ -98,10 +81,10 @@ const (
 	RankByNet RankBy = "net"
 )
 
-// MostGainedParams narrows and orders a most-gained query. The zero value
+// MostGainedRequest narrows and orders a most-gained query. The zero value
 // asks for the API's defaults (last 12 months, everywhere, ranked by count,
 // 10 rows).
-type MostGainedParams struct {
+type MostGainedRequest struct {
 	// DateRange is the window; empty means DateRangeLast12Months.
 	DateRange DateRange `url:"dateRange,omitempty"`
 	// State is a two-letter state: the loan officer's current NMLS location.
@@ -137,7 +120,7 @@ func isStateCode(s string) bool {
 }
 
 // Validate checks p against the reference's rules.
-func (p *MostGainedParams) Validate() error {
+func (p *MostGainedRequest) Validate() error {
 	if p == nil {
 		return nil
 	}
@@ -217,19 +200,6 @@ type MovementWindow struct {
 	Extra Fields `json:",unknown"`
 }
 
-// MovementOption configures MostGained.
-type MovementOption func(*movementConfig)
-
-type movementConfig struct {
-	onComputing func(retryAfter time.Duration)
-}
-
-// OnComputing calls fn each time the server answers 202 computing, with the
-// delay it asked for before the request is repeated.
-func OnComputing(fn func(retryAfter time.Duration)) MovementOption {
-	return func(c *movementConfig) { c.onComputing = fn }
-}
-
 // computingFallback is the wait when a 202 carries no usable retryAfterMs
 // (or the client's cap on server-requested waits, when that is shorter).
 const computingFallback = time.Second
@@ -249,24 +219,21 @@ type computingBody struct {
 // returns a *RateLimitError carrying it at once. Without a usable
 // retryAfterMs (absent, zero, negative) it waits a second. The parameters
 // are checked before any request.
-func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opts ...MovementOption) (_ *MostGainedResponse, err error) {
-	if err := checkCtx(ctx); err != nil {
+func (s *MarketService) MostGained(ctx context.Context, req *MostGainedRequest, opts ...MostGainedOption) (_ *MostGainedResponse, err error) {
+	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	ctx, op := s.client.startOp(ctx, "Market.MostGained")
-	defer func() { op.end(err) }()
-	if err := p.Validate(); err != nil {
+	plain, progress := splitOptions[MovementProgress](opts)
+	ctx, o, err := s.r.c.begin(ctx, "Market.MostGained", plain)
+	if err != nil {
 		return nil, err
 	}
-	var cfg movementConfig
-	for _, o := range opts {
-		o(&cfg)
-	}
-	req := request{op: "Market.MostGained", method: http.MethodGet, path: "/v1/market/movement/most-gained", query: p, kind: retry.Idempotent}
+	defer func() { o.end(err) }()
+	r := request{method: http.MethodGet, path: "/v1/market/movement/most-gained", query: req, kind: retry.Idempotent}
 	var out *MostGainedResponse
 	err = poll.Until(ctx, poll.Config{Factor: 1}, func(ctx context.Context) (bool, poll.Hint, error) {
 		var raw json.RawMessage
-		status, err := s.client.send(ctx, req, &raw)
+		status, err := o.send(ctx, r, &raw)
 		if err != nil {
 			return false, poll.Hint{}, err
 		}
@@ -275,22 +242,22 @@ func (s *MarketService) MostGained(ctx context.Context, p *MostGainedParams, opt
 		if status == http.StatusAccepted || body.Status == "computing" {
 			wait, ok := retry.FromMillis(body.RetryAfterMS)
 			if !ok {
-				wait = min(computingFallback, s.client.policy.MaxServerWait)
+				wait = min(computingFallback, o.cfg.maxServerWait)
 			}
-			if rl := s.client.refuseWait(&APIError{StatusCode: status, Method: req.method, Path: req.path,
+			if rl := o.cfg.refuseWait(&APIError{StatusCode: status, Method: r.method, Path: r.path,
 				Message: "still computing"}, wait); rl != nil {
 				return false, poll.Hint{}, rl
 			}
-			if cfg.onComputing != nil {
-				cfg.onComputing(wait)
+			if progress != nil {
+				progress(&MovementProgress{RetryAfter: wait})
 			}
-			op.event(Event{Kind: EventServerWait, Reason: "still computing", Wait: wait})
+			o.obs.event(Event{Kind: EventServerWait, Reason: "still computing", Wait: wait})
 			return false, poll.Hint{AtLeast: wait}, nil
 		}
 		var rows MostGainedResponse
 		if err := unmarshal(raw, &rows); err != nil {
-			return false, poll.Hint{}, &DecodeError{Method: req.method, Path: req.path, StatusCode: status,
-				Err: redactError(err, string(*s.client.key))}
+			return false, poll.Hint{}, &DecodeError{Method: r.method, Path: r.path, StatusCode: status,
+				Err: redactError(err, string(*s.r.c.key))}
 		}
 		out = &rows
 		return true, poll.Hint{}, nil

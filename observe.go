@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"iter"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
 // Observer watches what a client does, for tracing and metrics
@@ -191,24 +188,10 @@ type Summary struct {
 	// was lost before the one that answered, which then need not say what
 	// the lost one charged.
 	OutcomeUnknown bool
-	// Shard names the export shard (package export) the operation ran.
-	Shard string
+	// RetryBudgetExhausted reports a request that was not retried because
+	// the client's retry budget was spent (ErrRetryBudgetExhausted).
+	RetryBudgetExhausted bool
 }
-
-// WithObserver makes the client report its operations, attempts and
-// events to o (see Observer). Without it the SDK reports nothing and does
-// no work for it.
-func WithObserver(o Observer) Option {
-	return func(s *settings) {
-		if o == nil {
-			s.invalid = append(s.invalid, invalidArg("WithObserver", "the observer is nil; leave the option out to observe nothing"))
-			return
-		}
-		s.observer = o
-	}
-}
-
-type opKey struct{}
 
 // opState is one observed operation: its scope and its counters.
 type opState struct {
@@ -221,41 +204,16 @@ type opState struct {
 	paged  bool // an iterator over pages: each successful request is a page
 }
 
-// opFrom returns the observed operation of ctx, nil when none.
-func opFrom(ctx context.Context) *opState {
-	o, _ := ctx.Value(opKey{}).(*opState)
-	return o
-}
-
 // startOp begins the operation name when the client has an observer,
 // returning nil otherwise (every method of *opState is a no-op on nil).
-// It always opens a new operation, inside the one ctx carries if any.
+// It opens a new operation, inside the one ctx carries if any (the
+// observer's span in ctx becomes its parent).
 func (c *Client) startOp(ctx context.Context, name string) (context.Context, *opState) {
-	if c == nil || c.observer == nil {
+	if c.observer == nil {
 		return ctx, nil
 	}
 	ctx, obs := c.observer.StartOperation(ctx, name)
-	o := &opState{client: c, obs: obs}
-	return context.WithValue(ctx, opKey{}, o), o
-}
-
-// beginOp names the operation of the requests made with ctx (see
-// withOperation) and opens it when the client is observed (startOp).
-func (c *Client) beginOp(ctx context.Context, name string) (context.Context, *opState) {
-	return c.startOp(withOperation(ctx, name), name)
-}
-
-// joinOp is startOp for a single request: a request made inside an
-// operation of this client (a Wait's polls, a download's link fetches)
-// is part of it, and opens nothing.
-func (c *Client) joinOp(ctx context.Context, name string) (context.Context, *opState) {
-	if c == nil || c.observer == nil {
-		return ctx, nil
-	}
-	if o := opFrom(ctx); o != nil && o.client == c {
-		return ctx, nil
-	}
-	return c.startOp(ctx, name)
+	return ctx, &opState{client: c, obs: obs}
 }
 
 // end ends the operation with err.
@@ -302,9 +260,23 @@ func (o *opState) page() {
 	}
 }
 
+// pagedList marks the operation as a range over pages: each successful
+// request counts a page.
+func (o *opState) pagedList() {
+	if o != nil {
+		o.paged = true
+	}
+}
+
 // charged records the credits an answer says were charged.
 func (o *opState) charged(credits float64) {
 	o.update(func(s *Summary) { s.Credits, s.CreditsKnown = credits, true })
+}
+
+// chargedMore adds credits an answer says were charged to what the
+// operation's earlier requests charged (a batched push).
+func (o *opState) chargedMore(credits float64) {
+	o.update(func(s *Summary) { s.Credits += credits; s.CreditsKnown = true })
 }
 
 // connections records the connections a download uses at once.
@@ -329,32 +301,6 @@ func (o *opState) polled(id string, state JobState) {
 	o.update(func(s *Summary) { s.JobID, s.JobStatus = id, string(state); s.Polls++ })
 }
 
-// observeSeq makes a range over seq one operation named name, counting the
-// rows yielded. With no observer it returns seq itself.
-//
-// For a paged list (paged) each request that succeeds counts a page.
-func observeSeq[T any](ctx context.Context, c *Client, name string, paged bool, seq func(context.Context) iter.Seq2[T, error]) iter.Seq2[T, error] {
-	if c == nil || c.observer == nil {
-		return seq(ctx)
-	}
-	return func(yield func(T, error) bool) {
-		octx, op := c.startOp(ctx, name)
-		op.paged = paged
-		var rows int64
-		var failed error
-		seq(octx)(func(v T, err error) bool {
-			if err != nil {
-				failed = err
-			} else {
-				rows++
-			}
-			return yield(v, err)
-		})
-		op.update(func(s *Summary) { s.Rows = rows })
-		op.end(failed)
-	}
-}
-
 // closing ends the operation when rc is closed.
 func (o *opState) closing(rc io.ReadCloser) io.ReadCloser {
 	if o == nil {
@@ -373,35 +319,6 @@ func (c *opCloser) Close() error {
 	err := c.ReadCloser.Close()
 	c.op.end(nil)
 	return err
-}
-
-type reqKey struct{}
-
-// reqState is where one request goes, for its attempts' descriptions, and
-// the Retry-After its last answer asked for. The attempts themselves are
-// counted by the call's callState.
-type reqState struct {
-	target     Target
-	origin     *url.URL // the host the request was made for
-	template   string
-	mu         sync.Mutex
-	retryAfter time.Duration // asked by the last answer
-}
-
-// trackRequest gives an observed ctx the state of one request: where it
-// goes and, unless ctx has one, a callState counting its attempts.
-func (c *Client) trackRequest(ctx context.Context, target Target, origin *url.URL, path string) context.Context {
-	if opFrom(ctx) == nil {
-		return ctx
-	}
-	rs := &reqState{target: target, origin: origin}
-	if target != TargetStorage {
-		rs.template = strings.TrimRight(origin.EscapedPath(), "/") + urlTemplate(path)
-	}
-	if callStateFrom(ctx) == nil {
-		ctx, _ = trackCall(ctx)
-	}
-	return context.WithValue(ctx, reqKey{}, rs)
 }
 
 // markLost records that an attempt's answer was lost before the one that
@@ -441,94 +358,58 @@ func urlTemplate(path string) string {
 	return strings.Join(segs, "/")
 }
 
-// observeTransport reports every attempt of an observed operation: to the
-// API host (under the key and the rate limiter) and, in the credential-free
-// client, to the search host and storage links. It injects trace context
-// into requests to the API host and the search host only.
-type observeTransport struct {
-	next   http.RoundTripper
-	client *Client
+// attemptScope is one observed hop of an attempt (see send): the
+// observer's attempt and what it will be told when it ends.
+type attemptScope struct {
+	att AttemptObserver
+	res AttemptResult
 }
 
-func (t *observeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	op := opFrom(ctx)
-	if op == nil {
-		return t.next.RoundTrip(req)
+// startAttempt tells the observer that a hop of l's current attempt
+// begins, and injects trace context into req when it goes to the API host
+// or the search host (never a storage link or a host a redirect led to).
+// It returns nil when the operation is not observed.
+func (o *opState) startAttempt(ctx context.Context, l *attemptLoop, req *http.Request, hop Target) *attemptScope {
+	if o == nil {
+		return nil
 	}
-	rs, _ := ctx.Value(reqKey{}).(*reqState)
-	if rs == nil {
-		rs = &reqState{target: TargetAPI, origin: t.client.base}
+	info := AttemptInfo{Target: hop, Method: req.Method, Host: req.URL.Hostname(), Port: portOf(req.URL),
+		Range: req.Header.Get("Range")}
+	if req.Response == nil {
+		info.ResendCount = max(l.n-1, 0) // a redirect is not a resend
 	}
-	info := AttemptInfo{Method: req.Method, Host: req.URL.Hostname(), Target: rs.target}
-	if p, err := strconv.Atoi(req.URL.Port()); err == nil {
-		info.Port = p
-	} else if req.URL.Scheme == "https" {
-		info.Port = 443
-	} else {
-		info.Port = 80
-	}
-	if !sameOriginURL(req.URL, rs.origin) {
-		info.Target = TargetOther // a redirect left the host
-	}
-	if info.Target == TargetAPI || info.Target == TargetSearchHost {
-		info.URLTemplate = rs.template
-	}
-	info.Range = req.Header.Get("Range")
-	// The retry client counted the attempt (beginAttempt) before sending
-	// it; a redirect within it is not an attempt of its own.
-	var retried *Event
-	if st := callStateFrom(ctx); st != nil && req.Response == nil {
-		n, reason, backoff := st.attempt()
-		info.ResendCount = max(n-1, 0)
-		if n > 1 {
-			retried = &Event{Kind: EventRetry, Reason: reason, Wait: backoff}
-			rs.mu.Lock()
-			ra := min(rs.retryAfter, t.client.policy.MaxServerWait)
-			rs.mu.Unlock()
-			if ra > 0 {
-				op.event(Event{Kind: EventServerWait, Reason: "retry-after", Wait: ra})
-			}
-			op.event(*retried)
+	if hop == TargetAPI || hop == TargetSearchHost {
+		base := o.client.base
+		if l.r.host != nil {
+			base = l.r.host
 		}
+		info.URLTemplate = strings.TrimRight(base.EscapedPath(), "/") + urlTemplate(l.r.path)
 	}
-	op.update(func(s *Summary) {
-		s.Attempts++
-		if retried != nil {
-			s.Retries++
-		}
-	})
-	att := op.obs.StartAttempt(ctx, info)
-	if info.Target == TargetAPI || info.Target == TargetSearchHost {
-		req = req.Clone(ctx)
+	o.update(func(s *Summary) { s.Attempts++ })
+	att := o.obs.StartAttempt(ctx, info)
+	if hop == TargetAPI || hop == TargetSearchHost {
 		att.Inject(req.Header)
 	}
-	resp, err := t.next.RoundTrip(req)
-	res := AttemptResult{}
-	if err != nil {
-		res.ErrorType = errorType(err)
-		rs.answered(0)
-		att.End(res)
-		return resp, err
-	}
-	res.StatusCode = resp.StatusCode
-	if resp.StatusCode >= 400 {
-		res.ErrorType = strconv.Itoa(resp.StatusCode)
-	}
-	var ra time.Duration
-	if resp.StatusCode >= 400 {
-		ra, _ = retry.RetryAfter(resp.Header, t.client.now())
-	}
-	rs.answered(ra)
-	resp.Body = &observedBody{rc: resp.Body, att: att, res: res}
-	return resp, nil
+	return &attemptScope{att: att}
 }
 
-// answered records the Retry-After of an attempt's answer (0: none).
-func (rs *reqState) answered(retryAfter time.Duration) {
-	rs.mu.Lock()
-	rs.retryAfter = retryAfter
-	rs.mu.Unlock()
+// end wraps the hop's outcome: the attempt ends when the body is read to
+// its end, fails or is closed, or at once when no answer came.
+func (a *attemptScope) end(resp *http.Response, err error) (*http.Response, error) {
+	if a == nil {
+		return resp, err
+	}
+	if err != nil {
+		a.res.ErrorType = errorType(err)
+		a.att.End(a.res)
+		return resp, err
+	}
+	a.res.StatusCode = resp.StatusCode
+	if resp.StatusCode >= 400 {
+		a.res.ErrorType = strconv.Itoa(resp.StatusCode)
+	}
+	resp.Body = &observedBody{rc: resp.Body, att: a.att, res: a.res}
+	return resp, nil
 }
 
 // observedBody ends its attempt when the body is read to its end, fails or
@@ -578,9 +459,39 @@ func errorType(err error) string {
 	return "_OTHER"
 }
 
-// noteLimiterWait reports a wait for the client's rate limiter.
-func noteLimiterWait(ctx context.Context, d time.Duration) {
-	if d >= time.Millisecond {
-		opFrom(ctx).event(Event{Kind: EventRateLimiterWait, Wait: d})
+
+// chargeLog remembers the jobs whose charge a client reported to its
+// observer: a job is charged once, however many waits see it completed (a
+// Wait, then the Wait inside Download), so each is reported once. It
+// keeps the latest maxChargeLog jobs, so that a long-lived client's record
+// stays bounded; a job waited for again after that many others is
+// reported again.
+type chargeLog struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+	ring []string
+	next int
+}
+
+// maxChargeLog is how many jobs a client's chargeLog remembers.
+const maxChargeLog = 4096
+
+func newChargeLog() *chargeLog { return &chargeLog{seen: map[string]struct{}{}} }
+
+// first reports whether key is new, and records it.
+func (l *chargeLog) first(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.seen[key]; ok {
+		return false
 	}
+	if len(l.ring) < maxChargeLog {
+		l.ring = append(l.ring, key)
+	} else {
+		delete(l.seen, l.ring[l.next])
+		l.ring[l.next] = key
+		l.next = (l.next + 1) % maxChargeLog
+	}
+	l.seen[key] = struct{}{}
+	return true
 }

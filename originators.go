@@ -10,49 +10,6 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
-// OriginatorsAPI is what c.Originators offers.
-type OriginatorsAPI interface {
-	ResourceAPI[Originator]
-	AnalyticsAPI
-	DelivererAPI[Originator]
-	Count(ctx context.Context, req *ListRequest) (*OriginatorCount, error)
-	TitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) (*TitleCompanyPage, error)
-	TitleCompaniesPager(nmlsID string, req *ListRequest) (*Pager[TitleCompanyRow], error)
-	AllTitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[TitleCompanyRow, error]
-}
-
-// CompaniesAPI is what c.Companies offers.
-type CompaniesAPI interface {
-	ResourceAPI[Company]
-	DelivererAPI[Company]
-	Branches(ctx context.Context, nmlsID string, req *ListRequest) (*BranchPage, error)
-	BranchesPager(nmlsID string, req *ListRequest) (*Pager[Branch], error)
-	AllBranches(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[Branch, error]
-	LenderCount(ctx context.Context, req *ListRequest) (*Count, error)
-}
-
-var (
-	_ OriginatorsAPI = (*OriginatorsService)(nil)
-	_ CompaniesAPI   = (*CompaniesService)(nil)
-)
-
-// OriginatorsService serves originators: records, analytics, bulk
-// delivery, counts and breakdowns.
-type OriginatorsService struct {
-	*ResourceService[Originator]
-	*AnalyticsService
-	*DeliveryService[Originator]
-	client *Client
-}
-
-// CompaniesService serves companies: records, bulk delivery, their
-// branches and the lender count.
-type CompaniesService struct {
-	*ResourceService[Company]
-	*DeliveryService[Company]
-	client *Client
-}
-
 // MatchedVia says how a lender filter value was matched. Observed: "id";
 // other values are kept as sent.
 type MatchedVia string
@@ -115,12 +72,12 @@ type LocationNormalization struct {
 
 // Count counts the originators matching req (POST /v1/originators/count).
 // Pagination and sort are not sent: the API ignores them.
-func (s *OriginatorsService) Count(ctx context.Context, req *ListRequest) (*OriginatorCount, error) {
+func (s *OriginatorsService) Count(ctx context.Context, req *ListRequest, opts ...Option) (*OriginatorCount, error) {
 	body, err := countBody(req)
 	if err != nil {
 		return nil, err
 	}
-	return call[OriginatorCount](ctx, s.client, request{op: "Originators.Count", method: http.MethodPost, path: "/v1/originators/count", body: body, kind: retry.Idempotent})
+	return call[OriginatorCount](ctx, s.r.c, "Originators.Count", opts, postList("/v1/originators/count", body))
 }
 
 // TitleCompanyPage is one page of an originator's title-company breakdown.
@@ -200,7 +157,7 @@ func nmlsPath(resource, nmlsID, rest string) (string, error) {
 // recording-date window (req.Period), merged across spellings, ranked.
 // Pages hold at most 100 rows (req.Pagination). The request body is not
 // shown by the reference; the SDK sends the common list request.
-func (s *OriginatorsService) TitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) (*TitleCompanyPage, error) {
+func (s *OriginatorsService) TitleCompanies(ctx context.Context, nmlsID string, req *ListRequest, opts ...Option) (*TitleCompanyPage, error) {
 	path, err := nmlsPath("originators", nmlsID, "/breakdowns/title-companies")
 	if err != nil {
 		return nil, err
@@ -209,29 +166,48 @@ func (s *OriginatorsService) TitleCompanies(ctx context.Context, nmlsID string, 
 	if err != nil {
 		return nil, err
 	}
-	return call[TitleCompanyPage](ctx, s.client, request{op: "Originators.TitleCompanies", method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
+	return call[TitleCompanyPage](ctx, s.r.c, "Originators.TitleCompanies", opts, postList(path, body))
 }
 
-// TitleCompaniesPager returns a pager over every row of the breakdown.
-func (s *OriginatorsService) TitleCompaniesPager(nmlsID string, req *ListRequest) (*Pager[TitleCompanyRow], error) {
-	if _, err := nmlsPath("originators", nmlsID, ""); err != nil {
+// TitleCompaniesPager returns a pager over every row of the breakdown;
+// opts apply to every page.
+func (s *OriginatorsService) TitleCompaniesPager(nmlsID string, req *ListRequest, opts ...Option) (*Pager[TitleCompanyRow], error) {
+	return s.titleCompanies(nmlsID, req, "Originators.TitleCompaniesPager", opts)
+}
+
+func (s *OriginatorsService) titleCompanies(nmlsID string, req *ListRequest, name string, opts []Option) (*Pager[TitleCompanyRow], error) {
+	path, err := nmlsPath("originators", nmlsID, "/breakdowns/title-companies")
+	if err != nil {
 		return nil, err
 	}
-	return listPager(req, func(ctx context.Context, body *ListRequest) ([]TitleCompanyRow, string, error) {
-		p, err := s.TitleCompanies(ctx, nmlsID, body)
-		if err != nil {
-			return nil, "", err
-		}
-		return p.Data, p.Cursor, nil
-	})
+	return subPager(s.r.c, name, opts, req, path, func(p *TitleCompanyPage) ([]TitleCompanyRow, string) { return p.Data, p.Cursor })
 }
 
 // AllTitleCompanies yields every row of the breakdown, following cursors;
 // each range starts again from the first page (see the package's iterator
 // contract).
-func (s *OriginatorsService) AllTitleCompanies(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[TitleCompanyRow, error] {
-	p, err := s.TitleCompaniesPager(nmlsID, req)
-	return observeSeq(ctx, s.client, "Originators.AllTitleCompanies", true, func(ctx context.Context) iter.Seq2[TitleCompanyRow, error] { return pagedAll(ctx, p, err) })
+func (s *OriginatorsService) AllTitleCompanies(ctx context.Context, nmlsID string, req *ListRequest, opts ...Option) iter.Seq2[TitleCompanyRow, error] {
+	p, err := s.titleCompanies(nmlsID, req, "Originators.AllTitleCompanies", opts)
+	return pagedAll(ctx, p, err)
+}
+
+// postList is the POST of a list body to path: a read.
+func postList(path string, body *ListRequest) request {
+	return request{method: http.MethodPost, path: path, body: body, kind: retry.Idempotent}
+}
+
+// subPager is a pager of client c, named name, over the pages of type P
+// that a POST of req to path returns; rows reads a page's rows and the
+// cursor of the next.
+func subPager[P, Row any](c *Client, name string, opts []Option, req *ListRequest, path string, rows func(*P) ([]Row, string)) (*Pager[Row], error) {
+	return listPager(c, name, opts, req, func(ctx context.Context, o *operation, body *ListRequest) ([]Row, string, error) {
+		p, err := sendFor[P](ctx, o, postList(path, body))
+		if err != nil {
+			return nil, "", err
+		}
+		data, next := rows(p)
+		return data, next, nil
+	})
 }
 
 // BranchPage is one page of a company's branches.
@@ -249,7 +225,7 @@ type BranchPage struct {
 // Branches returns one page of the company's branches
 // (POST /v1/companies/{nmlsId}/branches). The request body is not shown by
 // the reference; the SDK sends the common list request.
-func (s *CompaniesService) Branches(ctx context.Context, nmlsID string, req *ListRequest) (*BranchPage, error) {
+func (s *CompaniesService) Branches(ctx context.Context, nmlsID string, req *ListRequest, opts ...Option) (*BranchPage, error) {
 	path, err := nmlsPath("companies", nmlsID, "/branches")
 	if err != nil {
 		return nil, err
@@ -258,39 +234,39 @@ func (s *CompaniesService) Branches(ctx context.Context, nmlsID string, req *Lis
 	if err != nil {
 		return nil, err
 	}
-	return call[BranchPage](ctx, s.client, request{op: "Companies.Branches", method: http.MethodPost, path: path, body: body, kind: retry.Idempotent})
+	return call[BranchPage](ctx, s.r.c, "Companies.Branches", opts, postList(path, body))
 }
 
-// BranchesPager returns a pager over every branch of the company.
-func (s *CompaniesService) BranchesPager(nmlsID string, req *ListRequest) (*Pager[Branch], error) {
-	if _, err := nmlsPath("companies", nmlsID, ""); err != nil {
+// BranchesPager returns a pager over every branch of the company; opts
+// apply to every page.
+func (s *CompaniesService) BranchesPager(nmlsID string, req *ListRequest, opts ...Option) (*Pager[Branch], error) {
+	return s.branches(nmlsID, req, "Companies.BranchesPager", opts)
+}
+
+func (s *CompaniesService) branches(nmlsID string, req *ListRequest, name string, opts []Option) (*Pager[Branch], error) {
+	path, err := nmlsPath("companies", nmlsID, "/branches")
+	if err != nil {
 		return nil, err
 	}
-	return listPager(req, func(ctx context.Context, body *ListRequest) ([]Branch, string, error) {
-		p, err := s.Branches(ctx, nmlsID, body)
-		if err != nil {
-			return nil, "", err
-		}
-		return p.Data, p.Cursor, nil
-	})
+	return subPager(s.r.c, name, opts, req, path, func(p *BranchPage) ([]Branch, string) { return p.Data, p.Cursor })
 }
 
 // AllBranches yields every branch of the company, following cursors; each
 // range starts again from the first page (see the package's iterator
 // contract).
-func (s *CompaniesService) AllBranches(ctx context.Context, nmlsID string, req *ListRequest) iter.Seq2[Branch, error] {
-	p, err := s.BranchesPager(nmlsID, req)
-	return observeSeq(ctx, s.client, "Companies.AllBranches", true, func(ctx context.Context) iter.Seq2[Branch, error] { return pagedAll(ctx, p, err) })
+func (s *CompaniesService) AllBranches(ctx context.Context, nmlsID string, req *ListRequest, opts ...Option) iter.Seq2[Branch, error] {
+	p, err := s.branches(nmlsID, req, "Companies.AllBranches", opts)
+	return pagedAll(ctx, p, err)
 }
 
 // LenderCount returns the exact number of lenders matching req. The path is
 // not shown by the reference; the SDK follows the API's pattern:
 // POST /v1/lenders/count, with the lenders list body (pagination and sort
 // are not sent).
-func (s *CompaniesService) LenderCount(ctx context.Context, req *ListRequest) (*Count, error) {
+func (s *CompaniesService) LenderCount(ctx context.Context, req *ListRequest, opts ...Option) (*Count, error) {
 	body, err := countBody(req)
 	if err != nil {
 		return nil, err
 	}
-	return call[Count](ctx, s.client, request{op: "Companies.LenderCount", method: http.MethodPost, path: "/v1/lenders/count", body: body, kind: retry.Idempotent})
+	return call[Count](ctx, s.r.c, "Companies.LenderCount", opts, postList("/v1/lenders/count", body))
 }

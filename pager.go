@@ -24,7 +24,10 @@ import (
 // (the cursor that fetched the page being read) and start a new pager from
 // it; the page is read again from its first row.
 type Pager[T any] struct {
-	fetch func(ctx context.Context, cursor string) ([]T, string, error)
+	fetch pageFetch[T]
+	// open starts the operation a NextPage call or an All range is (the
+	// SDK's pagers; nil for NewPager's).
+	open func(ctx context.Context) (context.Context, *operation, error)
 
 	mu      sync.Mutex
 	busy    bool   // a NextPage call or an All loop is running
@@ -35,10 +38,23 @@ type Pager[T any] struct {
 	seen    map[string]struct{}
 }
 
+// pageFetch fetches the page cursor names in operation o (nil for a
+// pager of NewPager).
+type pageFetch[T any] func(ctx context.Context, o *operation, cursor string) ([]T, string, error)
+
 // newPager returns a pager whose first page is fetched with start (empty for
-// the beginning of the list).
-func newPager[T any](start string, fetch func(ctx context.Context, cursor string) ([]T, string, error)) *Pager[T] {
-	return &Pager[T]{fetch: fetch, next: start, seen: map[string]struct{}{}}
+// the beginning of the list); open starts the operation of each NextPage
+// call and All range (nil: none).
+func newPager[T any](start string, open func(context.Context) (context.Context, *operation, error), fetch pageFetch[T]) *Pager[T] {
+	return &Pager[T]{fetch: fetch, open: open, next: start, seen: map[string]struct{}{}}
+}
+
+// begin starts the operation of a NextPage call or an All range.
+func (p *Pager[T]) begin(ctx context.Context) (context.Context, *operation, error) {
+	if p.open == nil {
+		return ctx, nil, nil
+	}
+	return p.open(ctx)
 }
 
 // position is where a pager stands: the cursor of the next page to fetch,
@@ -107,7 +123,7 @@ func (p *Pager[T]) release() {
 // NextPage fetches the next page. After the last page More reports false and
 // NextPage returns nil, nil. After an All loop stopped in the middle of a
 // page, NextPage returns that page whole.
-func (p *Pager[T]) NextPage(ctx context.Context) ([]T, error) {
+func (p *Pager[T]) NextPage(ctx context.Context) (_ []T, err error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
@@ -121,7 +137,12 @@ func (p *Pager[T]) NextPage(ctx context.Context) ([]T, error) {
 	if pos.done {
 		return nil, nil
 	}
-	items, next, err := p.fetch(ctx, pos.cursor)
+	ctx, o, err := p.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { o.end(err) }()
+	items, next, err := p.fetch(ctx, o, pos.cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -190,13 +211,32 @@ func (p *Pager[T]) All(ctx context.Context) iter.Seq2[T, error] {
 		if start.done {
 			return
 		}
-		p.walk(ctx, start.cursor, yield)
+		ctx, o, err := p.begin(ctx)
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		o.watch().pagedList()
+		var rows int64
+		var failed error
+		defer func() {
+			o.watch().update(func(s *Summary) { s.Rows = rows })
+			o.end(failed)
+		}()
+		p.walk(ctx, o, start.cursor, func(v T, err error) bool {
+			if err != nil {
+				failed = err
+			} else {
+				rows++
+			}
+			return yield(v, err)
+		})
 	}
 }
 
 // walk yields the rows of the pages from cursor on, prefetching the next
 // page while the current one is yielded.
-func (p *Pager[T]) walk(ctx context.Context, cursor string, yield func(T, error) bool) {
+func (p *Pager[T]) walk(ctx context.Context, o *operation, cursor string, yield func(T, error) bool) {
 	var zero T
 	ctx, cancel := context.WithCancel(ctx)
 	var prefetch chan pageResult[T]
@@ -225,7 +265,7 @@ func (p *Pager[T]) walk(ctx context.Context, cursor string, yield func(T, error)
 			return false
 		}
 	}
-	items, next, err := p.fetch(ctx, cursor)
+	items, next, err := p.fetch(ctx, o, cursor)
 	if err == nil {
 		err = p.advance(cursor, next)
 	}
@@ -239,7 +279,7 @@ func (p *Pager[T]) walk(ctx context.Context, cursor string, yield func(T, error)
 		if next != "" && err == nil {
 			prefetch = make(chan pageResult[T], 1)
 			go func(cursor string) {
-				items, next, err := p.fetch(ctx, cursor)
+				items, next, err := p.fetch(ctx, o, cursor)
 				prefetch <- pageResult[T]{items, next, err}
 			}(next)
 		}
@@ -268,10 +308,34 @@ func (p *Pager[T]) walk(ctx context.Context, cursor string, yield func(T, error)
 	}
 }
 
-// listPager builds a pager over a POST list whose cursor travels in
-// pagination.cursor.
-func listPager[T any](req *ListRequest, page func(ctx context.Context, body *ListRequest) ([]T, string, error)) (*Pager[T], error) {
+// opener returns the function a pager of client c starts its operations
+// with: each is called name and runs with the call's options, checked
+// here, before any request.
+func (c *Client) opener(name string, opts []Option) (func(context.Context) (context.Context, *operation, error), error) {
+	if err := c.ready(context.Background()); err != nil {
+		return nil, err
+	}
+	cfg, err := forCall(&c.defaults, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (context.Context, *operation, error) {
+		if err := c.ready(ctx); err != nil {
+			return ctx, nil, err
+		}
+		ctx, o := c.open(ctx, name, cfg)
+		return ctx, o, nil
+	}, nil
+}
+
+// listPager builds a pager of client c, named name, over a POST list whose
+// cursor travels in pagination.cursor.
+func listPager[T any](c *Client, name string, opts []Option, req *ListRequest, page func(ctx context.Context, o *operation, body *ListRequest) ([]T, string, error)) (*Pager[T], error) {
 	body, err := req.prepared()
+	if err != nil {
+		return nil, err
+	}
+	open, err := c.opener(name, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -279,18 +343,18 @@ func listPager[T any](req *ListRequest, page func(ctx context.Context, body *Lis
 	if body.Pagination != nil {
 		start = body.Pagination.Cursor
 	}
-	return newPager(start, func(ctx context.Context, cursor string) ([]T, string, error) {
+	return newPager(start, open, func(ctx context.Context, o *operation, cursor string) ([]T, string, error) {
 		b := *body
 		p := Pagination{Cursor: cursor}
 		if body.Pagination != nil {
 			p.Size = body.Pagination.Size
 		}
 		b.Pagination = &p
-		return page(ctx, &b)
+		return page(ctx, o, &b)
 	}), nil
 }
 
-// pagedAll is the sequence behind every All* method of a service, over a
+// pagedAll is the sequence behind every All method of a service, over a
 // pager just built (or the error building it, yielded as the only
 // element). Each range walks a pager of its own from p's start, so every
 // range starts from the request's first page and ranges in several
@@ -304,7 +368,7 @@ func pagedAll[T any](ctx context.Context, p *Pager[T], err error) iter.Seq2[T, e
 	}
 	start := p.next
 	return func(yield func(T, error) bool) {
-		newPager(start, p.fetch).All(ctx)(yield)
+		newPager(start, p.open, p.fetch).All(ctx)(yield)
 	}
 }
 
@@ -328,5 +392,7 @@ func NewPager[T any](start string, fetch PageFunc[T]) *Pager[T] {
 	if fetch == nil {
 		panic("lendgraph.NewPager: fetch is nil; pass the function that fetches one page")
 	}
-	return newPager(start, fetch)
+	return newPager(start, nil, func(ctx context.Context, _ *operation, cursor string) ([]T, string, error) {
+		return fetch(ctx, cursor)
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,52 +11,20 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
-// PropertiesQueryAPI is the part of c.Properties that queries property data
-// (search, detail, count, chart, related records); the enrichment and
-// delivery calls have interfaces of their own.
-type PropertiesQueryAPI interface {
-	ResourceAPI[Property]
-	Count(ctx context.Context, req *ListRequest) (*Count, error)
-	Chart(ctx context.Context, req *ChartRequest) (*ChartResponse, error)
-	ChartPager(req *ChartRequest) (*Pager[ChartRow], error)
-	AllChart(ctx context.Context, req *ChartRequest) iter.Seq2[ChartRow, error]
-	Related(ctx context.Context, id string, to RelatedTo, limit int) (*RelatedResponse, error)
-}
-
-var _ PropertiesQueryAPI = (*PropertiesService)(nil)
-
-// PropertiesAPI is everything c.Properties offers: records, counts and
-// charts, enrichment, and bulk delivery.
-type PropertiesAPI interface {
-	PropertiesQueryAPI
-	EnrichmentAPI
-	DelivererAPI[Property]
-}
-
-var _ PropertiesAPI = (*PropertiesService)(nil)
-
-// PropertiesService serves properties: search (List, All), detail, bulk
-// delivery, and the property-only calls (enrichment, count, chart, related
-// records).
-type PropertiesService struct {
-	*ResourceService[Property]
-	*DeliveryService[Property]
-	client *Client
-}
-
 // Count returns the exact number of properties matching req. The path is
 // not shown by the reference; the SDK follows the API's pattern:
 // POST /v1/properties/count with the property search body (pagination and
 // sort are not sent).
-func (s *PropertiesService) Count(ctx context.Context, req *ListRequest) (*Count, error) {
+func (s *PropertiesService) Count(ctx context.Context, req *ListRequest, opts ...Option) (*Count, error) {
 	body, err := countBody(req)
 	if err != nil {
 		return nil, err
 	}
-	return call[Count](ctx, s.client, request{op: "Properties.Count", method: http.MethodPost, path: "/v1/properties/count", body: body, kind: retry.Idempotent})
+	return call[Count](ctx, s.r.c, "Properties.Count", opts, postList("/v1/properties/count", body))
 }
 
-// ChartResponse is one page of a property chart.
+// ChartResponse is one page of a chart (Chart of properties and of the
+// resources with analytics).
 type ChartResponse struct {
 	Completeness ChartCompleteness `json:"completeness"`
 	Data         []ChartRow        `json:"data"`
@@ -111,57 +78,6 @@ type ChartSegment struct {
 	Extra Fields `json:",unknown"`
 }
 
-func (r *ChartRequest) preparedChart() (*ChartRequest, error) {
-	body, err := r.prepared()
-	if err != nil {
-		return nil, err
-	}
-	if body.Slice == "" {
-		return nil, invalidArg("Slice", "must name the field to slice by, e.g. \"city\"")
-	}
-	return body, nil
-}
-
-// Chart returns one page of a property chart
-// (POST /v1/properties/analytics/chart). Slice is required.
-func (s *PropertiesService) Chart(ctx context.Context, req *ChartRequest) (*ChartResponse, error) {
-	body, err := req.preparedChart()
-	if err != nil {
-		return nil, err
-	}
-	return s.chart(ctx, body)
-}
-
-func (s *PropertiesService) chart(ctx context.Context, body *ChartRequest) (*ChartResponse, error) {
-	return call[ChartResponse](ctx, s.client, request{op: "Properties.Chart", method: http.MethodPost, path: "/v1/properties/analytics/chart", body: body, kind: retry.Idempotent})
-}
-
-// ChartPager returns a pager over every slice of the chart, following
-// NextCursor.
-func (s *PropertiesService) ChartPager(req *ChartRequest) (*Pager[ChartRow], error) {
-	body, err := req.preparedChart()
-	if err != nil {
-		return nil, err
-	}
-	return listPager(&body.ListRequest, func(ctx context.Context, lr *ListRequest) ([]ChartRow, string, error) {
-		b := *body
-		b.ListRequest = *lr
-		page, err := s.chart(ctx, &b)
-		if err != nil {
-			return nil, "", err
-		}
-		return page.Data, page.NextCursor, nil
-	})
-}
-
-// AllChart yields every slice of the chart, following NextCursor; each
-// range starts again from the first page (see the package's iterator
-// contract).
-func (s *PropertiesService) AllChart(ctx context.Context, req *ChartRequest) iter.Seq2[ChartRow, error] {
-	p, err := s.ChartPager(req)
-	return observeSeq(ctx, s.client, "Properties.AllChart", true, func(ctx context.Context) iter.Seq2[ChartRow, error] { return pagedAll(ctx, p, err) })
-}
-
 // RelatedTo is the kind of record Related links a property to.
 type RelatedTo string
 
@@ -213,7 +129,7 @@ type RelatedRef struct {
 // Related returns the ids and count of the records of kind to linked to
 // property id (GET /v1/properties/{id}/related). limit is 1 to 200; 0 asks
 // for the default of 25.
-func (s *PropertiesService) Related(ctx context.Context, id string, to RelatedTo, limit int) (*RelatedResponse, error) {
+func (s *PropertiesService) Related(ctx context.Context, id string, to RelatedTo, limit int, opts ...Option) (*RelatedResponse, error) {
 	if id == "" {
 		return nil, invalidArg("id", "must not be empty")
 	}
@@ -229,6 +145,6 @@ func (s *PropertiesService) Related(ctx context.Context, id string, to RelatedTo
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	return call[RelatedResponse](ctx, s.client, request{op: "Properties.Related", method: http.MethodGet,
+	return call[RelatedResponse](ctx, s.r.c, "Properties.Related", opts, request{method: http.MethodGet,
 		path: fmt.Sprintf("/v1/properties/%s/related", url.PathEscape(id)), query: q, kind: retry.Idempotent})
 }

@@ -5,46 +5,159 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/go-querystring/query"
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
-// request is one API call as the services describe it.
+// The request path, in the order a call runs through it:
+//
+//  1. operation (this file): a public method's entry builds the call's
+//     settings once (the client's defaults and the call's options,
+//     forCall), names the operation and opens it for the observer.
+//  2. request (this file): what one HTTP request of the operation is: its
+//     target (the API host, the search host, a signed storage link), its
+//     path, body and retry kind.
+//  3. attemptLoop (attempt.go): go-retryablehttp's loop, the only retry
+//     loop. Its hooks are the loop's own methods: RequestLogHook begins an
+//     attempt, CheckRetry judges it (the retry policy, the retry budget,
+//     the attempt's log line), Backoff picks the wait, the response
+//     handler reads and decodes the body inside the attempt, so that a
+//     body cut mid-read is a failed attempt like a reset connection.
+//  4. the attempt's transport (transport.go): per hop of an attempt (a
+//     redirect is a hop), the call's headers and middleware, the rate
+//     limit and the credential for the API host, the observer's attempt,
+//     the attempt timeout, and the redaction of the answer's headers,
+//     over the client's http.RoundTripper.
+//
+// Nothing travels in the context but what crosses an API boundary: the
+// caller's cancellation and deadline, the observer's trace context, and
+// the operation's name for middleware and a WithHTTPClient transport
+// (OperationFrom).
+
+// operation is one call of a public method, from its entry to its return:
+// the client, its name as the caller called it ("Agents.List"), the
+// call's settings, and what the observer is told.
+type operation struct {
+	c    *Client
+	name string
+	cfg  *callConfig
+	obs  *opState // nil unless the client has an observer
+}
+
+// begin starts the operation name with the call's options: it checks that
+// the client and ctx can be used and that every option applies, and
+// returns the context its requests are made with.
+func (c *Client) begin(ctx context.Context, name string, opts []Option) (context.Context, *operation, error) {
+	if err := c.ready(ctx); err != nil {
+		return ctx, nil, err
+	}
+	cfg, err := forCall(&c.defaults, name, opts)
+	if err != nil {
+		return ctx, nil, err
+	}
+	ctx, o := c.open(ctx, name, cfg)
+	return ctx, o, nil
+}
+
+// open starts the operation name with settings cfg.
+func (c *Client) open(ctx context.Context, name string, cfg *callConfig) (context.Context, *operation) {
+	o := &operation{c: c, name: name, cfg: cfg}
+	ctx = context.WithValue(ctx, operationKey{}, name)
+	ctx, o.obs = c.startOp(ctx, name)
+	return ctx, o
+}
+
+// child starts the operation name inside o, with o's settings: a method
+// that calls another method the caller could call (Download waiting for
+// its job) runs the inner one as an operation of its own.
+func (o *operation) child(ctx context.Context, name string) (context.Context, *operation) {
+	return o.c.open(ctx, name, o.cfg)
+}
+
+// watch is the operation's observed state, nil when it is not observed
+// (or o is nil: a pager of NewPager).
+func (o *operation) watch() *opState {
+	if o == nil {
+		return nil
+	}
+	return o.obs
+}
+
+// end ends the operation with the error the method returns.
+func (o *operation) end(err error) {
+	if o != nil {
+		o.obs.end(err)
+		if o.c != nil {
+			o.c.release()
+		}
+	}
+}
+
+// request is one HTTP request of an operation.
 type request struct {
-	// op names the SDK operation ("Agents.List"): see OperationFrom. It is
-	// what the logs, a middleware and a trace call the request.
-	op     string
 	method string
-	path   string // relative to the base URL, e.g. "/v1/agents"
-	query  any    // a struct for go-querystring, or url.Values
-	body   any    // encoded as JSON when non-nil
-	kind   retry.Kind
+	// path is relative to the API's base URL (or to host), escaped:
+	// ids went through url.PathEscape.
+	path  string
+	query any // a struct for go-querystring, or url.Values
+	body  any // encoded as JSON when non-nil
+	kind  retry.Kind
 	// charges marks a call that is repeated like a read but may debit a
 	// credit (Enrich without Refresh): the pipeline notes whether a lost
 	// attempt may have charged before the answer that arrived.
 	charges bool
-	data    bool       // the answer wraps the result in {"data": ...}
-	host    *otherHost // nil: the API host, with the API key
-	// header, when set, receives the headers of the response decoded
-	// into out (the search token reads the server's Date).
-	header *http.Header
+	data    bool // the answer wraps the result in {"data": ...}
+
+	// host, when set, is the search host: the request goes there with
+	// bearer as its token, never the API key, and its error bodies are
+	// read by parseError.
+	host       *url.URL
+	bearer     string
+	parseError func(status int, h http.Header, body []byte, truncated bool) error
+	// link, when set, is a signed storage link: the whole URL of a
+	// credential-free download (target TargetStorage); its body is the
+	// caller's to read (stream).
+	link SignedURL
+	// header holds headers of the request's own (a download's Range).
+	header http.Header
+	// respHeader, when set, receives the headers of the answer decoded
+	// (the search token reads the server's Date).
+	respHeader *http.Header
 }
 
-// otherHost is a host other than the API's (the search host). Requests to
-// it go through the credential-free client with its own bearer token,
-// never the API key, and its error bodies are read by its own parser.
-type otherHost struct {
-	base       *url.URL
-	bearer     string // sent as "Authorization: Bearer"; redacted from error bodies
-	parseError func(status int, h http.Header, body []byte, truncated bool) error
+// target is the kind of host r goes to.
+func (r *request) target() Target {
+	switch {
+	case r.link != "":
+		return TargetStorage
+	case r.host != nil:
+		return TargetSearchHost
+	}
+	return TargetAPI
+}
+
+// stream reports whether the caller reads the body (a download), rather
+// than the loop reading and decoding it within the attempt.
+func (r *request) stream() bool { return r.link != "" }
+
+// label names r for errors: its method and the path it is sent to.
+func (r *request) wirePath(c *Client) string {
+	if r.link != "" {
+		return r.link.String()
+	}
+	base := c.base
+	if r.host != nil {
+		base = r.host
+	}
+	return strings.TrimRight(base.EscapedPath(), "/") + r.path
 }
 
 // maxResponseBody caps a JSON response read into memory.
@@ -54,232 +167,218 @@ const maxResponseBody = 64 << 20
 // (when out is non-nil). It returns the final status code. A failed call
 // that charges or acts (kind Unrepeatable or Launch) whose request may
 // have reached the server returns an error matching ErrOutcomeUnknown.
-func (c *Client) send(ctx context.Context, r request, out any) (int, error) {
-	if err := c.ready(ctx); err != nil {
-		return 0, err
-	}
-	if o := callOptionsFrom(ctx); o != nil && o.invalid != nil {
-		return 0, o.invalid
-	}
-	ctx = withOperation(ctx, r.op)
-	st := callStateFrom(ctx)
-	if st == nil {
-		ctx, st = trackCall(ctx)
-	}
-	ctx, op := c.joinOp(ctx, r.opLabel())
-	ctx = c.trackRequest(ctx, r.target(), r.origin(c), r.path)
-	var acted *outcome
-	if r.kind == retry.Unrepeatable || r.kind == retry.Launch || r.charges {
-		ctx, acted = trackOutcome(ctx, r.kind)
-	}
-	status, err := c.sendRetrying(ctx, r, out, st)
-	if err != nil && acted != nil && r.kind != retry.Idempotent && acted.mayHaveActed() {
-		err = &outcomeUnknownError{err: err}
+func (o *operation) send(ctx context.Context, r request, out any) (int, error) {
+	resp, l, err := o.do(ctx, &r, out)
+	if resp != nil {
+		resp.Body.Close()
 	}
 	if err == nil {
-		opFrom(ctx).page()
+		o.obs.page()
 	}
-	if st.lostAttempt() {
-		opFrom(ctx).markLost()
+	return l.status, err
+}
+
+// stream runs r, a signed link's GET, through the pipeline and returns the
+// last response, whatever its status, with its body for the caller to read
+// and close: 429, 5xx and transport failures were retried as for a read.
+func (o *operation) stream(ctx context.Context, r request) (*http.Response, error) {
+	resp, _, err := o.do(ctx, &r, nil)
+	return resp, err
+}
+
+// do is the one way a request is sent: it builds the request, runs the
+// retry loop and turns its outcome into the SDK's errors.
+func (o *operation) do(ctx context.Context, r *request, out any) (*http.Response, *attemptLoop, error) {
+	l := &attemptLoop{o: o, r: r, out: out}
+	c := o.c
+	if r.target() == TargetAPI && *c.key == "" {
+		return nil, l, &MissingAPIKeyError{Operation: o.name}
 	}
-	st.report(ctx, OperationFrom(ctx))
+	u, err := r.url(c)
 	if err != nil {
-		if n, _, _ := st.attempt(); n > 1 && c.logger != nil {
-			c.logger.LogAttrs(ctx, slog.LevelWarn, "lendgraph: call failed after retries",
-				slog.String("operation", OperationFrom(ctx)), slog.String("method", r.method),
-				slog.String("path", truncate(r.path, maxQuoted)), slog.Int("attempts", n), slog.String("error", err.Error()))
-		}
+		return nil, l, err
 	}
-	op.end(err)
-	return status, err
-}
-
-// opLabel names r's operation: its op, or for a request no method names
-// (Client.Do) its method and templated path.
-func (r request) opLabel() string {
-	if r.op != "" {
-		return r.op
-	}
-	return r.method + " " + urlTemplate(r.path)
-}
-
-// target is the kind of host r goes to.
-func (r request) target() Target {
-	if r.host != nil {
-		return TargetSearchHost
-	}
-	return TargetAPI
-}
-
-// origin is the base URL r is sent under.
-func (r request) origin(c *Client) *url.URL {
-	if r.host != nil {
-		return r.host.base
-	}
-	return c.base
-}
-
-func (c *Client) sendRetrying(ctx context.Context, r request, out any, st *callState) (int, error) {
-	for attempt := 0; ; attempt++ {
-		status, err := c.sendOnce(ctx, r, out, st)
-		// A body cut mid-way is a transport failure that retryablehttp
-		// never sees (it hands over the response before the body is read):
-		// repeat the calls that may be repeated, within the same limits.
-		var de *DecodeError
-		if err == nil || r.kind != retry.Idempotent || attempt >= c.maxRetries(ctx) ||
-			!errors.As(err, &de) || !retry.Interrupted(de.Err) || !c.policy.Spend() {
-			return status, err
-		}
-		st.retryNext("response body cut")
-		if retry.Wait(ctx, c.policy.Jitter(attempt)) != nil {
-			return status, fmt.Errorf("lendgraph: %s %s: %w", r.method, truncate(r.path, maxQuoted), ctxErr(ctx))
-		}
-		reflect.ValueOf(out).Elem().SetZero() // no half-decoded leftovers
-	}
-}
-
-// maxRetries is the retry limit of a call made with ctx: its own
-// (CallMaxRetries) or the client's.
-func (c *Client) maxRetries(ctx context.Context) int {
-	if o := callOptionsFrom(ctx); o != nil && o.maxRetries != nil {
-		return *o.maxRetries
-	}
-	return c.policy.MaxRetries
-}
-
-// lenientDecoding reports whether a call made with ctx decodes leniently.
-func (c *Client) lenientDecoding(ctx context.Context) bool {
-	if o := callOptionsFrom(ctx); o != nil && o.lenient != nil {
-		return *o.lenient
-	}
-	return c.lenient
-}
-
-func (c *Client) sendOnce(ctx context.Context, r request, out any, st *callState) (int, error) {
-	resp, err := c.open(ctx, r)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	st.answered(resp.StatusCode, resp.Header)
-	if r.header != nil {
-		*r.header = resp.Header
-	}
-	if out == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
-		return resp.StatusCode, nil
-	}
-	if err := decodeBody(resp.Body, out, maxResponseBody, c.lenientDecoding(ctx)); err != nil {
-		if cerr := ctxErr(ctx); cerr != nil {
-			return resp.StatusCode, fmt.Errorf("lendgraph: %s %s: %w", r.method, r.path, cerr)
-		}
-		// The headers are redacted already (redactTransport); the decoder's
-		// message may quote the body.
-		return resp.StatusCode, &DecodeError{Method: r.method, Path: c.wirePath(r), StatusCode: resp.StatusCode,
-			ContentType: resp.Header.Get("Content-Type"), RequestID: resp.Header.Get("X-Request-Id"),
-			Err: redactError(attemptTimeout(err), string(*c.key))}
-	}
-	return resp.StatusCode, nil
-}
-
-// open runs r through the pipeline and returns a 2xx response whose body
-// the caller reads and closes. Non-2xx responses become typed errors.
-func (c *Client) open(ctx context.Context, r request) (*http.Response, error) {
-	if err := c.ready(ctx); err != nil {
-		return nil, err
-	}
-	if o := callOptionsFrom(ctx); o != nil && o.invalid != nil {
-		return nil, o.invalid
-	}
-	ctx = withOperation(ctx, r.op)
-	base, hc := c.base, c.api
-	if r.host != nil {
-		base, hc = r.host.base, c.plain
-	} else if *c.key == "" {
-		return nil, &MissingAPIKeyError{Operation: OperationFrom(ctx)}
-	}
-	u, err := joinURL(base, r.path, r.query)
-	if err != nil {
-		return nil, err
-	}
+	l.url = u
 	var body any
 	if r.body != nil {
 		b, err := marshal(r.body)
 		if err != nil {
 			// Only what the caller put in the request can fail to encode
 			// (a filter value such as a channel, a func or a NaN).
-			return nil, &InvalidArgumentError{Arg: "request body", Problem: fmt.Sprintf("cannot be encoded as JSON for %s %s: %v", r.method, r.path, err)}
+			return nil, l, &InvalidArgumentError{Arg: "request body", Problem: fmt.Sprintf("cannot be encoded as JSON for %s %s: %v", r.method, truncate(r.path, maxQuoted), err)}
 		}
 		body = b
 	}
-	req, err := retryablehttp.NewRequestWithContext(retry.WithCall(ctx, r.kind, c.maxRetries(ctx)), r.method, u, body)
+	req, err := retryablehttp.NewRequestWithContext(ctx, r.method, u, body)
 	if err != nil {
-		return nil, fmt.Errorf("lendgraph: building %s %s: %w", r.method, r.path, err)
+		return nil, l, fmt.Errorf("lendgraph: building %s %s: %w", r.method, truncate(r.wirePath(c), maxQuoted), redactError(err))
 	}
-	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
+	if r.stream() {
+		// Ask for the stored bytes as they are: offsets for Range then
+		// count the same bytes, and a gzip file stays gzip (Go's transport
+		// would otherwise ask for gzip and silently decode it).
+		req.Header.Set("Accept-Encoding", "identity")
+	} else {
+		req.Header.Set("Accept", "application/json")
+		req.SetResponseHandler(l.handle)
+	}
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	secrets := []string{string(*c.key)}
-	if r.host != nil {
-		req.Header.Set("Authorization", "Bearer "+r.host.bearer)
-		secrets = append(secrets, r.host.bearer)
+	for name, vs := range r.header {
+		req.Header[name] = vs
 	}
-	resp, err := hc.Do(req)
+	l.secrets = []string{string(*c.key)}
+	if r.bearer != "" {
+		l.secrets = append(l.secrets, r.bearer)
+	}
+	resp, err := l.run(req)
+	l.report(ctx)
 	if err != nil {
-		if resp != nil {
-			resp.Body.Close()
-		}
-		if cerr := ctxErr(ctx); cerr != nil {
-			return nil, fmt.Errorf("lendgraph: %s %s: %w", r.method, truncate(r.path, maxQuoted), cerr)
-		}
-		var refused *ClientRateLimitError
-		if errors.As(err, &refused) {
-			refused.Method, refused.Path = r.method, c.wirePath(r)
-			refused.Deadline, _ = ctx.Deadline()
-			return nil, refused
-		}
-		return nil, &TransportError{Method: r.method, Path: c.wirePath(r), Err: redactError(attemptTimeout(err), secrets...)}
+		err = l.fail(ctx, err)
+		return nil, l, err
 	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		if st := callStateFrom(ctx); st != nil {
-			st.answered(resp.StatusCode, resp.Header)
-		}
-		b, truncated := readCapped(resp.Body, maxErrorBody)
-		// A server echoing the key back ("invalid key lg_...") must not
-		// put it in an error text (its headers are redacted already).
-		b = []byte(redact(string(b), secrets...))
-		var err error
-		if r.host != nil {
-			err = r.host.parseError(resp.StatusCode, resp.Header, b, truncated)
-		} else {
-			err = parseError(r.method, c.wirePath(r), resp.StatusCode, resp.Header, b, truncated, c.now())
-		}
-		if d, ok := retry.RetryAfter(resp.Header, c.now()); ok {
-			// An answer asking for longer than the client waits was not
-			// retried: say so, whatever its status.
-			var base *APIError
-			if errors.As(err, &base) {
-				if rl := c.refuseWait(base, d); rl != nil {
-					return nil, rl
-				}
-			}
-		}
-		return nil, err
-	}
-	return resp, nil
+	return resp, l, nil
 }
 
-// wirePath is the path r is sent to, as errors name it: the base URL's
-// path prefix (a gateway's "/gw") and r's path, without the query.
-func (c *Client) wirePath(r request) string {
+// url is r's address: its path and query joined to the API's base URL or
+// the search host's, or its link.
+func (r *request) url(c *Client) (string, error) {
+	if r.link != "" {
+		if err := c.checkLinkString("results link", r.link.Reveal()); err != nil {
+			return "", err
+		}
+		return r.link.Reveal(), nil
+	}
 	base := c.base
 	if r.host != nil {
-		base = r.host.base
+		base = r.host
 	}
-	return strings.TrimRight(base.EscapedPath(), "/") + r.path
+	return joinURL(base, r.path, r.query)
+}
+
+// fail turns the loop's error into the error the call returns.
+func (l *attemptLoop) fail(ctx context.Context, err error) error {
+	o, r := l.o, l.r
+	c := o.c
+	if cerr := ctxErr(ctx); cerr != nil {
+		err = fmt.Errorf("lendgraph: %s %s: %w", r.method, truncate(r.wirePath(c), maxQuoted), cerr)
+	} else if !l.answered {
+		// No answer came: the connection, a refused redirect or the
+		// client's rate limit.
+		var refused *ClientRateLimitError
+		switch {
+		case errors.As(err, &refused):
+			refused.Method, refused.Path = r.method, r.wirePath(c)
+			refused.Deadline, _ = ctx.Deadline()
+			err = refused
+		default:
+			err = &TransportError{Method: r.method, Path: r.wirePath(c), Err: redactError(attemptTimeout(unwrapURLError(err)), l.secrets...)}
+		}
+	}
+	if l.budgetSpent {
+		err = &budgetError{err: err}
+	}
+	if r.kind != retry.Idempotent && l.acted {
+		err = &outcomeUnknownError{err: err}
+	}
+	if c.logger != nil && (l.n > 1 || l.budgetSpent || errors.Is(err, ErrOutcomeUnknown)) {
+		c.logFailure(ctx, l, err)
+	}
+	return err
+}
+
+// unwrapURLError drops net/http's *url.Error wrapper, whose message
+// repeats the whole URL: the SDK's error names the method and path once,
+// cut to a bounded length, so that a long path never pushes the cause
+// ("connection refused") out of the message.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err
+	}
+	return err
+}
+
+// budgetError is the error of a call that was not retried because the
+// client's retry budget was spent (see ErrRetryBudgetExhausted).
+type budgetError struct{ err error }
+
+func (e *budgetError) Error() string {
+	return e.err.Error() + " (not retried: the client's retry budget is spent; see WithRetryBudget)"
+}
+
+func (e *budgetError) Unwrap() []error { return []error{e.err, ErrRetryBudgetExhausted} }
+
+// ResponseMeta is what an API response said besides its body: filled by a
+// call made with WithResponseInto. The SDK's calls return the decoded
+// record only (most callers want nothing more), so the metadata is
+// opt-in, as in openai-go, rather than a second return value as
+// go-github's *Response.
+//
+// A call writes it when it returns, whether it succeeded or failed with an
+// answer from the server (an *APIError carries the same request id). An
+// iterator or a Wait writes it after each request: when the loop is over
+// it holds the last page's or the last poll's. Read it after the call
+// returns; one ResponseMeta serves one call at a time.
+type ResponseMeta struct {
+	// Operation names the SDK method that made the request, such as
+	// "Agents.List" (see OperationFrom).
+	Operation string
+	// StatusCode is the HTTP status of the last response; 0 when none came.
+	StatusCode int
+	// RequestID is the server's X-Request-Id; quote it to support.
+	RequestID string
+	// Header holds the last response's headers (redacted like every
+	// header the SDK reads), rate-limit headers included.
+	Header http.Header
+	// Attempts is how many attempts the request took, retries included
+	// (1 when it was not retried).
+	Attempts int
+	// EarlierAttemptOutcomeUnknown reports that an attempt before the
+	// last one may have reached the server and been acted on although its
+	// answer was lost: for a call that charges (Enrich), the answer of the
+	// last attempt may say nothing was charged while the lost one did.
+	EarlierAttemptOutcomeUnknown bool
+}
+
+// RateLimit returns the server's rate-limit headers as sent: the limit,
+// what is left, and when the window resets ("" when absent). It reads
+// X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset, and each
+// one's IETF draft name (RateLimit-Limit, RateLimit-Remaining,
+// RateLimit-Reset) when the X- one is absent; the reference shows none, so
+// any other shape is in Header.
+func (m *ResponseMeta) RateLimit() (limit, remaining, reset string) {
+	if m == nil || m.Header == nil {
+		return "", "", ""
+	}
+	get := func(name string) string {
+		if v := m.Header.Get("X-RateLimit-" + name); v != "" {
+			return v
+		}
+		return m.Header.Get("RateLimit-" + name)
+	}
+	return get("Limit"), get("Remaining"), get("Reset")
+}
+
+// report writes what the request's last answer said to the call's
+// ResponseMeta, if it asked for one, and tells the observer about an
+// attempt whose answer was lost.
+func (l *attemptLoop) report(ctx context.Context) {
+	if l.lost {
+		l.o.obs.markLost()
+	}
+	m := l.o.cfg.meta
+	if m == nil {
+		return
+	}
+	meta := ResponseMeta{Operation: l.o.name, StatusCode: l.status, Header: l.header, Attempts: l.n,
+		EarlierAttemptOutcomeUnknown: l.lost}
+	meta.RequestID = l.header.Get("X-Request-Id")
+	l.o.cfg.metaMu.Lock()
+	*m = meta
+	l.o.cfg.metaMu.Unlock()
 }
 
 // joinURL joins path and the encoded query to base.
@@ -298,7 +397,7 @@ func joinURL(base *url.URL, path string, q any) (string, error) {
 	u.RawPath = strings.TrimRight(base.EscapedPath(), "/") + path
 	p, err := url.PathUnescape(u.RawPath)
 	if err != nil {
-		return "", fmt.Errorf("lendgraph: path %q is not escaped correctly: %w", path, err)
+		return "", fmt.Errorf("lendgraph: path %q is not escaped correctly: %w", truncate(path, maxQuoted), err)
 	}
 	u.Path = p
 	if q != nil {
@@ -312,7 +411,7 @@ func joinURL(base *url.URL, path string, q any) (string, error) {
 				break
 			}
 			if vals, err = query.Values(q); err != nil {
-				return "", fmt.Errorf("lendgraph: encoding query for %s: %w", path, err)
+				return "", fmt.Errorf("lendgraph: encoding query for %s: %w", truncate(path, maxQuoted), err)
 			}
 		}
 		u.RawQuery = vals.Encode()
@@ -357,28 +456,30 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// decodeBody decodes exactly one JSON value from r into out, refusing bodies
-// over limit bytes and anything but whitespace after the value; lenient
-// sets aside record members of the wrong type (WithLenientDecoding).
-func decodeBody(r io.Reader, out any, limit int64, lenient bool) error {
-	lr := &io.LimitedReader{R: r, N: limit + 1}
-	if err := unmarshalReadMode(lr, out, lenient); err != nil {
-		if lr.N <= 0 {
-			return fmt.Errorf("response body larger than %d bytes", limit)
-		}
-		return err
+// unmarshalMode decodes b into out, leniently or strictly
+// (WithLenientDecoding).
+func unmarshalMode(b []byte, out any, lenient bool) error {
+	if lenient {
+		return jsonv2.Unmarshal(b, out, lenientJSONOptions)
 	}
-	return nil
+	return unmarshal(b, out)
 }
 
 // Do sends an arbitrary request to the API, for endpoints the SDK does not
 // wrap yet. path is relative to the base URL (e.g. "/v1/something"), body is
 // encoded as JSON when non-nil, and a 2xx JSON response is decoded into out
 // when out is non-nil. GET, HEAD, PUT, DELETE and OPTIONS are retried like
-// reads; other methods only when the server certainly did not act.
-func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+// reads; other methods only when the server certainly did not act. Its
+// operation is named "Client.Do".
+func (c *Client) Do(ctx context.Context, method, path string, body, out any, opts ...Option) error {
+	ctx, o, err := c.begin(ctx, "Client.Do", opts)
+	if err != nil {
+		return err
+	}
 	if !strings.HasPrefix(path, "/") {
-		return invalidArg("path", "%q must start with / and be relative to the base URL", path)
+		err = invalidArg("path", "%q must start with / and be relative to the base URL", truncate(path, maxQuoted))
+		o.end(err)
+		return err
 	}
 	kind := retry.Unrepeatable
 	switch method {
@@ -386,35 +487,47 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 		kind = retry.Idempotent
 	}
 	p, q, _ := strings.Cut(path, "?")
-	var vals url.Values
-	if q != "" {
-		var err error
-		if vals, err = url.ParseQuery(q); err != nil {
-			return invalidArg("path", "query string: %v", err)
-		}
-	}
 	var qa any
-	if vals != nil {
+	if q != "" {
+		vals, perr := url.ParseQuery(q)
+		if perr != nil {
+			err = invalidArg("path", "query string: %v", perr)
+			o.end(err)
+			return err
+		}
 		qa = vals
 	}
-	_, err := c.send(ctx, request{op: "Client.Do", method: method, path: p, query: qa, body: body, kind: kind}, out)
+	_, err = o.send(ctx, request{method: method, path: p, query: qa, body: body, kind: kind}, out)
+	o.end(err)
 	return err
 }
 
-// call runs r through the pipeline and returns the decoded answer: its
+// call runs one request as the whole operation name and returns the
+// decoded answer: its data member when r.data is set.
+func call[T any](ctx context.Context, c *Client, name string, opts []Option, r request) (*T, error) {
+	ctx, o, err := c.begin(ctx, name, opts)
+	if err != nil {
+		return nil, err
+	}
+	out, err := sendFor[T](ctx, o, r)
+	o.end(err)
+	return out, err
+}
+
+// sendFor sends r in operation o and returns the decoded answer: its
 // data member when r.data is set.
-func call[T any](ctx context.Context, c *Client, r request) (*T, error) {
+func sendFor[T any](ctx context.Context, o *operation, r request) (*T, error) {
 	if r.data {
 		var env struct {
 			Data T `json:"data"`
 		}
-		if _, err := c.send(ctx, r, &env); err != nil {
+		if _, err := o.send(ctx, r, &env); err != nil {
 			return nil, err
 		}
 		return &env.Data, nil
 	}
 	var out T
-	if _, err := c.send(ctx, r, &out); err != nil {
+	if _, err := o.send(ctx, r, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -9,32 +9,19 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
+//go:generate go run ./internal/gen/services
+
 // MaxPageSize is the largest page the API serves.
 const MaxPageSize = 100
 
-// ResourceAPI is what every resource service offers: the interface a test
-// harness stubs instead of starting a server.
+// ResourceAPI is what every resource service offers (List, All, Pager,
+// Get), for code generic over resources; each service's own interface
+// (AgentsAPI, ...) lists all of its methods.
 type ResourceAPI[T any] interface {
-	List(ctx context.Context, req *ListRequest) (*Page[T], error)
-	All(ctx context.Context, req *ListRequest) iter.Seq2[T, error]
-	Pager(req *ListRequest) (*Pager[T], error)
-	Get(ctx context.Context, id string) (*T, error)
-}
-
-var _ ResourceAPI[Agent] = (*ResourceService[Agent])(nil)
-
-// ResourceService serves what every resource offers: list pages, iterate
-// every match, fetch one complete record. Each resource's service embeds
-// one, and embeds AnalyticsService and DeliveryService only where the API
-// offers analytics and bulk delivery on that resource, so a call the API
-// does not have does not compile.
-type ResourceService[T any] struct {
-	client *Client
-	name   string // the path segment: "agents"
-}
-
-func newResource[T any](c *Client, name string) *ResourceService[T] {
-	return &ResourceService[T]{client: c, name: name}
+	List(ctx context.Context, req *ListRequest, opts ...Option) (*Page[T], error)
+	All(ctx context.Context, req *ListRequest, opts ...Option) iter.Seq2[T, error]
+	Pager(req *ListRequest, opts ...Option) (*Pager[T], error)
+	Get(ctx context.Context, id string, opts ...Option) (*T, error)
 }
 
 // Page is one page of a list.
@@ -47,25 +34,38 @@ type Page[T any] struct {
 	Cursor string `json:"cursor"`
 }
 
-// List returns one page of records matching req (nil lists everything).
-// Set req.Pagination.Cursor to continue from a previous page.
-func (s *ResourceService[T]) List(ctx context.Context, req *ListRequest) (*Page[T], error) {
+// resource is the machinery behind every resource service: its methods
+// are the services' methods (services_gen.go), once for every resource.
+type resource[T any] struct {
+	c    *Client
+	path string // the path segment: "agents"
+	name string // the service's name in operation names: "Agents"
+}
+
+func newResource[T any](c *Client, path, name string) resource[T] {
+	return resource[T]{c: c, path: path, name: name}
+}
+
+// op names an operation of the service: "Agents.List".
+func (r resource[T]) op(method string) string { return r.name + "." + method }
+
+func (r resource[T]) list(ctx context.Context, req *ListRequest, opts []Option) (*Page[T], error) {
 	body, err := req.prepared()
 	if err != nil {
 		return nil, err
 	}
-	return s.list(ctx, body)
+	return call[Page[T]](ctx, r.c, r.op("List"), opts, r.listRequest(body))
 }
 
-func (s *ResourceService[T]) list(ctx context.Context, body *ListRequest) (*Page[T], error) {
-	return call[Page[T]](ctx, s.client, request{op: opName(s.name, "List"), method: http.MethodPost, path: "/v1/" + s.name, body: body, kind: retry.Idempotent})
+func (r resource[T]) listRequest(body *ListRequest) request {
+	return request{method: http.MethodPost, path: "/v1/" + r.path, body: body, kind: retry.Idempotent}
 }
 
-// Pager returns a pager over every record matching req, starting at
-// req.Pagination.Cursor when set.
-func (s *ResourceService[T]) Pager(req *ListRequest) (*Pager[T], error) {
-	return listPager(req, func(ctx context.Context, body *ListRequest) ([]T, string, error) {
-		page, err := s.list(ctx, body)
+// pager is Pager, whose operations are called name ("Agents.Pager", or
+// "Agents.All" for the pager behind All).
+func (r resource[T]) pager(req *ListRequest, name string, opts []Option) (*Pager[T], error) {
+	return listPager(r.c, name, opts, req, func(ctx context.Context, o *operation, body *ListRequest) ([]T, string, error) {
+		page, err := sendFor[Page[T]](ctx, o, r.listRequest(body))
 		if err != nil {
 			return nil, "", err
 		}
@@ -73,68 +73,80 @@ func (s *ResourceService[T]) Pager(req *ListRequest) (*Pager[T], error) {
 	})
 }
 
-// All yields every record matching req, following cursors until the server
-// returns none. The sequence follows the package's iterator contract:
-// every range starts again from req's first page (or its
-// Pagination.Cursor), ranges in several goroutines are independent, and
-// break, a panic or a cancelled ctx stop it at once with nothing left
-// behind. Use Pager to keep track of the cursor for resuming in another
-// process.
-func (s *ResourceService[T]) All(ctx context.Context, req *ListRequest) iter.Seq2[T, error] {
-	p, err := s.Pager(req)
-	return observeSeq(ctx, s.client, opName(s.name, "All"), true, func(ctx context.Context) iter.Seq2[T, error] { return pagedAll(ctx, p, err) })
+func (r resource[T]) all(ctx context.Context, req *ListRequest, opts []Option) iter.Seq2[T, error] {
+	p, err := r.pager(req, r.op("All"), opts)
+	return pagedAll(ctx, p, err)
 }
 
-// Get returns the complete record with nested data.
-func (s *ResourceService[T]) Get(ctx context.Context, id string) (*T, error) {
+func (r resource[T]) get(ctx context.Context, id string, opts []Option) (*T, error) {
 	if id == "" {
 		return nil, invalidArg("id", "must not be empty")
 	}
-	return call[T](ctx, s.client, request{op: opName(s.name, "Get"), method: http.MethodGet, path: "/v1/" + s.name + "/" + url.PathEscape(id), kind: retry.Idempotent})
+	return call[T](ctx, r.c, r.op("Get"), opts, request{method: http.MethodGet, path: "/v1/" + r.path + "/" + url.PathEscape(id), kind: retry.Idempotent})
 }
 
-// LoansAPI is what c.Loans offers.
-type LoansAPI interface {
-	ResourceAPI[Loan]
-	AnalyticsAPI
-	DelivererAPI[Loan]
+// analytics posts an analytics query (POST /v1/<resource>/analytics/<kind>).
+// It is a read: safe to retry.
+func (r resource[T]) analytics(ctx context.Context, method, kind string, req *ListRequest, opts []Option) (*AnalyticsResult, error) {
+	body, err := req.prepared()
+	if err != nil {
+		return nil, err
+	}
+	ctx, o, err := r.c.begin(ctx, r.op(method), opts)
+	if err != nil {
+		return nil, err
+	}
+	var out AnalyticsResult
+	_, err = o.send(ctx, request{method: http.MethodPost, path: "/v1/" + r.path + "/analytics/" + kind, body: body, kind: retry.Idempotent}, &out.Raw)
+	o.end(err)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
-// LoansService serves loans: records, analytics and bulk delivery.
-type LoansService struct {
-	*ResourceService[Loan]
-	*AnalyticsService
-	*DeliveryService[Loan]
+func (r resource[T]) chartRequest(body *ChartRequest) request {
+	return request{method: http.MethodPost, path: "/v1/" + r.path + "/analytics/chart", body: body, kind: retry.Idempotent}
 }
 
-// BranchesAPI is what c.Branches offers.
-type BranchesAPI interface {
-	ResourceAPI[Branch]
-	DelivererAPI[Branch]
+func (r resource[T]) chart(ctx context.Context, req *ChartRequest, opts []Option) (*ChartResponse, error) {
+	body, err := r.preparedChart(req)
+	if err != nil {
+		return nil, err
+	}
+	return call[ChartResponse](ctx, r.c, r.op("Chart"), opts, r.chartRequest(body))
 }
 
-// BranchesService serves branches: records and bulk delivery (the API has
-// no branch analytics).
-type BranchesService struct {
-	*ResourceService[Branch]
-	*DeliveryService[Branch]
+// preparedChart checks a chart request: a property chart must name its
+// slice, which the other resources' charts may leave to the server.
+func (r resource[T]) preparedChart(req *ChartRequest) (*ChartRequest, error) {
+	body, err := req.prepared()
+	if err != nil {
+		return nil, err
+	}
+	if r.path == "properties" && body.Slice == "" {
+		return nil, invalidArg("Slice", "must name the field to slice by, e.g. \"city\"")
+	}
+	return body, nil
 }
 
-// SalesAPI is what c.Sales offers.
-type SalesAPI interface {
-	ResourceAPI[Sale]
-	AnalyticsAPI
+func (r resource[T]) chartPager(req *ChartRequest, name string, opts []Option) (*Pager[ChartRow], error) {
+	body, err := r.preparedChart(req)
+	if err != nil {
+		return nil, err
+	}
+	return listPager(r.c, name, opts, &body.ListRequest, func(ctx context.Context, o *operation, lr *ListRequest) ([]ChartRow, string, error) {
+		b := *body
+		b.ListRequest = *lr
+		page, err := sendFor[ChartResponse](ctx, o, r.chartRequest(&b))
+		if err != nil {
+			return nil, "", err
+		}
+		return page.Data, page.NextCursor, nil
+	})
 }
 
-// SalesService serves sales: records and analytics (the API has no bulk
-// delivery of sales).
-type SalesService struct {
-	*ResourceService[Sale]
-	*AnalyticsService
+func (r resource[T]) allChart(ctx context.Context, req *ChartRequest, opts []Option) iter.Seq2[ChartRow, error] {
+	p, err := r.chartPager(req, r.op("AllChart"), opts)
+	return pagedAll(ctx, p, err)
 }
-
-var (
-	_ LoansAPI    = (*LoansService)(nil)
-	_ BranchesAPI = (*BranchesService)(nil)
-	_ SalesAPI    = (*SalesService)(nil)
-)

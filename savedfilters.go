@@ -13,10 +13,10 @@ import (
 
 // SavedFiltersAPI is what c.SavedFilters offers.
 type SavedFiltersAPI interface {
-	List(ctx context.Context, q *SavedFilterQuery) ([]SavedFilter, error)
-	Create(ctx context.Context, f *NewSavedFilter) (*SavedFilter, error)
-	Update(ctx context.Context, id string, u *SavedFilterUpdate) (*SavedFilter, error)
-	Delete(ctx context.Context, id string) (*SavedFilterDeletion, error)
+	List(ctx context.Context, q *SavedFilterQuery, opts ...Option) ([]SavedFilter, error)
+	Create(ctx context.Context, f *NewSavedFilter, opts ...Option) (*SavedFilter, error)
+	Update(ctx context.Context, id string, u *SavedFilterUpdate, opts ...Option) (*SavedFilter, error)
+	Delete(ctx context.Context, id string, opts ...Option) (*SavedFilterDeletion, error)
 }
 
 var _ SavedFiltersAPI = (*SavedFiltersService)(nil)
@@ -135,8 +135,8 @@ func savedFilterPath(id string) (string, error) {
 
 // List returns the caller's saved filters and saved CRM views in the active
 // organization, oldest first, narrowed by q's target and kind.
-func (s *SavedFiltersService) List(ctx context.Context, q *SavedFilterQuery) ([]SavedFilter, error) {
-	out, err := call[[]SavedFilter](ctx, s.client, request{op: "SavedFilters.List", data: true, method: http.MethodGet, path: "/v1/saved-filters", query: q, kind: retry.Idempotent})
+func (s *SavedFiltersService) List(ctx context.Context, q *SavedFilterQuery, opts ...Option) ([]SavedFilter, error) {
+	out, err := call[[]SavedFilter](ctx, s.client, "SavedFilters.List", opts, request{data: true, method: http.MethodGet, path: "/v1/saved-filters", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (s *SavedFiltersService) List(ctx context.Context, q *SavedFilterQuery) ([]
 // Create saves a filter. The query is validated by the server as on every
 // write. A create repeated after the server acted would save two filters,
 // so it is not retried then.
-func (s *SavedFiltersService) Create(ctx context.Context, f *NewSavedFilter) (*SavedFilter, error) {
+func (s *SavedFiltersService) Create(ctx context.Context, f *NewSavedFilter, opts ...Option) (*SavedFilter, error) {
 	if f == nil || f.Name == "" {
 		return nil, invalidArg("Name", "is required")
 	}
@@ -156,13 +156,13 @@ func (s *SavedFiltersService) Create(ctx context.Context, f *NewSavedFilter) (*S
 	if f.Query == nil {
 		return nil, invalidArg("Query", "is required")
 	}
-	return call[SavedFilter](ctx, s.client, request{op: "SavedFilters.Create", data: true, method: http.MethodPost, path: "/v1/saved-filters", body: f, kind: retry.Unrepeatable})
+	return call[SavedFilter](ctx, s.client, "SavedFilters.Create", opts, request{data: true, method: http.MethodPost, path: "/v1/saved-filters", body: f, kind: retry.Unrepeatable})
 }
 
 // Update renames a saved filter, changes its icon, or replaces its query
 // and UI state (PATCH /v1/saved-filters/{id}). A new query is validated as
 // on create. It replaces values, so repeating it is harmless.
-func (s *SavedFiltersService) Update(ctx context.Context, id string, u *SavedFilterUpdate) (*SavedFilter, error) {
+func (s *SavedFiltersService) Update(ctx context.Context, id string, u *SavedFilterUpdate, opts ...Option) (*SavedFilter, error) {
 	path, err := savedFilterPath(id)
 	if err != nil {
 		return nil, err
@@ -170,14 +170,14 @@ func (s *SavedFiltersService) Update(ctx context.Context, id string, u *SavedFil
 	if u == nil || (u.Name == "" && u.Icon == nil && u.Query == nil && u.UIState == nil) {
 		return nil, invalidArg("update", "nothing to change: set Name, Icon, Query or UIState")
 	}
-	return call[SavedFilter](ctx, s.client, request{op: "SavedFilters.Update", data: true, method: http.MethodPatch, path: path, body: u, kind: retry.Idempotent})
+	return call[SavedFilter](ctx, s.client, "SavedFilters.Update", opts, request{data: true, method: http.MethodPatch, path: path, body: u, kind: retry.Idempotent})
 }
 
 // Delete deletes a saved filter (DELETE /v1/saved-filters/{id}).
-func (s *SavedFiltersService) Delete(ctx context.Context, id string) (*SavedFilterDeletion, error) {
+func (s *SavedFiltersService) Delete(ctx context.Context, id string, opts ...Option) (*SavedFilterDeletion, error) {
 	path, err := savedFilterPath(id)
 	if err != nil {
 		return nil, err
 	}
-	return call[SavedFilterDeletion](ctx, s.client, request{op: "SavedFilters.Delete", data: true, method: http.MethodDelete, path: path, kind: retry.Idempotent})
+	return call[SavedFilterDeletion](ctx, s.client, "SavedFilters.Delete", opts, request{data: true, method: http.MethodDelete, path: path, kind: retry.Idempotent})
 }

@@ -16,8 +16,8 @@ import (
 // and the token source have their own interfaces, SearchHostAPI and
 // SearchTokenProvider.
 type SearchAPI interface {
-	Instant(ctx context.Context, req *InstantSearchRequest) (*InstantSearchResult, error)
-	Token(ctx context.Context) (*SearchToken, error)
+	Instant(ctx context.Context, req *InstantSearchRequest, opts ...Option) (*InstantSearchResult, error)
+	Token(ctx context.Context, opts ...Option) (*SearchToken, error)
 }
 
 var _ SearchAPI = (*SearchService)(nil)
@@ -164,15 +164,15 @@ func nonNil[T any](s []T) []T {
 // Instant runs a typeahead query over the API route (POST /v1/instant-search).
 // A 503 (backend not configured or unavailable) is retried like any read and
 // then matches ErrUnavailable; a 400 is an *APIError.
-func (s *SearchService) Instant(ctx context.Context, req *InstantSearchRequest) (*InstantSearchResult, error) {
+func (s *SearchService) Instant(ctx context.Context, req *InstantSearchRequest, opts ...Option) (*InstantSearchResult, error) {
 	body, err := req.prepared()
 	if err != nil {
 		return nil, err
 	}
-	var out struct {
+	out, err := call[struct {
 		Results InstantSearchResult `json:"results"`
-	}
-	if _, err := s.client.send(ctx, request{op: "Search.Instant", method: http.MethodPost, path: "/v1/instant-search", body: body, kind: retry.Idempotent}, &out); err != nil {
+	}](ctx, s.client, "Search.Instant", opts, request{method: http.MethodPost, path: "/v1/instant-search", body: body, kind: retry.Idempotent})
+	if err != nil {
 		return nil, err
 	}
 	out.Results.fill()
@@ -189,7 +189,7 @@ func (s *SearchService) clock() time.Time {
 
 func (s *SearchService) init() {
 	s.once.Do(func() {
-		s.tokens = &SearchTokenSource{mint: s.Token, now: s.clock}
+		s.tokens = &SearchTokenSource{mint: func(ctx context.Context) (*SearchToken, error) { return s.Token(ctx) }, now: s.clock}
 		s.host = newSearchHost(s.client, s.tokens)
 	})
 }

@@ -17,7 +17,7 @@ import (
 
 // SearchHostAPI is the search host as a test harness stubs it.
 type SearchHostAPI interface {
-	Search(ctx context.Context, index SearchIndex, req *HostSearchRequest) (*HostSearchResult, error)
+	Search(ctx context.Context, index SearchIndex, req *HostSearchRequest, opts ...Option) (*HostSearchResult, error)
 }
 
 var _ SearchHostAPI = (*SearchHost)(nil)
@@ -238,15 +238,18 @@ func (r *HostSearchResult) OriginatorHits() ([]OriginatorHit, error) {
 }
 
 // Search runs one query on one index of the search host.
-func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSearchRequest) (_ *HostSearchResult, err error) {
+func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSearchRequest, opts ...Option) (_ *HostSearchResult, err error) {
 	body, err := req.prepared(index)
 	if err != nil {
 		return nil, err
 	}
-	ctx, op := h.client.startOp(ctx, "SearchHost.Search")
-	defer func() { op.end(err) }()
+	ctx, o, err := h.client.begin(ctx, "SearchHost.Search", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { o.end(err) }()
 	var res HostSearchResult
-	if _, err := h.do(ctx, hostCall{op: "SearchHost.Search", method: http.MethodPost, path: searchPath(index), body: body, index: index}, &res); err != nil {
+	if _, err := h.do(ctx, o, hostCall{method: http.MethodPost, path: searchPath(index), body: body, index: index}, &res); err != nil {
 		return nil, err
 	}
 	res.Hits = nonNil(res.Hits)
@@ -255,7 +258,6 @@ func (h *SearchHost) Search(ctx context.Context, index SearchIndex, req *HostSea
 
 // hostCall is one request to the search host.
 type hostCall struct {
-	op     string // the operation's name (request.op)
 	method string
 	path   string // escaped, relative to the token's host
 	query  url.Values
@@ -269,15 +271,12 @@ type hostCall struct {
 // token, mints a new one and tries once more when the host refuses the
 // token (401, 403), and decodes the 2xx JSON answer into out. It returns
 // the answer's status.
-func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) {
-	if err := h.client.ready(ctx); err != nil {
-		return 0, err
-	}
+func (h *SearchHost) do(ctx context.Context, o *operation, hc hostCall, out any) (int, error) {
 	tok, err := h.tokens.Token(ctx)
 	if err != nil {
 		return 0, err
 	}
-	status, err := h.send(ctx, tok, hc, out)
+	status, err := h.send(ctx, o, tok, hc, out)
 	var he *SearchHostError
 	if !errors.As(err, &he) || he.StatusCode != http.StatusUnauthorized && he.StatusCode != http.StatusForbidden || he.notScoped() {
 		if err == nil {
@@ -295,7 +294,7 @@ func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) 
 	if tok == old {
 		return 0, he // a storm: two mints in the last second already, no new token to try
 	}
-	status, err = h.send(ctx, tok, hc, out)
+	status, err = h.send(ctx, o, tok, hc, out)
 	if errors.As(err, &he) {
 		he.redact(old.Token)
 	}
@@ -321,7 +320,7 @@ func redactRaw(out any, tokens ...string) {
 }
 
 // send sends hc once with tok, through the client's pipeline.
-func (h *SearchHost) send(ctx context.Context, tok *SearchToken, hc hostCall, out any) (int, error) {
+func (h *SearchHost) send(ctx context.Context, o *operation, tok *SearchToken, hc hostCall, out any) (int, error) {
 	if hc.index != "" && !slices.Contains(tok.Indexes, hc.index) {
 		return 0, invalidArg("index", "%q is not among the search token's indexes %v", hc.index, tok.Indexes)
 	}
@@ -338,11 +337,11 @@ func (h *SearchHost) send(ctx context.Context, tok *SearchToken, hc hostCall, ou
 	if len(hc.query) > 0 {
 		q = hc.query
 	}
-	return h.client.send(ctx, request{
-		op: hc.op, method: hc.method, path: hc.path, query: q, body: hc.body, kind: retry.Idempotent, header: hc.header,
-		host: &otherHost{base: base, bearer: tok.Token, parseError: func(status int, hdr http.Header, b []byte, truncated bool) error {
+	return o.send(ctx, request{
+		method: hc.method, path: hc.path, query: q, body: hc.body, kind: retry.Idempotent, respHeader: hc.header,
+		host: base, bearer: tok.Token, parseError: func(status int, hdr http.Header, b []byte, truncated bool) error {
 			return newSearchHostError(hc.method, hc.path, hc.index, status, hdr, b, truncated)
-		}},
+		},
 	}, out)
 }
 
@@ -401,7 +400,12 @@ func (t hostTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var raw json.RawMessage
 	var hdr http.Header
-	status, err := t.h.do(req.Context(), hostCall{op: "SearchHost.Transport", method: req.Method, path: path, query: query, body: body, index: index, multi: multi, header: &hdr}, &raw)
+	ctx, o, err := t.h.client.begin(req.Context(), "SearchHost.Transport", nil)
+	if err != nil {
+		return nil, err
+	}
+	status, err := t.h.do(ctx, o, hostCall{method: req.Method, path: path, query: query, body: body, index: index, multi: multi, header: &hdr}, &raw)
+	o.end(err)
 	var he *SearchHostError
 	switch {
 	case errors.As(err, &he) && he.APIError != nil:

@@ -68,10 +68,10 @@ func (t SearchToken) LogValue() slog.Value {
 
 // Token mints a new search token (GET /v1/search-token). Most callers want
 // TokenSource, which caches it until half of its lifetime has passed.
-func (s *SearchService) Token(ctx context.Context) (*SearchToken, error) {
-	var t SearchToken
+func (s *SearchService) Token(ctx context.Context, opts ...Option) (*SearchToken, error) {
 	var h http.Header
-	if _, err := s.client.send(ctx, request{op: "Search.Token", method: http.MethodGet, path: "/v1/search-token", kind: retry.Idempotent, header: &h}, &t); err != nil {
+	t, err := call[SearchToken](ctx, s.client, "Search.Token", opts, request{method: http.MethodGet, path: "/v1/search-token", kind: retry.Idempotent, respHeader: &h})
+	if err != nil {
 		return nil, err
 	}
 	if d, err := http.ParseTime(h.Get("Date")); err == nil {
@@ -86,7 +86,7 @@ func (s *SearchService) Token(ctx context.Context) (*SearchToken, error) {
 	if t.ExpiresAt.IsZero() {
 		return nil, errors.New("lendgraph: GET /v1/search-token: the response has no expiresAt")
 	}
-	return &t, nil
+	return t, nil
 }
 
 // SearchTokenProvider hands out a valid search token; *SearchTokenSource is one.

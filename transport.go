@@ -4,56 +4,226 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
-// sameOrigin reports whether u is the configured API host (scheme, host and port).
-func (c *Client) sameOrigin(u *url.URL) bool {
-	return u.Scheme == c.base.Scheme && strings.EqualFold(u.Host, c.base.Host)
+// RoundTrip is the attempt's transport: it runs once for each hop of an
+// attempt (a redirect the http.Client follows is a hop of the same
+// attempt). For a hop to the API host it adds the call's headers and runs
+// the middleware around the rest; then send.
+func (l *attemptLoop) RoundTrip(req *http.Request) (*http.Response, error) {
+	hop := l.hopTarget(req.URL)
+	if hop != TargetAPI {
+		return l.send(req, hop)
+	}
+	cfg := l.o.cfg
+	if len(cfg.header) > 0 {
+		req = req.Clone(req.Context())
+		for name, vs := range cfg.header {
+			req.Header[name] = append(req.Header[name], vs...)
+		}
+	}
+	if len(cfg.middleware) == 0 {
+		return l.send(req, hop)
+	}
+	return l.chain(0, req)
 }
 
-// checkRedirect refuses to re-send a request body to another origin (a 307
-// or 308 after a POST), refuses a redirect to an address checkLink refuses
-// (another scheme than http(s), or plain http when the API is https), and
-// otherwise defers to the user's policy. The key is not carried across
-// hosts because apiTransport adds it per request, only for the API origin,
-// so Go's client never has it to copy.
-func (c *Client) checkRedirect(user func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
-	return func(req *http.Request, via []*http.Request) error {
-		first := via[0]
-		if !sameOriginURL(req.URL, first.URL) {
-			// Go's client keeps Authorization for the same host name on
-			// another port or scheme, and for subdomains: a search token
-			// (or a key) must not follow a redirect off its origin.
-			req.Header.Del("Authorization")
-			req.Header.Del("x-api-key")
+// chain runs middleware i and those after it around send.
+func (l *attemptLoop) chain(i int, req *http.Request) (*http.Response, error) {
+	mw := l.o.cfg.middleware
+	if i == len(mw) {
+		return l.send(req, TargetAPI)
+	}
+	return mw[i](req, func(r *http.Request) (*http.Response, error) { return l.chain(i+1, r) })
+}
+
+// hopTarget is where a hop goes: the host the request was made for, or,
+// after a redirect off it, another host (TargetOther), which gets no
+// credential, no call header and no trace context.
+func (l *attemptLoop) hopTarget(u *url.URL) Target {
+	t := l.r.target()
+	var origin *url.URL
+	switch t {
+	case TargetAPI:
+		origin = l.o.c.base
+	case TargetSearchHost:
+		origin = l.r.host
+	default:
+		return TargetStorage // a storage host may redirect within itself or to a mirror: links are links
+	}
+	if !sameOriginURL(u, origin) {
+		return TargetOther
+	}
+	return t
+}
+
+// send is one hop: the client's rate limit and the credential (the API
+// key for the API host, the search token for the search host, nothing
+// for anyone else), whether a call that charges may have been acted on,
+// the observer's attempt, the attempt timeout, the client's transport,
+// and the redaction of the answer's headers.
+func (l *attemptLoop) send(req *http.Request, hop Target) (*http.Response, error) {
+	c := l.o.c
+	ctx := req.Context()
+	switch hop {
+	case TargetAPI:
+		if err := c.waitRateLimit(ctx, l.o.obs); err != nil {
+			return nil, err
 		}
-		if err := c.checkLink("redirect", req.URL); err != nil {
-			return fmt.Errorf("%w: %w", err, retry.ErrNoRetry)
+		req = req.Clone(ctx)
+		if c.bearer {
+			req.Header.Set("Authorization", "Bearer "+string(*c.key))
+		} else {
+			req.Header.Set("x-api-key", string(*c.key))
 		}
-		if !c.sameOrigin(req.URL) || !sameOriginURL(req.URL, first.URL) {
-			if req.Method != http.MethodGet && req.Method != http.MethodHead {
-				return fmt.Errorf("lendgraph: refusing to follow a %s redirect to another host (%s): %w",
-					req.Method, req.URL.Host, retry.ErrNoRetry)
+		if l.r.kind != retry.Idempotent || l.r.charges {
+			if err := ctx.Err(); err != nil {
+				return nil, err // ended before sending: nothing happened
 			}
+			if l.acted && req.Response == nil {
+				// The attempt before this one may have been acted on and
+				// its answer lost: the answer this one gets may not say so.
+				l.lost = true
+			}
+			l.acted = true // from here on the server may act
 		}
-		if user != nil {
-			return user(req, via)
+	case TargetSearchHost:
+		req = req.Clone(ctx)
+		req.Header.Set("Authorization", "Bearer "+l.r.bearer)
+	}
+	att := l.o.obs.startAttempt(ctx, l, req, hop)
+	req, timed := l.timeAttempt(req)
+	resp, err := c.transport.RoundTrip(req)
+	resp, err = timed(resp, err)
+	if l.r.kind != retry.Idempotent || l.r.charges {
+		l.judge(resp, err)
+	}
+	if resp != nil {
+		l.redactHeaders(req, resp, hop)
+		l.status, l.header = resp.StatusCode, resp.Header
+	}
+	return att.end(resp, err)
+}
+
+// judge records whether the server may have acted on a hop of a call that
+// charges or acts: a connection that never opened and an answer below 500
+// but 2xx (a refusal: 4xx, 429; a redirect) mean it did not, and so does a
+// 502 to a Launch call (the reference: "job failed to launch; safe to
+// retry"). A 2xx, any other 5xx, or an error once the request may have
+// been sent (a reset, a timeout, a cancel in flight) leave the outcome
+// unknown.
+func (l *attemptLoop) judge(resp *http.Response, err error) {
+	switch {
+	case err != nil:
+		if retry.NotSent(err) {
+			l.acted = false
 		}
-		if len(via) >= 10 {
-			return fmt.Errorf("lendgraph: stopped after 10 redirects: %w", retry.ErrNoRetry)
+	case resp.StatusCode < 200 || resp.StatusCode >= 300 && resp.StatusCode < 500,
+		resp.StatusCode == http.StatusNotImplemented,
+		l.r.kind == retry.Launch && resp.StatusCode == http.StatusBadGateway:
+		l.acted = false
+	}
+}
+
+// redactHeaders applies redact to every header of the answer before
+// anything reads it (the loop, Go's redirect logic, the logger, the
+// caller), so that a server echoing a secret in X-Request-Id,
+// Content-Type, Content-Range or a redirect's Location puts it in no error
+// and no log line. The secrets are the client's key, the credential the
+// request carried and, for a signed link (whatever its host), the values
+// of its query string; Location is spared the latter, since a storage
+// host may legitimately redirect with the same signed query.
+func (l *attemptLoop) redactHeaders(req *http.Request, resp *http.Response, hop Target) {
+	secrets := append(slices.Clip(l.secrets), req.Header.Get("x-api-key"),
+		strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer "))
+	var sig []string
+	if hop == TargetStorage || hop == TargetOther {
+		for _, vs := range req.URL.Query() {
+			sig = append(sig, vs...)
 		}
+	}
+	for name, vs := range resp.Header {
+		for i, v := range vs {
+			v = redact(v, secrets...)
+			if name != "Location" {
+				v = redact(v, sig...)
+			}
+			vs[i] = v
+		}
+	}
+}
+
+// waitRateLimit takes a token of the client's rate limit (WithRateLimit)
+// for an attempt to the API host.
+func (c *Client) waitRateLimit(ctx context.Context, op *opState) error {
+	if c.limiter == nil {
 		return nil
 	}
+	start := time.Now()
+	err := c.limiter.Wait(ctx)
+	if d := time.Since(start); d >= time.Millisecond {
+		op.event(Event{Kind: EventRateLimiterWait, Wait: d})
+	}
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// rate.Limiter fails at once when the next token comes after the
+	// deadline, while the context is live: nothing was sent, and a retry
+	// would fail the same way.
+	return retry.Final(&ClientRateLimitError{})
+}
+
+// checkRedirect is the redirect policy of every request: it refuses to
+// re-send a request body to another origin (a 307 or 308 after a POST),
+// refuses a redirect to an address checkLink refuses, and otherwise defers
+// to the policy of the http.Client given by WithHTTPClient. The key is not
+// carried across hosts because the attempt's transport adds it per hop,
+// only for the API origin, so Go's client never has it to copy.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	if !sameOriginURL(req.URL, first.URL) {
+		// Go's client keeps Authorization for the same host name on
+		// another port or scheme, and for subdomains: a search token
+		// (or a key) must not follow a redirect off its origin.
+		req.Header.Del("Authorization")
+		req.Header.Del("x-api-key")
+	}
+	if err := c.checkLink("redirect", req.URL); err != nil {
+		return fmt.Errorf("%w: %w", err, retry.ErrNoRetry)
+	}
+	if !c.sameOrigin(req.URL) || !sameOriginURL(req.URL, first.URL) {
+		if req.Method != http.MethodGet && req.Method != http.MethodHead {
+			return fmt.Errorf("lendgraph: refusing to follow a %s redirect to another host (%s): %w",
+				req.Method, req.URL.Host, retry.ErrNoRetry)
+		}
+	}
+	if c.hc.CheckRedirect != nil {
+		return c.hc.CheckRedirect(req, via)
+	}
+	if len(via) >= 10 {
+		return fmt.Errorf("lendgraph: stopped after 10 redirects: %w", retry.ErrNoRetry)
+	}
+	return nil
+}
+
+// sameOrigin reports whether u is the configured API host (scheme, host and port).
+func (c *Client) sameOrigin(u *url.URL) bool { return sameOriginURL(u, c.base) }
+
+func sameOriginURL(a, b *url.URL) bool {
+	return a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host)
 }
 
 // linkError is a link checkLink refused. It never quotes the link, whose
@@ -78,10 +248,13 @@ func (e *linkError) Is(target error) bool { return target == ErrUnsafeLink }
 // checkLink is the one rule for every address the SDK follows that the
 // user did not configure: results and download links, the search host a
 // token names, redirects. It must be an absolute http or https URL; plain
-// http only when the API itself is http (a loopback fake) or the client was
-// built WithInsecureHTTPLinks, so that a signed link, a search token and
-// the data never cross the network unencrypted behind an https API. A link
-// carrying the API key is refused too: the key goes to the API host only.
+// http only when the API itself is http (a loopback fake) or the client
+// was built WithInsecureHTTPLinks, so that a signed link, a search token
+// and the data never cross the network unencrypted behind an https API;
+// never a link-local address (a cloud's metadata service) unless the API
+// itself is on a local address; and, when the client has an allow-list
+// (WithLinkHosts), one of its hosts. A link carrying the API key is
+// refused too: the key goes to the API host only.
 func (c *Client) checkLink(what string, u *url.URL) error {
 	switch {
 	case u.Scheme == "":
@@ -98,10 +271,48 @@ func (c *Client) checkLink(what string, u *url.URL) error {
 		return &linkError{what: what, host: u.Host, reason: "it is plain http while the API is https: the link and the data " +
 			"would cross the network unencrypted (lendgraph.WithInsecureHTTPLinks allows it)"}
 	}
+	if c.sameOrigin(u) {
+		return nil // the API host itself serves it
+	}
+	host := strings.ToLower(u.Hostname())
+	if linkLocal(host) && !c.localAPI {
+		return &linkError{what: what, host: u.Host, reason: "it is a link-local address (such as a cloud's metadata service), " +
+			"which a link from a remote API never names"}
+	}
+	if len(c.linkHosts) > 0 && !slices.ContainsFunc(c.linkHosts, func(p string) bool { return hostMatches(host, p) }) {
+		return &linkError{what: what, host: u.Host, reason: "the host is not among the client's link hosts (WithLinkHosts)"}
+	}
 	if redact(u.String(), string(*c.key)) != u.String() {
 		return &linkError{what: what, host: u.Host, reason: "it carries the API key, which goes to the API host only"}
 	}
 	return nil
+}
+
+// hostMatches reports whether host is pattern, or under it when pattern
+// starts with a dot.
+func hostMatches(host, pattern string) bool {
+	if strings.HasPrefix(pattern, ".") {
+		return strings.HasSuffix(host, pattern)
+	}
+	return host == pattern
+}
+
+// linkLocal reports whether host is a link-local IP address (169.254/16,
+// fe80::/10).
+func linkLocal(host string) bool {
+	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && (a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast())
+}
+
+// localAddress reports whether host is a loopback, private or link-local
+// address, or localhost: an API served there (a fake, a proxy on the same
+// network) may hand out links to such addresses too.
+func localAddress(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && (a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast())
 }
 
 // checkLinkString is checkLink for a link as the server sent it.
@@ -111,162 +322,6 @@ func (c *Client) checkLinkString(what, raw string) error {
 		return &linkError{what: what, reason: "it is not a URL"}
 	}
 	return c.checkLink(what, u)
-}
-
-func sameOriginURL(a, b *url.URL) bool {
-	return a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host)
-}
-
-// apiTransport adds the credential, the User-Agent and the client-side rate
-// limit to requests for the API origin. It sits under the retry layer, so
-// every attempt waits for a rate token and carries the key.
-type apiTransport struct {
-	next    http.RoundTripper
-	client  *Client
-	limiter *rate.Limiter
-}
-
-func (t *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c := t.client
-	if !c.sameOrigin(req.URL) {
-		// A redirect left the API host: send it bare.
-		r := req.Clone(req.Context())
-		r.Header.Del("x-api-key")
-		r.Header.Del("Authorization")
-		return t.next.RoundTrip(r)
-	}
-	if t.limiter != nil {
-		var start time.Time
-		if c.observer != nil {
-			start = time.Now()
-		}
-		err := t.limiter.Wait(req.Context())
-		if c.observer != nil {
-			noteLimiterWait(req.Context(), time.Since(start))
-		}
-		if err != nil {
-			if req.Context().Err() != nil {
-				return nil, req.Context().Err()
-			}
-			// rate.Limiter fails at once when the next token comes after
-			// the deadline, while the context is live: nothing was sent,
-			// and a retry would fail the same way.
-			return nil, retry.Final(&ClientRateLimitError{})
-		}
-	}
-	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
-		n.Add(1)
-	}
-	r := req.Clone(req.Context())
-	if c.bearer {
-		r.Header.Set("Authorization", "Bearer "+string(*c.key))
-	} else {
-		r.Header.Set("x-api-key", string(*c.key))
-	}
-	o, _ := req.Context().Value(outcomeKey{}).(*outcome)
-	if o != nil {
-		if err := req.Context().Err(); err != nil {
-			return nil, err // ended before sending: nothing happened
-		}
-		if o.acted.Load() && req.Response == nil {
-			// The attempt before this one may have been acted on and its
-			// answer lost: the answer this one gets may not say so.
-			if st := callStateFrom(req.Context()); st != nil {
-				st.markLost()
-			}
-		}
-		o.acted.Store(true) // from here on the server may act
-	}
-	resp, err := t.next.RoundTrip(r)
-	if o != nil {
-		o.observe(resp, err)
-	}
-	return resp, err
-}
-
-type outcomeKey struct{}
-
-// outcome follows the attempts of one call that charges or acts, to tell
-// "nothing happened" from "the server may have acted" when it fails.
-type outcome struct {
-	kind  retry.Kind
-	acted atomic.Bool // the last attempt may have reached the server and been acted on
-}
-
-// trackOutcome returns a context in which the API transport records
-// whether the call's last attempt may have been acted on.
-func trackOutcome(ctx context.Context, k retry.Kind) (context.Context, *outcome) {
-	o := &outcome{kind: k}
-	return context.WithValue(ctx, outcomeKey{}, o), o
-}
-
-// observe judges one attempt's result: a connection that never opened and
-// an answer below 500 but 2xx (a refusal: 4xx, 429; a redirect) mean the
-// server did not act, and so does a 502 to a Launch call (the reference:
-// "job failed to launch; safe to retry"). A 2xx, any other 5xx, or an
-// error once the request may have been sent (a reset, a timeout, a cancel
-// in flight) leave the outcome unknown.
-func (o *outcome) observe(resp *http.Response, err error) {
-	switch {
-	case err != nil:
-		if retry.NotSent(err) {
-			o.acted.Store(false)
-		}
-	case resp.StatusCode < 200 || resp.StatusCode >= 300 && resp.StatusCode < 500,
-		resp.StatusCode == http.StatusNotImplemented,
-		o.kind == retry.Launch && resp.StatusCode == http.StatusBadGateway:
-		o.acted.Store(false)
-	}
-}
-
-func (o *outcome) mayHaveActed() bool { return o.acted.Load() }
-
-type attemptsKey struct{}
-
-// countAttempts returns a context in which the pipeline counts the attempts
-// it sends to the API host, retries included.
-func countAttempts(ctx context.Context) (context.Context, *atomic.Int32) {
-	n := new(atomic.Int32)
-	return context.WithValue(ctx, attemptsKey{}, n), n
-}
-
-// logTransport logs each attempt at debug level: the operation, the
-// attempt's number, why it follows a retry and how long the backoff slept,
-// method, host, path (cut to maxQuoted bytes), status, duration. Never
-// headers, query strings or bodies.
-type logTransport struct {
-	next   http.RoundTripper
-	logger *slog.Logger
-}
-
-func (t *logTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.logger == nil {
-		return t.next.RoundTrip(req)
-	}
-	start := time.Now()
-	resp, err := t.next.RoundTrip(req)
-	var attrs []any
-	if op := OperationFrom(req.Context()); op != "" {
-		attrs = append(attrs, "operation", op)
-	}
-	if st := callStateFrom(req.Context()); st != nil {
-		n, reason, backoff := st.attempt()
-		attrs = append(attrs, "attempt", n)
-		if reason != "" {
-			attrs = append(attrs, "retry_reason", reason, "backoff", backoff)
-		}
-	}
-	attrs = append(attrs, "method", req.Method, "host", req.URL.Host, "path", truncate(req.URL.Path, maxQuoted), "duration", time.Since(start))
-	if err != nil {
-		t.logger.LogAttrs(req.Context(), slog.LevelDebug, "lendgraph: request failed", slog.Group("", attrs...), slog.String("error", redactError(err).Error()))
-		return resp, err
-	}
-	attrs = append(attrs, "status", resp.StatusCode)
-	if id := resp.Header.Get("X-Request-Id"); id != "" {
-		attrs = append(attrs, "request_id", id)
-	}
-	t.logger.LogAttrs(req.Context(), slog.LevelDebug, "lendgraph: request", slog.Group("", attrs...))
-	return resp, nil
 }
 
 // minSecret is the shortest string the redaction treats as a secret. A
@@ -336,55 +391,27 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redactTransport applies redact to every response header before anything
-// reads it (the pipeline, Go's redirect logic, the logger), so that a
-// server echoing a secret in X-Request-Id, Content-Type, Content-Range or
-// a redirect's Location puts it in no error and no log line. The secrets
-// are the client's key, the credential the request carried (the key, or a
-// search token as Bearer) and, for a request off the API origin (a signed
-// link), the values of its query string; Location is spared the latter,
-// since a storage host may legitimately redirect with the same signed
-// query.
-type redactTransport struct {
-	next   http.RoundTripper
-	client *Client
-}
-
-func (t *redactTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	if resp == nil {
-		return resp, err
-	}
-	creds := []string{string(*t.client.key), req.Header.Get("x-api-key"),
-		strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")}
-	var sig []string
-	if !t.client.sameOrigin(req.URL) {
-		for _, vs := range req.URL.Query() {
-			sig = append(sig, vs...)
-		}
-	}
-	for name, vs := range resp.Header {
-		for i, v := range vs {
-			v = redact(v, creds...)
-			if name != "Location" {
-				v = redact(v, sig...)
-			}
-			vs[i] = v
-		}
-	}
-	return resp, err
-}
-
-// defaultTransport is the transport of a client built without
-// WithHTTPClient: its own connection pool (not the process-wide
-// http.DefaultTransport), keeping enough idle connections per host for a
-// pager's prefetch, concurrent goroutines and the search host.
-func defaultTransport() http.RoundTripper {
+// newTransport is the transport of a client built without WithHTTPClient:
+// its own connection pool (released by Client.Close), keeping enough idle
+// connections per host for a pager's prefetch, concurrent goroutines, a
+// parallel download and the search host.
+func newTransport() *http.Transport {
 	dt, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {
-		return http.DefaultTransport // replaced by the program: respect that
+		dt = &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext}
 	}
 	t := dt.Clone()
 	t.MaxIdleConnsPerHost = 32
 	return t
+}
+
+// portOf is u's port, or the scheme's default.
+func portOf(u *url.URL) int {
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		return p
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
 }

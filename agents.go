@@ -11,3 +11,8 @@ type Agent struct {
 	Extra Fields `json:",unknown"`
 }
 
+// AgentsService serves agents: records, analytics and bulk delivery. Its
+// methods are in services_gen.go.
+type AgentsService struct {
+	r resource[Agent]
+}

@@ -27,13 +27,15 @@ func TestAnalyticsService_EveryMethod(t *testing.T) {
 	for _, f := range []func() (*lendgraph.AnalyticsResult, error){
 		func() (*lendgraph.AnalyticsResult, error) { return c.Agents.TimeSeries(ctx, nil) },
 		func() (*lendgraph.AnalyticsResult, error) { return c.Originators.Summary(ctx, nil) },
-		func() (*lendgraph.AnalyticsResult, error) {
-			return c.Sales.Chart(ctx, &lendgraph.ChartRequest{Slice: "city"})
-		},
 		func() (*lendgraph.AnalyticsResult, error) { return c.Market.Summary(ctx, nil) },
 	} {
 		if r, err := f(); err != nil || len(r.Raw) == 0 {
 			t.Fatal(err)
 		}
+	}
+	// A chart has its shape, the same for every resource.
+	ch, err := c.Sales.Chart(ctx, &lendgraph.ChartRequest{Slice: "city"})
+	if err != nil || len(ch.Data) == 0 || ch.Slice != "city" {
+		t.Fatalf("sales chart: %+v, %v", ch, err)
 	}
 }

@@ -125,7 +125,10 @@ func (l *attemptLoop) checkRetry(ctx context.Context, resp *http.Response, err e
 		}
 	case err == nil && resp.StatusCode < 400:
 		budget.Refund()
-		return false, nil // the handler reads it (or the caller, for a download)
+		if l.r.stream() {
+			l.logAttempt(resp, nil, false) // the caller reads it
+		}
+		return false, nil // the handler reads it
 	default:
 		var ok bool
 		ok, reason, cost = retry.Decide(l.r.kind, resp, err, cfg.maxServerWait)
@@ -267,15 +270,20 @@ func (l *attemptLoop) logAttempt(resp *http.Response, err error, retrying bool) 
 	attrs = append(attrs, slog.String("method", l.r.method), slog.String("host", host),
 		slog.String("path", truncate(path, maxQuoted)), slog.Duration("duration", time.Since(l.start)))
 	msg := "lendgraph: request"
-	switch {
-	case resp != nil:
+	if resp != nil {
 		attrs = append(attrs, slog.Int("status", resp.StatusCode))
 		if id := resp.Header.Get("X-Request-Id"); id != "" {
 			attrs = append(attrs, slog.String("request_id", id))
 		}
 	}
-	if err != nil {
+	var apiErr *APIError
+	switch {
+	case err == nil, resp != nil && errors.As(err, &apiErr):
+		// The status says it.
+	case resp == nil:
 		msg = "lendgraph: request failed"
+		fallthrough
+	default: // an answer that could not be read
 		attrs = append(attrs, slog.String("error", redactError(unwrapURLError(err), l.secrets...).Error()))
 	}
 	if retrying {

@@ -274,7 +274,7 @@ func TestAttempt_TimeoutOnACallThatActs(t *testing.T) {
 	c := proxy.client(srv, lendgraph.WithAttemptTimeout(200*time.Millisecond))
 	match := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
 	proxy.setScript(firstN("POST", "/v1/properties/*", -1, proxyFault{kind: pfStallHead, delay: 10 * time.Second}))
-	_, err := c.Properties.Enrich(context.Background(), match, &lendgraph.EnrichOptions{Refresh: true})
+	_, err := c.Properties.Enrich(context.Background(), match, &lendgraph.EnrichRequest{Refresh: true})
 	var ne net.Error
 	if !errors.Is(err, lendgraph.ErrOutcomeUnknown) || !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("stalled enrichment: %v", err)

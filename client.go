@@ -74,7 +74,7 @@ type Client struct {
 	transport http.RoundTripper
 	own       *http.Transport
 	redirect  func(*http.Request, []*http.Request) error
-	closed    atomic.Bool
+	closed    *atomic.Bool // a pointer: a Client copied by value (to print it) copies no lock
 	// defaults are the settings of a call made without options.
 	defaults callConfig
 	now      func() time.Time
@@ -154,6 +154,7 @@ func NewClient(opts ...Option) (*Client, error) {
 		part:          defaultPartSize,
 		observer:      s.observer,
 		charges:       newChargeLog(),
+		closed:        new(atomic.Bool),
 		hc:            s.httpClient,
 	}
 	if c.hc == nil {
@@ -182,7 +183,7 @@ func NewClient(opts ...Option) (*Client, error) {
 // the last of them releases the connections it used. Close always
 // returns nil, and may be called more than once.
 func (c *Client) Close() error {
-	if c == nil || c.closed.Swap(true) {
+	if c == nil || c.closed == nil || c.closed.Swap(true) {
 		return nil
 	}
 	c.release()
@@ -235,7 +236,7 @@ var errNotSetUp error = &InvalidArgumentError{Arg: "Client",
 // ready checks what every call needs before it sends anything: a client
 // made by NewClient and a non-nil context.
 func (c *Client) ready(ctx context.Context) error {
-	if c == nil || c.transport == nil || c.key == nil || c.base == nil {
+	if c == nil || c.transport == nil || c.key == nil || c.base == nil || c.closed == nil {
 		return errNotSetUp
 	}
 	if c.closed.Load() {

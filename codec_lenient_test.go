@@ -54,11 +54,11 @@ func TestWithLenientDecoding(t *testing.T) {
 	}
 	p, err := srv.Client(lendgraph.WithLenientDecoding(true)).Agents.List(context.Background(), nil)
 	check("client option", p, err)
-	p, err = srv.Client().Agents.List(lendgraph.WithCallOptions(context.Background(), lendgraph.CallLenientDecoding(true)), nil)
+	p, err = srv.Client().Agents.List(context.Background(), nil, lendgraph.WithLenientDecoding(true))
 	check("call option", p, err)
 	// A call may also turn a lenient client strict.
 	_, err = srv.Client(lendgraph.WithLenientDecoding(true)).Agents.List(
-		lendgraph.WithCallOptions(context.Background(), lendgraph.CallLenientDecoding(false)), nil)
+		context.Background(), nil, lendgraph.WithLenientDecoding(false))
 	if !errors.As(err, &de) {
 		t.Fatalf("strict call on a lenient client: err = %v", err)
 	}
@@ -91,8 +91,8 @@ func TestWithLenientDecoding_Nested(t *testing.T) {
 		Header: map[string]string{"Content-Type": "application/json"},
 		Body:   `{"data":{"persons":[{"name":{"full":5,"first":"Ann"}}]},"charged":"yes","reason":"member_cache_hit"}`})
 	var r lendgraph.EnrichResult
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallLenientDecoding(true))
-	if err := srv.Client().Do(ctx, http.MethodGet, "/v1/sloppy", nil, &r); err != nil {
+	ctx := context.Background()
+	if err := srv.Client().Do(ctx, http.MethodGet, "/v1/sloppy", nil, &r, lendgraph.WithLenientDecoding(true)); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(r.InvalidFields(), []string{"charged"}) || r.Reason != lendgraph.ReasonMemberCacheHit || len(r.Data.Persons) != 1 {
@@ -123,7 +123,7 @@ func TestDecodeRows_Lenient(t *testing.T) {
 			t.Fatalf("%s strict: err = %v, want a *RowError", f, err)
 		}
 		var got []lendgraph.Agent
-		for a, err := range lendgraph.DecodeRows[lendgraph.Agent](strings.NewReader(file), f, lendgraph.WithLenientRows(true)) {
+		for a, err := range lendgraph.DecodeRows[lendgraph.Agent](strings.NewReader(file), f, lendgraph.WithLenientDecoding(true)) {
 			if err != nil {
 				t.Fatalf("%s lenient: %v", f, err)
 			}

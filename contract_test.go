@@ -27,7 +27,7 @@ func TestContract_CardFiles(t *testing.T) {
 		"agents.go":       "AgentsService",
 		"properties.go":   "PropertiesService",
 		"enrich.go":       "EnrichResult",
-		"delivery.go":     "DeliveryService",
+		"delivery.go":     "DeliveryJob",
 		"search.go":       "SearchService",
 		"market.go":       "MarketService",
 		"crm.go":          "CRMService",
@@ -121,7 +121,7 @@ func TestContract_Design(t *testing.T) {
 	must(t, err)
 	_ = cnt
 
-	r, err := c.Properties.Enrich(ctx, props.Data[0].ID, &lendgraph.EnrichOptions{Refresh: false})
+	r, err := c.Properties.Enrich(ctx, props.Data[0].ID, &lendgraph.EnrichRequest{Refresh: false})
 	must(t, err)
 	var _ *lendgraph.EnrichResult = r
 	ids := []string{props.Data[1].ID, props.Data[2].ID}
@@ -191,7 +191,7 @@ func TestContract_Design(t *testing.T) {
 	must(t, err)
 	_ = hits
 
-	mv, err := c.Market.MostGained(ctx, &lendgraph.MostGainedParams{DateRange: "last_12_months", State: "TX"})
+	mv, err := c.Market.MostGained(ctx, &lendgraph.MostGainedRequest{DateRange: "last_12_months", State: "TX"})
 	must(t, err)
 	_ = mv
 

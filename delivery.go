@@ -168,11 +168,9 @@ func (j *DeliveryJob[T]) Status(ctx context.Context, opts ...Option) (*DeliveryS
 		return nil, err
 	}
 	return jobCall(ctx, j.job, j.double, "DeliveryJob.Status", opts,
-		func(ctx context.Context, o *operation, st *DeliveryStatus) error { return j.status(ctx, o, st) }, j.viaDouble().Status)
+		func(ctx context.Context, o *operation, st *DeliveryStatus) error { return j.status(ctx, o, st) }, func(ctx context.Context, id string) (*DeliveryStatus, error) { return j.double.Status(ctx, id) })
 }
 
-// viaDouble is the handle's test double, or nil.
-func (j *DeliveryJob[T]) viaDouble() JobBackend[DeliveryStatus] { return j.double }
 
 // Wait polls the job until it is completed, failed or cancelled, and
 // returns the last status record fetched with any error, exactly as
@@ -194,7 +192,7 @@ func (j *DeliveryJob[T]) Cancel(ctx context.Context, opts ...Option) (*DeliveryS
 		return nil, err
 	}
 	return jobCall(ctx, j.job, j.double, "DeliveryJob.Cancel", opts,
-		func(ctx context.Context, o *operation, st *DeliveryStatus) error { return j.cancel(ctx, o, st) }, j.viaDouble().Cancel)
+		func(ctx context.Context, o *operation, st *DeliveryStatus) error { return j.cancel(ctx, o, st) }, func(ctx context.Context, id string) (*DeliveryStatus, error) { return j.double.Cancel(ctx, id) })
 }
 
 // begin starts the operation name of a method that waits for the job and

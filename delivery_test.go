@@ -209,7 +209,7 @@ func TestDeliveryService_DeliverEntitlementAndCeilings(t *testing.T) {
 	}
 	// Both accepted jobs bill at completion: let them finish before the
 	// balance is set, or their debits land after it.
-	for _, wait := range []func(context.Context, ...lendgraph.WaitOption) (*lendgraph.DeliveryStatus, error){job.Wait, filtered.Wait} {
+	for _, wait := range []func(context.Context, ...lendgraph.DeliveryWaitOption) (*lendgraph.DeliveryStatus, error){job.Wait, filtered.Wait} {
 		if _, err := wait(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,8 @@ func TestDeliveryJob_DownloadFile(t *testing.T) {
 		m.bytes.Store(0)
 		cctx, cancel := context.WithCancel(ctx)
 		var calls, last atomic.Int64
-		_, err := job.DownloadFile(cctx, path, lendgraph.WithDownloadProgress(func(done, total int64) {
+		_, err := job.DownloadFile(cctx, path, lendgraph.WithProgress(func(p *lendgraph.DownloadProgress) {
+			done, total := p.Done, p.Total
 			calls.Add(1)
 			last.Store(done)
 			if total != st.Bytes {
@@ -62,8 +63,8 @@ func TestDeliveryJob_DownloadFile(t *testing.T) {
 		m.bytes.Store(0)
 		var resumedFrom atomic.Int64
 		resumedFrom.Store(-1)
-		n, err := job.DownloadFile(ctx, path, lendgraph.WithDownloadProgress(func(done, total int64) {
-			resumedFrom.CompareAndSwap(-1, done)
+		n, err := job.DownloadFile(ctx, path, lendgraph.WithProgress(func(p *lendgraph.DownloadProgress) {
+			resumedFrom.CompareAndSwap(-1, p.Done)
 		}))
 		if err != nil || n != st.Bytes {
 			t.Fatalf("conns=%d: continued DownloadFile: %d, %v", conns, n, err)

@@ -40,7 +40,7 @@ func (h *objectHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "f", time.Time{}, bytes.NewReader(h.data))
 }
 
-func testObject(t *testing.T, h *objectHost) (*Client, SignedURL, linkFunc) {
+func testObject(t *testing.T, h *objectHost) (*operation, SignedURL, linkFunc) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -51,7 +51,8 @@ func testObject(t *testing.T, h *objectHost) (*Client, SignedURL, linkFunc) {
 	}
 	c.part = 32 << 10
 	link := SignedURL(srv.URL + "/file?X-Signature=s")
-	return c, link, func(context.Context) (SignedURL, error) { return link, nil }
+	cfg := c.defaults
+	return &operation{c: c, name: "test", cfg: &cfg}, link, func(context.Context) (SignedURL, error) { return link, nil }
 }
 
 func randomBytes(n int) []byte {
@@ -74,16 +75,16 @@ func TestParallel_RangeIgnoredFallsBack(t *testing.T) {
 		// A host of its own for each: requests a cancelled part sent late
 		// do not count for the next.
 		h := &objectHost{data: data, ignoreRange: true}
-		c, first, link := testObject(t, h)
+		o, first, link := testObject(t, h)
 		var got []byte
 		var err error
 		switch mode {
 		case "Download":
 			var buf bytes.Buffer
-			_, err = c.downloadSized(ctx, first, link, &buf, size)
+			_, err = o.downloadSized(ctx, first, link, &buf, size, nil)
 			got = buf.Bytes()
 		case "stream":
-			rc := c.openDownload(ctx, first, link, size)
+			rc := o.openDownload(ctx, first, link, size)
 			got, err = io.ReadAll(rc)
 			rc.Close()
 		case "file":
@@ -91,7 +92,7 @@ func TestParallel_RangeIgnoredFallsBack(t *testing.T) {
 			if ferr != nil {
 				t.Fatal(ferr)
 			}
-			_, err = c.downloadTo(ctx, f, first, link, size)
+			_, err = o.downloadTo(ctx, f, first, link, size)
 			f.Close()
 			got, _ = os.ReadFile(f.Name())
 		}
@@ -99,8 +100,8 @@ func TestParallel_RangeIgnoredFallsBack(t *testing.T) {
 			t.Fatalf("%s: %d bytes of %d, %v", mode, len(got), size, err)
 		}
 		// One request a connection finds out; one more fetches the file.
-		if n := h.requests.Load(); n > int32(c.conns)+1 {
-			t.Fatalf("%s: %d requests, want at most %d", mode, n, c.conns+1)
+		if n := h.requests.Load(); n > int32(o.cfg.downloadConns)+1 {
+			t.Fatalf("%s: %d requests, want at most %d", mode, n, o.cfg.downloadConns+1)
 		}
 	}
 }
@@ -114,21 +115,21 @@ func TestDownload_RefusesChangedObject(t *testing.T) {
 		}
 		return `"v2"`
 	}}
-	c, first, link := testObject(t, h)
+	o, first, link := testObject(t, h)
 	ctx := context.Background()
-	_, err := c.downloadSized(ctx, first, link, io.Discard, int64(len(h.data)))
+	_, err := o.downloadSized(ctx, first, link, io.Discard, int64(len(h.data)), nil)
 	var de *DownloadError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), `file changed on the storage host during the download (ETag "v`) {
 		t.Fatalf("parallel: %v", err)
 	}
 
 	// Over one connection: a resume after a cut meets the new version.
-	c.conns = 1
+	o.cfg.downloadConns = 1
 	cut := &cutOnce{h: &objectHost{data: h.data, etag: func(int32) string { return `"v2"` }}}
 	srv := httptest.NewServer(cut)
 	defer srv.Close()
 	first = SignedURL(srv.URL + "/f")
-	_, err = c.downloadSized(ctx, first, func(context.Context) (SignedURL, error) { return first, nil }, io.Discard, int64(len(h.data)))
+	_, err = o.downloadSized(ctx, first, func(context.Context) (SignedURL, error) { return first, nil }, io.Discard, int64(len(h.data)), nil)
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "changed") || de.Written != int64(len(h.data)/2) {
 		t.Fatalf("one connection: %v", err)
 	}
@@ -169,10 +170,10 @@ func TestParallel_ShortRangesCompleted(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	c, _, _ := testObject(t, h)
+	o, _, _ := testObject(t, h)
 	first := SignedURL(srv.URL + "/f")
 	var buf bytes.Buffer
-	n, err := c.downloadSized(context.Background(), first, func(context.Context) (SignedURL, error) { return first, nil }, &buf, int64(len(h.data)))
+	n, err := o.downloadSized(context.Background(), first, func(context.Context) (SignedURL, error) { return first, nil }, &buf, int64(len(h.data)), nil)
 	if err != nil || n != int64(len(h.data)) || !bytes.Equal(buf.Bytes(), h.data) {
 		t.Fatalf("%d bytes, %v", n, err)
 	}
@@ -187,7 +188,7 @@ func TestLinkSource_RefreshesOnceForAllRanges(t *testing.T) {
 		fetches.Add(1)
 		<-release
 		return "l2", nil
-	})
+	}, nil)
 	ctx := context.Background()
 	l, gen, err := src.get(ctx)
 	if err != nil || l != "l1" {
@@ -232,9 +233,9 @@ func TestLinkSource_RefreshesOnceForAllRanges(t *testing.T) {
 // pieces), for Download's parts and a decoder's.
 func TestPartFor_WholeRounds(t *testing.T) {
 	for _, conns := range []int{2, 3, 8, 16} {
-		c := &Client{conns: conns, part: defaultPartSize}
+		c := &operation{c: &Client{part: defaultPartSize}, cfg: &callConfig{downloadConns: conns}}
 		for _, size := range []int64{16 << 20, 16<<20 + 1, 24<<20 + 12345, 43_601_234, 36_881_059, 64<<20 + 7, 256<<20 + 999} {
-			for _, max := range []int64{c.streamPart(), c.part, c.decodePart(size)} {
+			for _, max := range []int64{c.streamPart(), c.c.part, c.decodePart(size)} {
 				part := c.partFor(size, max)
 				n := ceilDiv(size, part)
 				if part > max || n%int64(conns) != 0 {
@@ -246,7 +247,7 @@ func TestPartFor_WholeRounds(t *testing.T) {
 			}
 		}
 	}
-	c := &Client{conns: 8, part: defaultPartSize}
+	c := &operation{c: &Client{part: defaultPartSize}, cfg: &callConfig{downloadConns: 8}}
 	if p := c.partFor(43_601_234, c.streamPart()); ceilDiv(43_601_234, p) != 16 {
 		t.Errorf("43.6 MB on 8 connections: parts of %d, want 16 of them", p)
 	}
@@ -278,7 +279,7 @@ func TestRelay_OneSlowAnswerIsNotTheLatency(t *testing.T) {
 // next: what lands after the decoder's last byte is small.
 func TestTapered(t *testing.T) {
 	for _, n := range []int64{1, 2, 8, 16} {
-		c := &Client{conns: int(n), part: defaultPartSize}
+		c := &operation{c: &Client{part: defaultPartSize}, cfg: &callConfig{downloadConns: int(n)}}
 		for _, size := range []int64{1, 100, 16 << 20, 20_412_937, 24<<20 + 12345, 64<<20 + 7, 256<<20 + 999} {
 			part, least := c.decodePart(size), c.tailPart()
 			spans := tapered(size, part, n, least)

@@ -286,11 +286,9 @@ func (j *EnrichJob) Status(ctx context.Context, opts ...Option) (*EnrichJobStatu
 		return nil, err
 	}
 	return jobCall(ctx, j.job, j.double, "EnrichJob.Status", opts,
-		func(ctx context.Context, o *operation, st *EnrichJobStatus) error { return j.status(ctx, o, st) }, j.viaDouble().Status)
+		func(ctx context.Context, o *operation, st *EnrichJobStatus) error { return j.status(ctx, o, st) }, func(ctx context.Context, id string) (*EnrichJobStatus, error) { return j.double.Status(ctx, id) })
 }
 
-// viaDouble is the handle's test double, or nil.
-func (j *EnrichJob) viaDouble() JobBackend[EnrichJobStatus] { return j.double }
 
 // Wait polls the job until it is completed, failed or cancelled, and
 // returns the last status record. The first poll is immediate; the interval
@@ -336,7 +334,7 @@ func (j *EnrichJob) Cancel(ctx context.Context, opts ...Option) (*EnrichJobStatu
 		return nil, err
 	}
 	return jobCall(ctx, j.job, j.double, "EnrichJob.Cancel", opts,
-		func(ctx context.Context, o *operation, st *EnrichJobStatus) error { return j.cancel(ctx, o, st) }, j.viaDouble().Cancel)
+		func(ctx context.Context, o *operation, st *EnrichJobStatus) error { return j.cancel(ctx, o, st) }, func(ctx context.Context, id string) (*EnrichJobStatus, error) { return j.double.Cancel(ctx, id) })
 }
 
 // EnrichmentEntry is one property the caller has enriched.

@@ -12,13 +12,13 @@ import (
 // benchWait runs a 50,000-property bulk job paced to about 10 s and reports
 // how many status requests Wait made, their rate, and how long after the
 // server's completedAt Wait returned.
-func benchWait(b *testing.B, opts ...lendgraph.WaitOption) {
+func benchWait(b *testing.B, opts ...lendgraph.EnrichWaitOption) {
 	srv := lendgraphtest.NewServer(b, lendgraphtest.WithRows("properties", 50_000), lendgraphtest.WithJobRate("enrichment", 5000))
 	c, ctx := srv.Client(), context.Background()
 	ids := propertyIDs(srv, 50_000)
 	var polls, lag, secs float64
 	for b.Loop() {
-		job, err := c.Properties.EnrichBulk(ctx, ids, &lendgraph.EnrichBulkOptions{Refresh: true})
+		job, err := c.Properties.EnrichBulk(ctx, ids, &lendgraph.EnrichBulkRequest{Refresh: true})
 		if err != nil {
 			b.Fatal(err)
 		}

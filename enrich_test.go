@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestPropertiesService_Enrich(t *testing.T) {
 		t.Fatalf("balance %v after a match, want %v", got, start-1)
 	}
 
-	again, err := c.Properties.Enrich(ctx, match, &lendgraph.EnrichOptions{})
+	again, err := c.Properties.Enrich(ctx, match, &lendgraph.EnrichRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,14 +75,14 @@ func TestPropertiesService_EnrichCacheAndRefresh(t *testing.T) {
 	b := srv.Client(lendgraph.WithAPIKey(srv.NewCaller(lendgraphtest.DefaultOrg).Key))
 	for _, step := range []struct {
 		c      *lendgraph.Client
-		opts   *lendgraph.EnrichOptions
+		opts   *lendgraph.EnrichRequest
 		reason lendgraph.EnrichReason
 	}{
 		{a, nil, lendgraph.ReasonFreshSkipTrace},
 		{a, nil, lendgraph.ReasonMemberCacheHit},
 		{b, nil, lendgraph.ReasonFreshSkipTrace}, // another caller: its own lookup
 		{b, nil, lendgraph.ReasonMemberCacheHit},
-		{a, &lendgraph.EnrichOptions{Refresh: true}, lendgraph.ReasonFreshSkipTrace}, // bypasses the cache, charged again
+		{a, &lendgraph.EnrichRequest{Refresh: true}, lendgraph.ReasonFreshSkipTrace}, // bypasses the cache, charged again
 	} {
 		r, err := step.c.Properties.Enrich(ctx, id, step.opts)
 		if err != nil {
@@ -118,7 +119,7 @@ func TestPropertiesService_EnrichErrors(t *testing.T) {
 	// repeated, and the caller is told the server may have acted.
 	srv.ResetRequests()
 	srv.FailEnrichment(1)
-	refresh := &lendgraph.EnrichOptions{Refresh: true}
+	refresh := &lendgraph.EnrichRequest{Refresh: true}
 	if _, err := c.Properties.Enrich(ctx, match, refresh); !errors.As(err, &apiErr) || apiErr.StatusCode != 502 ||
 		!errors.Is(err, lendgraph.ErrOutcomeUnknown) {
 		t.Fatalf("provider failure: %v", err)
@@ -192,7 +193,7 @@ func TestPropertiesService_EnrichBulk(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, refresh := range []bool{false, true} {
-		job, err := c.Properties.EnrichBulk(ctx, []string{id}, &lendgraph.EnrichBulkOptions{Refresh: refresh})
+		job, err := c.Properties.EnrichBulk(ctx, []string{id}, &lendgraph.EnrichBulkRequest{Refresh: refresh})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -508,11 +509,9 @@ func TestEnrich_LeavesNoGoroutines(t *testing.T) {
 		}
 		break
 	}
-	rc, err := job.Results(ctx)
-	if err != nil {
+	if _, err := job.Download(ctx, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	rc.Close()
 }
 
 func errOf[T any](_ T, err error) error { return err }
@@ -528,7 +527,7 @@ func TestPropertiesService_EnrichRepeatAfterLostAnswer(t *testing.T) {
 
 	srv.InjectFault(http.MethodPost, "/v1/properties/{id}/enrich", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
 	var meta lendgraph.ResponseMeta
-	r, err := c.Properties.Enrich(lendgraph.WithCallOptions(ctx, lendgraph.CallResponseInto(&meta)), ids[0], nil)
+	r, err := c.Properties.Enrich(ctx, ids[0], nil, lendgraph.WithResponseInto(&meta))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,17 +18,16 @@ import (
 // Per-call options, as openai-go's option.RequestOption and
 // aws-sdk-go-v2's per-operation option functions: one call without
 // retries, with its own attempt timeout and a header, on a shared client.
-func ExampleWithCallOptions() {
+func ExampleWithMaxRetries() {
 	srv := startFake(lendgraphtest.WithRows("agents", 100))
 	defer srv.Close()
 	c := srv.Client() // 3 retries by default
 
 	srv.InjectFault(http.MethodPost, "/v1/agents", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503})
-	ctx := lendgraph.WithCallOptions(context.Background(),
-		lendgraph.CallMaxRetries(0),
-		lendgraph.CallAttemptTimeout(5*time.Second),
-		lendgraph.CallHeader("X-Request-Source", "nightly-report"))
-	_, err := c.Agents.List(ctx, nil)
+	_, err := c.Agents.List(context.Background(), nil,
+		lendgraph.WithMaxRetries(0),
+		lendgraph.WithAttemptTimeout(5*time.Second),
+		lendgraph.WithHeader("X-Request-Source", "nightly-report"))
 	fmt.Println("without retries:", errors.Is(err, lendgraph.ErrUnavailable))
 
 	srv.InjectFault(http.MethodPost, "/v1/agents", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503})
@@ -41,15 +40,14 @@ func ExampleWithCallOptions() {
 
 // Response metadata of a call that succeeded, as openai-go's
 // option.WithResponseInto and go-github's *Response give.
-func ExampleCallResponseInto() {
+func ExampleWithResponseInto() {
 	srv := startFake(lendgraphtest.WithRows("agents", 100))
 	defer srv.Close()
 	c := srv.Client()
 
 	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 502})
 	var meta lendgraph.ResponseMeta
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallResponseInto(&meta))
-	if _, err := c.Agents.Get(ctx, srv.Dataset().ID("agents", 0)); err != nil {
+	if _, err := c.Agents.Get(context.Background(), srv.Dataset().ID("agents", 0), lendgraph.WithResponseInto(&meta)); err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(meta.Operation, meta.StatusCode, "after", meta.Attempts, "attempts; request id set:", meta.RequestID != "")
@@ -104,7 +102,7 @@ func ExampleWithLogger() {
 	// Output:
 	// level=DEBUG msg="lendgraph: request" operation=Agents.List attempt=1 status=503
 	// level=DEBUG msg="lendgraph: request" operation=Agents.List attempt=2 retry_reason="status 503" status=503
-	// level=WARN msg="lendgraph: call failed after retries" operation=Agents.List attempts=2
+	// level=WARN msg="lendgraph: call failed" operation=Agents.List attempts=2
 	// true
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -18,9 +17,9 @@ func ExampleMarketService_MostGained() {
 	defer srv.Close()
 	c := srv.Client()
 	computing := false
-	res, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedParams{
+	res, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedRequest{
 		DateRange: lendgraph.LastNMonths(24), State: "TX", RankBy: lendgraph.RankByNet, Limit: 3,
-	}, lendgraph.OnComputing(func(time.Duration) { computing = true }))
+	}, lendgraph.WithProgress(func(*lendgraph.MovementProgress) { computing = true }))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -36,8 +35,8 @@ func ExampleMarketService_MostGained() {
 }
 
 // Bad parameters fail before any request.
-func ExampleMostGainedParams_Validate() {
-	err := (&lendgraph.MostGainedParams{City: "Austin"}).Validate()
+func ExampleMostGainedRequest_Validate() {
+	err := (&lendgraph.MostGainedRequest{City: "Austin"}).Validate()
 	fmt.Println(err)
 	// Output:
 	// lendgraph: invalid City: set State too: the API matches City within a state (the reference says to pair them)
@@ -98,8 +97,8 @@ func ExampleIntegrationsService_PushCRM() {
 	// charged: 0
 }
 
-// PushCRMAll reports what was written when credits run out.
-func ExampleIntegrationsService_PushCRMAll() {
+// PushCRMBatched reports what was written when credits run out.
+func ExampleIntegrationsService_PushCRMBatched() {
 	srv := startFake(lendgraphtest.WithDefaultRows(500), lendgraphtest.WithCredits(120))
 	defer srv.Close()
 	c := srv.Client()
@@ -107,7 +106,7 @@ func ExampleIntegrationsService_PushCRMAll() {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("agt_%07d", i)
 	}
-	_, err := c.Integrations.PushCRMAll(context.Background(), &lendgraph.CRMPushRequest{
+	_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{
 		Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids,
 	})
 	var pe *lendgraph.PushIncompleteError

@@ -43,7 +43,7 @@ func ExampleNewClient() {
 	// Output: agents: 1000
 }
 
-func ExampleResourceService_List() {
+func ExampleAgentsService_List() {
 	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 	c := srv.Client()
@@ -69,7 +69,7 @@ func ExampleResourceService_List() {
 	// more pages: true
 }
 
-func ExampleResourceService_All() {
+func ExampleAgentsService_All() {
 	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 	c := srv.Client()
@@ -125,7 +125,7 @@ func ExamplePager_Cursor() {
 	// Output: resumed rows: 800
 }
 
-func ExampleResourceService_Get() {
+func ExampleAgentsService_Get() {
 	srv := startFake(lendgraphtest.WithRows("agents", 1000))
 	defer srv.Close()
 	c := srv.Client()

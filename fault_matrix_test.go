@@ -74,7 +74,7 @@ var (
 	routeEnrichRefresh = route{name: "enrich refresh", method: "POST", pattern: "/v1/properties/*/enrich", reason: "enrich", acts: true,
 		setup: func(t *testing.T, e *env) { e.match = matchingProperty(t, e.srv) },
 		do: func(ctx context.Context, e *env) error {
-			_, err := e.c.Properties.Enrich(ctx, e.match, &lendgraph.EnrichOptions{Refresh: true})
+			_, err := e.c.Properties.Enrich(ctx, e.match, &lendgraph.EnrichRequest{Refresh: true})
 			return err
 		}}
 	routeEnrichBulk = route{name: "enrich-bulk", method: "POST", pattern: "/v1/properties/enrich-bulk", reason: "enrich-bulk", acts: true,

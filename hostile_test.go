@@ -175,7 +175,7 @@ func TestHostile_MostGainedRetryAfterMsBounds(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		ms        string
-		reported  time.Duration // the wait OnComputing sees; 0: no wait
+		reported  time.Duration // the wait WithProgress sees; 0: no wait
 		refusedAs time.Duration // RetryAfter of the *RateLimitError; 0: success
 	}{
 		{"negative", "-5", limit, 0}, // no usable value: a second, or the cap when shorter
@@ -202,8 +202,8 @@ func TestHostile_MostGainedRetryAfterMsBounds(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			start := time.Now()
-			mv, err := c.Market.MostGained(ctx, &lendgraph.MostGainedParams{DateRange: "last_12_months"},
-				lendgraph.OnComputing(func(d time.Duration) { reported = append(reported, d) }))
+			mv, err := c.Market.MostGained(ctx, &lendgraph.MostGainedRequest{DateRange: "last_12_months"},
+				lendgraph.WithProgress(func(p *lendgraph.MovementProgress) { reported = append(reported, p.RetryAfter) }))
 			d := time.Since(start)
 			if tc.refusedAs == 0 {
 				if err != nil || len(mv.Data) != 1 || len(reported) != 1 || reported[0] != tc.reported || d < tc.reported-10*time.Millisecond {
@@ -230,7 +230,7 @@ func TestHostile_MostGainedRetryAfterMsBounds(t *testing.T) {
 		defer cancel()
 		var err error
 		d := within(t, time.Second, "MostGained", func() {
-			_, err = hostileClient(t, api).Market.MostGained(ctx, &lendgraph.MostGainedParams{DateRange: "last_12_months"})
+			_, err = hostileClient(t, api).Market.MostGained(ctx, &lendgraph.MostGainedRequest{DateRange: "last_12_months"})
 		})
 		var rl *lendgraph.RateLimitError
 		if !errors.As(err, &rl) || rl.RetryAfter != maxDuration {

@@ -111,7 +111,7 @@ func TestIntegrationsService_PushCRMInsufficientCredits(t *testing.T) {
 func TestIntegrationsService_PushCRMAll(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	c := srv.Client()
-	res, err := c.Integrations.PushCRMAll(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(250)})
+	res, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(250)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestIntegrationsService_PushCRMAllStopsAt402(t *testing.T) {
 	srv.SetCredits(lendgraphtest.DefaultOrg, 150)
 	c := srv.Client()
 	ids := agentIDs(250)
-	res, err := c.Integrations.PushCRMAll(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids})
+	res, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids})
 	var pe *lendgraph.PushIncompleteError
 	var ic *lendgraph.InsufficientCreditsError
 	if !errors.As(err, &pe) || !errors.As(err, &ic) {
@@ -151,7 +151,7 @@ func TestIntegrationsService_PushCRMAllNeverResendsUnknown(t *testing.T) {
 		c := srv.Client(lendgraph.WithMaxRetries(3))
 		srv.InjectFault(http.MethodPost, "/v1/integrations/crm/push", f)
 		ids := agentIDs(250)
-		_, err := c.Integrations.PushCRMAll(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids})
+		_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids})
 		var pe *lendgraph.PushIncompleteError
 		if !errors.As(err, &pe) {
 			t.Fatalf("%T %v", err, err)

@@ -14,6 +14,12 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
+// MarketService serves market records, their analytics, and market
+// movement.
+type MarketService struct {
+	r resource[MarketRecord]
+}
+
 // DateRange is the window of a market movement query. Build one with the
 // constants and helpers below, or pass any string the API accepts (it is
 // checked against the reference's forms before sending).

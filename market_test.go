@@ -20,8 +20,8 @@ func TestMarketService_MostGained(t *testing.T) {
 	srv := marketServer(t)
 	c := srv.Client()
 	var waits []time.Duration
-	res, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedParams{State: "TX", Limit: 5},
-		lendgraph.OnComputing(func(d time.Duration) { waits = append(waits, d) }))
+	res, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedRequest{State: "TX", Limit: 5},
+		lendgraph.WithProgress(func(p *lendgraph.MovementProgress) { waits = append(waits, p.RetryAfter) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +55,8 @@ func TestMarketService_MostGained(t *testing.T) {
 	// The same parameter set is ready now: one request, no wait.
 	srv.ResetRequests()
 	waits = nil
-	if _, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedParams{State: "TX", Limit: 5},
-		lendgraph.OnComputing(func(d time.Duration) { waits = append(waits, d) })); err != nil || len(waits) != 0 || len(srv.Requests()) != 1 {
+	if _, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedRequest{State: "TX", Limit: 5},
+		lendgraph.WithProgress(func(p *lendgraph.MovementProgress) { waits = append(waits, p.RetryAfter) })); err != nil || len(waits) != 0 || len(srv.Requests()) != 1 {
 		t.Fatalf("second call: %v, waits %v, %d requests", err, waits, len(srv.Requests()))
 	}
 }
@@ -65,7 +65,7 @@ func TestMarketService_MostGainedRankByNet(t *testing.T) {
 	srv := marketServer(t)
 	srv.SetComputeDelay(0)
 	c := srv.Client()
-	res, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedParams{
+	res, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedRequest{
 		DateRange: lendgraph.DateRangeAllTime, States: []string{"TX", "CA"}, RankBy: lendgraph.RankByNet,
 		CompanyCategories: []lendgraph.CompanyCategory{lendgraph.CategoryBank, lendgraph.CategoryCreditUnion}, Limit: 100,
 	})
@@ -89,14 +89,14 @@ func TestMarketService_MostGainedCancel(t *testing.T) {
 	// The fake asks for the whole hour: a cap above it, so the client waits.
 	c := srv.Client(lendgraph.WithMaxServerWait(2 * time.Hour))
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := c.Market.MostGained(ctx, &lendgraph.MostGainedParams{State: "CA"},
-		lendgraph.OnComputing(func(time.Duration) { cancel() }))
+	_, err := c.Market.MostGained(ctx, &lendgraph.MostGainedRequest{State: "CA"},
+		lendgraph.WithProgress(func(*lendgraph.MovementProgress) { cancel() }))
 	if err != context.Canceled {
 		t.Fatalf("want context.Canceled, got %v", err)
 	}
 	// The clock moves past the computation: rows come.
 	srv.Advance(2 * time.Hour)
-	if _, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedParams{State: "CA"}); err != nil {
+	if _, err := c.Market.MostGained(context.Background(), &lendgraph.MostGainedRequest{State: "CA"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -105,20 +105,20 @@ func TestMostGainedParams_Validate(t *testing.T) {
 	srv := marketServer(t)
 	c := srv.Client()
 	for _, tc := range []struct {
-		p   lendgraph.MostGainedParams
+		p   lendgraph.MostGainedRequest
 		arg string
 	}{
-		{lendgraph.MostGainedParams{DateRange: lendgraph.LastNMonths(0)}, "DateRange"},
-		{lendgraph.MostGainedParams{DateRange: lendgraph.LastNMonths(1000)}, "DateRange"},
-		{lendgraph.MostGainedParams{DateRange: "last_year"}, "DateRange"},
-		{lendgraph.MostGainedParams{State: "Texas"}, "State"},
-		{lendgraph.MostGainedParams{States: []string{"TX", "T1"}}, "States[1]"},
-		{lendgraph.MostGainedParams{City: "Austin"}, "City"},
-		{lendgraph.MostGainedParams{State: "TX", City: strings.Repeat("a", 101)}, "City"},
-		{lendgraph.MostGainedParams{CompanyCategories: []lendgraph.CompanyCategory{"BANKS"}}, "CompanyCategories[0]"},
-		{lendgraph.MostGainedParams{RankBy: "volume"}, "RankBy"},
-		{lendgraph.MostGainedParams{Limit: 101}, "Limit"},
-		{lendgraph.MostGainedParams{Limit: -1}, "Limit"},
+		{lendgraph.MostGainedRequest{DateRange: lendgraph.LastNMonths(0)}, "DateRange"},
+		{lendgraph.MostGainedRequest{DateRange: lendgraph.LastNMonths(1000)}, "DateRange"},
+		{lendgraph.MostGainedRequest{DateRange: "last_year"}, "DateRange"},
+		{lendgraph.MostGainedRequest{State: "Texas"}, "State"},
+		{lendgraph.MostGainedRequest{States: []string{"TX", "T1"}}, "States[1]"},
+		{lendgraph.MostGainedRequest{City: "Austin"}, "City"},
+		{lendgraph.MostGainedRequest{State: "TX", City: strings.Repeat("a", 101)}, "City"},
+		{lendgraph.MostGainedRequest{CompanyCategories: []lendgraph.CompanyCategory{"BANKS"}}, "CompanyCategories[0]"},
+		{lendgraph.MostGainedRequest{RankBy: "volume"}, "RankBy"},
+		{lendgraph.MostGainedRequest{Limit: 101}, "Limit"},
+		{lendgraph.MostGainedRequest{Limit: -1}, "Limit"},
 	} {
 		_, err := c.Market.MostGained(context.Background(), &tc.p)
 		wantInvalid(t, srv, err, tc.arg)

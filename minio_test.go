@@ -168,7 +168,8 @@ func TestMinIO_Downloads(t *testing.T) {
 		size := int64(len(files[lendgraph.FormatNDJSON]))
 		path := filepath.Join(t.TempDir(), "agents.ndjson.gz")
 		cctx, cancel := context.WithCancel(ctx)
-		_, err := job.DownloadFile(cctx, path, lendgraph.WithDownloadProgress(func(done, total int64) {
+		_, err := job.DownloadFile(cctx, path, lendgraph.WithProgress(func(p *lendgraph.DownloadProgress) {
+			done, total := p.Done, p.Total
 			if done > total/3 {
 				cancel()
 			}

@@ -10,6 +10,18 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
+// OriginatorsService serves loan originators: records, analytics, bulk
+// delivery, the originator count and the title-company breakdown.
+type OriginatorsService struct {
+	r resource[Originator]
+}
+
+// CompaniesService serves companies: records, bulk delivery, their
+// branches and the lender count (the API has no company analytics).
+type CompaniesService struct {
+	r resource[Company]
+}
+
 // MatchedVia says how a lender filter value was matched. Observed: "id";
 // other values are kept as sent.
 type MatchedVia string

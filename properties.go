@@ -11,6 +11,13 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
+// PropertiesService serves properties: search (List, All), detail, the
+// property chart, bulk delivery, and the calls only properties have:
+// count, related records and owner enrichment.
+type PropertiesService struct {
+	r resource[Property]
+}
+
 // Count returns the exact number of properties matching req. The path is
 // not shown by the reference; the SDK follows the API's pattern:
 // POST /v1/properties/count with the property search body (pagination and

@@ -279,6 +279,7 @@ func (l *attemptLoop) fail(ctx context.Context, err error) error {
 	}
 	if l.budgetSpent {
 		err = &budgetError{err: err}
+		o.obs.update(func(s *Summary) { s.RetryBudgetExhausted = true })
 	}
 	if r.kind != retry.Idempotent && l.acted {
 		err = &outcomeUnknownError{err: err}

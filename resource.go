@@ -150,3 +150,20 @@ func (r resource[T]) allChart(ctx context.Context, req *ChartRequest, opts []Opt
 	p, err := r.chartPager(req, r.op("AllChart"), opts)
 	return pagedAll(ctx, p, err)
 }
+
+// LoansService serves loans: records, analytics and bulk delivery.
+type LoansService struct {
+	r resource[Loan]
+}
+
+// BranchesService serves branches: records and bulk delivery (the API has
+// no branch analytics).
+type BranchesService struct {
+	r resource[Branch]
+}
+
+// SalesService serves sales: records and analytics (the API has no bulk
+// delivery of sales).
+type SalesService struct {
+	r resource[Sale]
+}

@@ -15,13 +15,13 @@ import (
 
 // Every resource service satisfies the interface a test harness stubs.
 var (
-	_ lendgraph.ResourceAPI[lendgraph.Agent]        = (*lendgraph.ResourceService[lendgraph.Agent])(nil)
+	_ lendgraph.ResourceAPI[lendgraph.Agent]        = (*lendgraph.AgentsService)(nil)
 	_ lendgraph.ResourceAPI[lendgraph.Originator]   = (*lendgraph.OriginatorsService)(nil)
 	_ lendgraph.ResourceAPI[lendgraph.Company]      = (*lendgraph.CompaniesService)(nil)
-	_ lendgraph.ResourceAPI[lendgraph.Loan]         = (*lendgraph.ResourceService[lendgraph.Loan])(nil)
+	_ lendgraph.ResourceAPI[lendgraph.Loan]         = (*lendgraph.LoansService)(nil)
 	_ lendgraph.ResourceAPI[lendgraph.Property]     = (*lendgraph.PropertiesService)(nil)
-	_ lendgraph.ResourceAPI[lendgraph.Branch]       = (*lendgraph.ResourceService[lendgraph.Branch])(nil)
-	_ lendgraph.ResourceAPI[lendgraph.Sale]         = (*lendgraph.ResourceService[lendgraph.Sale])(nil)
+	_ lendgraph.ResourceAPI[lendgraph.Branch]       = (*lendgraph.BranchesService)(nil)
+	_ lendgraph.ResourceAPI[lendgraph.Sale]         = (*lendgraph.SalesService)(nil)
 	_ lendgraph.ResourceAPI[lendgraph.MarketRecord] = (*lendgraph.MarketService)(nil)
 )
 

@@ -272,7 +272,7 @@ type hostCall struct {
 // token (401, 403), and decodes the 2xx JSON answer into out. It returns
 // the answer's status.
 func (h *SearchHost) do(ctx context.Context, o *operation, hc hostCall, out any) (int, error) {
-	tok, err := h.tokens.Token(ctx)
+	tok, err := h.tokens.token(ctx, o.cfg)
 	if err != nil {
 		return 0, err
 	}
@@ -288,7 +288,7 @@ func (h *SearchHost) do(ctx context.Context, o *operation, hc hostCall, out any)
 	// Expired or revoked: mint a new token (unless another query already
 	// did) and try once more.
 	old := tok
-	if tok, err = h.tokens.renew(ctx, old); err != nil {
+	if tok, err = h.tokens.renew(ctx, old, o.cfg); err != nil {
 		return 0, err
 	}
 	if tok == old {

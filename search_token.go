@@ -69,8 +69,27 @@ func (t SearchToken) LogValue() slog.Value {
 // Token mints a new search token (GET /v1/search-token). Most callers want
 // TokenSource, which caches it until half of its lifetime has passed.
 func (s *SearchService) Token(ctx context.Context, opts ...Option) (*SearchToken, error) {
+	if err := s.client.ready(ctx); err != nil {
+		return nil, err
+	}
+	cfg, err := forCall(&s.client.defaults, "Search.Token", opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.token(ctx, cfg)
+}
+
+// token mints a search token as an operation Search.Token with settings
+// cfg (nil: the client's defaults): those of the call the mint is made
+// for, when a query of the search host needs a new token.
+func (s *SearchService) token(ctx context.Context, cfg *callConfig) (_ *SearchToken, err error) {
+	if cfg == nil {
+		cfg = &s.client.defaults
+	}
+	ctx, o := s.client.open(ctx, "Search.Token", cfg)
+	defer func() { o.end(err) }()
 	var h http.Header
-	t, err := call[SearchToken](ctx, s.client, "Search.Token", opts, request{method: http.MethodGet, path: "/v1/search-token", kind: retry.Idempotent, respHeader: &h})
+	t, err := sendFor[SearchToken](ctx, o, request{method: http.MethodGet, path: "/v1/search-token", kind: retry.Idempotent, respHeader: &h})
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +135,7 @@ var _ SearchTokenProvider = (*SearchTokenSource)(nil)
 // failed mint is not cached: the next call tries again. Get one from
 // SearchService.TokenSource.
 type SearchTokenSource struct {
-	mint func(context.Context) (*SearchToken, error)
+	mint func(context.Context, *callConfig) (*SearchToken, error)
 	now  func() time.Time
 
 	cur      atomic.Pointer[SearchToken]
@@ -137,13 +156,19 @@ type mintCall struct {
 // of the cached one's lifetime has passed (unless two mints started within
 // the last second: then the cached token is returned).
 func (ts *SearchTokenSource) Token(ctx context.Context) (*SearchToken, error) {
+	return ts.token(ctx, nil)
+}
+
+// token is Token for a call with settings cfg (nil: the client's
+// defaults), which a mint it makes takes.
+func (ts *SearchTokenSource) token(ctx context.Context, cfg *callConfig) (*SearchToken, error) {
 	if err := checkCtx(ctx); err != nil {
 		return nil, err
 	}
 	if t := ts.cur.Load(); t != nil && ts.now().Before(t.refreshAt) {
 		return t, nil
 	}
-	return ts.renew(ctx, nil)
+	return ts.renew(ctx, nil, cfg)
 }
 
 // renew returns a token that is fresh and is not stale (a token the search
@@ -152,7 +177,8 @@ func (ts *SearchTokenSource) Token(ctx context.Context) (*SearchToken, error) {
 // or not, instead of minting a third (the caller compares it with stale to
 // know that no new token came), unless stale is a token the host had
 // accepted: a revoked token always gets its new one.
-func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*SearchToken, error) {
+// cfg, when not nil, are the settings of the call the token is for.
+func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken, cfg *callConfig) (*SearchToken, error) {
 	for {
 		ts.mu.Lock()
 		now := ts.now()
@@ -170,7 +196,7 @@ func (ts *SearchTokenSource) renew(ctx context.Context, stale *SearchToken) (*Se
 			call = &mintCall{done: make(chan struct{})}
 			ts.inflight = call
 			ts.mu.Unlock()
-			ts.run(ctx, call, now)
+			ts.run(ctx, call, now, cfg)
 			return call.tok, call.err
 		}
 		ts.mu.Unlock()
@@ -196,8 +222,8 @@ func (ts *SearchTokenSource) accept(t *SearchToken) {
 
 // run mints on the calling goroutine and publishes the result; started is
 // when the mint began.
-func (ts *SearchTokenSource) run(ctx context.Context, call *mintCall, started time.Time) {
-	tok, err := ts.mint(ctx)
+func (ts *SearchTokenSource) run(ctx context.Context, call *mintCall, started time.Time, cfg *callConfig) {
+	tok, err := ts.mint(ctx, cfg)
 	if err == nil {
 		tok.refreshAt = refreshTime(ts.now(), tok.served, tok.ExpiresAt)
 	}

@@ -27,11 +27,6 @@ type AgentsAPI interface {
 
 var _ AgentsAPI = (*AgentsService)(nil)
 
-// AgentsService serves agents: records, analytics and bulk delivery.
-type AgentsService struct {
-	r resource[Agent]
-}
-
 // Resource is the path segment of the resource the service serves
 // ("agents", as in /v1/agents). It sends nothing.
 func (s *AgentsService) Resource() string { return s.r.path }
@@ -144,11 +139,6 @@ type OriginatorsAPI interface {
 
 var _ OriginatorsAPI = (*OriginatorsService)(nil)
 
-// OriginatorsService serves loan originators: records, analytics, bulk delivery, the originator count and the title-company breakdown.
-type OriginatorsService struct {
-	r resource[Originator]
-}
-
 // Resource is the path segment of the resource the service serves
 // ("originators", as in /v1/originators). It sends nothing.
 func (s *OriginatorsService) Resource() string { return s.r.path }
@@ -256,11 +246,6 @@ type CompaniesAPI interface {
 
 var _ CompaniesAPI = (*CompaniesService)(nil)
 
-// CompaniesService serves companies: records, bulk delivery, their branches and the lender count (the API has no company analytics).
-type CompaniesService struct {
-	r resource[Company]
-}
-
 // Resource is the path segment of the resource the service serves
 // ("companies", as in /v1/companies). It sends nothing.
 func (s *CompaniesService) Resource() string { return s.r.path }
@@ -335,11 +320,6 @@ type LoansAPI interface {
 }
 
 var _ LoansAPI = (*LoansService)(nil)
-
-// LoansService serves loans: records, analytics and bulk delivery.
-type LoansService struct {
-	r resource[Loan]
-}
 
 // Resource is the path segment of the resource the service serves
 // ("loans", as in /v1/loans). It sends nothing.
@@ -457,11 +437,6 @@ type PropertiesAPI interface {
 
 var _ PropertiesAPI = (*PropertiesService)(nil)
 
-// PropertiesService serves properties: search (List, All), detail, the property chart, bulk delivery, and the calls only properties have: count, related records and owner enrichment.
-type PropertiesService struct {
-	r resource[Property]
-}
-
 // Resource is the path segment of the resource the service serves
 // ("properties", as in /v1/properties). It sends nothing.
 func (s *PropertiesService) Resource() string { return s.r.path }
@@ -553,11 +528,6 @@ type BranchesAPI interface {
 
 var _ BranchesAPI = (*BranchesService)(nil)
 
-// BranchesService serves branches: records and bulk delivery (the API has no branch analytics).
-type BranchesService struct {
-	r resource[Branch]
-}
-
 // Resource is the path segment of the resource the service serves
 // ("branches", as in /v1/branches). It sends nothing.
 func (s *BranchesService) Resource() string { return s.r.path }
@@ -630,11 +600,6 @@ type SalesAPI interface {
 }
 
 var _ SalesAPI = (*SalesService)(nil)
-
-// SalesService serves sales: records and analytics (the API has no bulk delivery of sales).
-type SalesService struct {
-	r resource[Sale]
-}
 
 // Resource is the path segment of the resource the service serves
 // ("sales", as in /v1/sales). It sends nothing.
@@ -721,11 +686,6 @@ type MarketAPI interface {
 }
 
 var _ MarketAPI = (*MarketService)(nil)
-
-// MarketService serves market records, their analytics, and market movement.
-type MarketService struct {
-	r resource[MarketRecord]
-}
 
 // Resource is the path segment of the resource the service serves
 // ("market", as in /v1/market). It sends nothing.

@@ -127,7 +127,7 @@ func TestReliability_Soak(t *testing.T) {
 			return err
 		}},
 		{"market movement", func(ctx context.Context, r *rand.Rand) error {
-			_, err := c.Market.MostGained(ctx, &lendgraph.MostGainedParams{State: states[r.IntN(len(states))]})
+			_, err := c.Market.MostGained(ctx, &lendgraph.MostGainedRequest{State: states[r.IntN(len(states))]})
 			return err
 		}},
 	}

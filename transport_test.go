@@ -138,7 +138,7 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 		d0, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich")
 		proxy.setScript(firstN("POST", "/v1/properties/*", 1, proxyFault{kind: pfCutBody}))
 		defer proxy.setScript(nil)
-		_, err := c.Properties.Enrich(context.Background(), match[2], &lendgraph.EnrichOptions{Refresh: true})
+		_, err := c.Properties.Enrich(context.Background(), match[2], &lendgraph.EnrichRequest{Refresh: true})
 		var de *lendgraph.DecodeError
 		if !errors.Is(err, lendgraph.ErrOutcomeUnknown) || !errors.As(err, &de) {
 			t.Fatalf("%v", err)
@@ -164,7 +164,7 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 			t.Fatalf("%d requests, %d debits; want 2 and 1", n, d1-d0)
 		}
 	})
-	t.Run("PushCRMAll/reset after the server acted", func(t *testing.T) {
+	t.Run("PushCRMBatched/reset after the server acted", func(t *testing.T) {
 		ids := make([]string, 150)
 		for i := range ids {
 			ids[i] = srv.Dataset().ID("agents", i)
@@ -176,7 +176,7 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 			return proxyFault{}
 		})
 		defer proxy.setScript(nil)
-		_, err := c.Integrations.PushCRMAll(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent,
+		_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent,
 			Object: lendgraph.CRMObjectContact, IDs: ids})
 		var pe *lendgraph.PushIncompleteError
 		if !errors.As(err, &pe) || len(pe.Unknown) != 100 || len(pe.NotSent) != 50 || !errors.Is(err, lendgraph.ErrOutcomeUnknown) {

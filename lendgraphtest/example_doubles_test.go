@@ -80,11 +80,11 @@ func Example_stubDelivery() {
 // propertiesDouble stands in for c.Properties.
 type propertiesDouble struct{ lendgraph.PropertiesAPI }
 
-func (propertiesDouble) Enrich(ctx context.Context, id string, opts *lendgraph.EnrichOptions) (*lendgraph.EnrichResult, error) {
+func (propertiesDouble) Enrich(ctx context.Context, id string, opts *lendgraph.EnrichRequest) (*lendgraph.EnrichResult, error) {
 	return &lendgraph.EnrichResult{Charged: true, Reason: lendgraph.ReasonFreshSkipTrace}, nil
 }
 
-func (propertiesDouble) EnrichBulk(ctx context.Context, ids []string, opts *lendgraph.EnrichBulkOptions) (*lendgraph.EnrichJob, error) {
+func (propertiesDouble) EnrichBulk(ctx context.Context, ids []string, opts *lendgraph.EnrichBulkRequest) (*lendgraph.EnrichJob, error) {
 	results := make([]lendgraph.EnrichmentResultEntry, len(ids))
 	for i, id := range ids {
 		results[i] = lendgraph.EnrichmentResultEntry{PropertyID: id, Persons: []lendgraph.Person{{}}}
@@ -126,7 +126,7 @@ func (searchDouble) Instant(ctx context.Context, req *lendgraph.InstantSearchReq
 	return &lendgraph.InstantSearchResult{Agents: []lendgraph.PersonMatch{{ID: "agt_1", LastName: req.Query + "th"}}}, nil
 }
 
-func (marketDouble) MostGained(ctx context.Context, p *lendgraph.MostGainedParams, opts ...lendgraph.MovementOption) (*lendgraph.MostGainedResponse, error) {
+func (marketDouble) MostGained(ctx context.Context, p *lendgraph.MostGainedRequest, opts ...lendgraph.MovementOption) (*lendgraph.MostGainedResponse, error) {
 	return &lendgraph.MostGainedResponse{Data: []lendgraph.MarketMovementRow{{CompanyName: "Acme Lending", Gained: 12, Lost: 2, Net: 10}}}, nil
 }
 
@@ -140,7 +140,7 @@ func Example_stubSearchMarketAndCRM() {
 	ctx := context.Background()
 	res, _ := searchDouble{}.Instant(ctx, &lendgraph.InstantSearchRequest{Query: "smi"})
 	fmt.Println(res.Agents[0].LastName)
-	mv, _ := marketDouble{}.MostGained(ctx, &lendgraph.MostGainedParams{DateRange: "last_12_months"})
+	mv, _ := marketDouble{}.MostGained(ctx, &lendgraph.MostGainedRequest{DateRange: "last_12_months"})
 	fmt.Println(mv.Data[0].CompanyName, mv.Data[0].Net)
 	crm := &integrationsDouble{}
 	var api lendgraph.IntegrationsAPI = crm

@@ -11,9 +11,9 @@ import (
 // location suggestion and a dry-run CRM push.
 func tourMore(t tour) error {
 	fmt.Fprintln(t.out, "\n== Market movement: companies that gained the most loan officers in Texas")
-	res, err := t.c.Market.MostGained(t.ctx, &lendgraph.MostGainedParams{State: "TX", Limit: 3},
-		lendgraph.OnComputing(func(wait time.Duration) {
-			fmt.Fprintf(t.out, "   (server is computing; asked to repeat the request after %s)\n", wait.Round(time.Millisecond))
+	res, err := t.c.Market.MostGained(t.ctx, &lendgraph.MostGainedRequest{State: "TX", Limit: 3},
+		lendgraph.WithProgress(func(p *lendgraph.MovementProgress) {
+			fmt.Fprintf(t.out, "   (server is computing; asked to repeat the request after %s)\n", p.RetryAfter.Round(time.Millisecond))
 		}))
 	if err != nil {
 		return fmt.Errorf("most gained: %w", err)

@@ -6,7 +6,9 @@
 // generic machinery of resource.go; the table below says which
 // capabilities each resource has (the API offers analytics and bulk
 // delivery on some only), so a call the API does not have does not
-// compile. Methods only one resource has are written by hand in its file
+// compile. The service types themselves are declared in their files
+// (agents.go, originators.go, ...) with their doc comments; methods only
+// one resource has are written by hand in its file
 // (originators.go, properties.go, enrich*.go, market.go) and named in
 // the table's extras, so that the interface lists them too.
 //
@@ -28,7 +30,6 @@ type service struct {
 	Path     string // the path segment: "agents"
 	Record   string // the record type: "Agent"
 	Noun     string // the records in prose: "agents"
-	Doc      string // what the service serves, for its doc comment
 	Records  bool   // List, All, Pager, Get
 	Summary  bool   // Summary, TimeSeries
 	Chart    bool   // Chart, ChartPager, AllChart
@@ -38,10 +39,8 @@ type service struct {
 
 var services = []service{
 	{Name: "Agents", Path: "agents", Record: "Agent", Noun: "agents",
-		Doc:     "serves agents: records, analytics and bulk delivery",
 		Records: true, Summary: true, Chart: true, Delivery: true},
 	{Name: "Originators", Path: "originators", Record: "Originator", Noun: "loan originators",
-		Doc:     "serves loan originators: records, analytics, bulk delivery, the originator count and the title-company breakdown",
 		Records: true, Summary: true, Chart: true, Delivery: true,
 		Extras: []string{
 			"Count(ctx context.Context, req *ListRequest, opts ...Option) (*OriginatorCount, error)",
@@ -50,7 +49,6 @@ var services = []service{
 			"AllTitleCompanies(ctx context.Context, nmlsID string, req *ListRequest, opts ...Option) iter.Seq2[TitleCompanyRow, error]",
 		}},
 	{Name: "Companies", Path: "companies", Record: "Company", Noun: "companies",
-		Doc:     "serves companies: records, bulk delivery, their branches and the lender count (the API has no company analytics)",
 		Records: true, Delivery: true,
 		Extras: []string{
 			"Branches(ctx context.Context, nmlsID string, req *ListRequest, opts ...Option) (*BranchPage, error)",
@@ -59,10 +57,8 @@ var services = []service{
 			"LenderCount(ctx context.Context, req *ListRequest, opts ...Option) (*Count, error)",
 		}},
 	{Name: "Loans", Path: "loans", Record: "Loan", Noun: "loans",
-		Doc:     "serves loans: records, analytics and bulk delivery",
 		Records: true, Summary: true, Chart: true, Delivery: true},
 	{Name: "Properties", Path: "properties", Record: "Property", Noun: "properties",
-		Doc:     "serves properties: search (List, All), detail, the property chart, bulk delivery, and the calls only properties have: count, related records and owner enrichment",
 		Records: true, Chart: true, Delivery: true,
 		Extras: []string{
 			"Count(ctx context.Context, req *ListRequest, opts ...Option) (*Count, error)",
@@ -77,13 +73,10 @@ var services = []service{
 			"AllEnrichments(ctx context.Context, req *EnrichmentsRequest, opts ...Option) iter.Seq2[EnrichmentEntry, error]",
 		}},
 	{Name: "Branches", Path: "branches", Record: "Branch", Noun: "branches",
-		Doc:     "serves branches: records and bulk delivery (the API has no branch analytics)",
 		Records: true, Delivery: true},
 	{Name: "Sales", Path: "sales", Record: "Sale", Noun: "sales",
-		Doc:     "serves sales: records and analytics (the API has no bulk delivery of sales)",
 		Records: true, Summary: true, Chart: true},
 	{Name: "Market", Path: "market", Record: "MarketRecord", Noun: "market records",
-		Doc:     "serves market records, their analytics, and market movement",
 		Records: true, Summary: true, Chart: true,
 		Extras: []string{
 			"MostGained(ctx context.Context, req *MostGainedRequest, opts ...MostGainedOption) (*MostGainedResponse, error)",
@@ -129,11 +122,6 @@ type {{.Name}}API interface {
 }
 
 var _ {{.Name}}API = (*{{.Name}}Service)(nil)
-
-// {{.Name}}Service {{.Doc}}.
-type {{.Name}}Service struct {
-	r resource[{{.Record}}]
-}
 
 // Resource is the path segment of the resource the service serves
 // ("{{.Path}}", as in /v1/{{.Path}}). It sends nothing.

@@ -33,16 +33,16 @@ func TestCallOptions_MaxRetries(t *testing.T) {
 	path := "/v1/agents/" + id
 	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1})
 
-	_, err := c.Agents.Get(lendgraph.WithCallOptions(context.Background(), lendgraph.CallMaxRetries(0)), id)
+	_, err := c.Agents.Get(context.Background(), id, lendgraph.WithMaxRetries(0))
 	if !errors.Is(err, lendgraph.ErrUnavailable) {
 		t.Fatalf("err = %v, want a 503", err)
 	}
 	if n := len(apiRequests(srv, http.MethodGet, path)); n != 1 {
-		t.Fatalf("CallMaxRetries(0): the server saw %d attempts, want 1", n)
+		t.Fatalf("WithMaxRetries(0): the server saw %d attempts, want 1", n)
 	}
-	_, _ = c.Agents.Get(lendgraph.WithCallOptions(context.Background(), lendgraph.CallMaxRetries(5)), id)
+	_, _ = c.Agents.Get(context.Background(), id, lendgraph.WithMaxRetries(5))
 	if n := len(apiRequests(srv, http.MethodGet, path)); n != 1+6 {
-		t.Fatalf("CallMaxRetries(5): the server saw %d attempts in all, want 1+6", n)
+		t.Fatalf("WithMaxRetries(5): the server saw %d attempts in all, want 1+6", n)
 	}
 	// The client's setting stays the default of calls without options.
 	_, _ = c.Agents.Get(context.Background(), id)
@@ -55,8 +55,7 @@ func TestCallOptions_MaxRetriesReachIterators(t *testing.T) {
 	srv := smallServer(t)
 	c := srv.Client()
 	srv.InjectFault(http.MethodPost, "/v1/agents", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1})
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallMaxRetries(0))
-	if err := firstErr(c.Agents.All(ctx, nil)); !errors.Is(err, lendgraph.ErrUnavailable) {
+	if err := firstErr(c.Agents.All(context.Background(), nil, lendgraph.WithMaxRetries(0))); !errors.Is(err, lendgraph.ErrUnavailable) {
 		t.Fatalf("err = %v", err)
 	}
 	if n := len(apiRequests(srv, http.MethodPost, "/v1/agents")); n != 1 {
@@ -69,8 +68,7 @@ func TestCallOptions_AttemptTimeout(t *testing.T) {
 	c := srv.Client(lendgraph.WithMaxRetries(1))
 	id := srv.Dataset().ID("agents", 0)
 	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Stall, Delay: 2 * time.Second})
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallAttemptTimeout(50*time.Millisecond))
-	a, err := c.Agents.Get(ctx, id)
+	a, err := c.Agents.Get(context.Background(), id, lendgraph.WithAttemptTimeout(50*time.Millisecond))
 	if err != nil || a.ID != id {
 		t.Fatalf("Get = %v, %v; want the stalled attempt cut and the retry answered", a, err)
 	}
@@ -79,33 +77,39 @@ func TestCallOptions_AttemptTimeout(t *testing.T) {
 	}
 }
 
+// A call's headers go with that call alone: never into the client's
+// defaults, nor into a call made before or after; the client's own
+// default header goes with every call.
 func TestCallOptions_Header(t *testing.T) {
 	srv := smallServer(t)
-	c := srv.Client()
+	c := srv.Client(lendgraph.WithHeader("X-App", "a1"))
 	id := srv.Dataset().ID("agents", 0)
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallHeader("X-Trace", "abc"))
-	ctx = lendgraph.WithCallOptions(ctx, lendgraph.CallHeader("x-tenant", "t1"))
-	if _, err := c.Agents.Get(ctx, id); err != nil {
+	if _, err := c.Agents.Get(context.Background(), id, lendgraph.WithHeader("X-Trace", "abc"), lendgraph.WithHeader("x-tenant", "t1")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Agents.Get(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.Agents.Get(context.Background(), id, lendgraph.WithHeader("X-Trace", "def")); err != nil {
+		t.Fatal(err)
+	}
 	got := apiRequests(srv, http.MethodGet, "/v1/agents/"+id)
-	if len(got) != 2 || got[0].Header.Get("X-Trace") != "abc" || got[0].Header.Get("X-Tenant") != "t1" {
+	if len(got) != 3 || got[0].Header.Get("X-Trace") != "abc" || got[0].Header.Get("X-Tenant") != "t1" || got[0].Header.Get("X-App") != "a1" {
 		t.Fatalf("headers of the call: %v", got)
 	}
-	if got[1].Header.Get("X-Trace") != "" {
-		t.Fatal("a call without the option sent its header")
+	if got[1].Header.Get("X-Trace") != "" || got[1].Header.Get("X-Tenant") != "" || got[1].Header.Get("X-App") != "a1" {
+		t.Fatalf("a call without the option: %v", got[1].Header)
+	}
+	if v := got[2].Header.Values("X-Trace"); len(v) != 1 || v[0] != "def" || got[2].Header.Get("X-Tenant") != "" {
+		t.Fatalf("a later call carries another call's header: %v", got[2].Header)
 	}
 
 	before := len(srv.Requests())
-	for _, name := range []string{"x-api-key", "Authorization", "Host", "Content-Type", "bad name", ""} {
-		ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallHeader(name, "evil"))
-		_, err := c.Agents.Get(ctx, id)
+	for _, name := range []string{"x-api-key", "Authorization", "Host", "Content-Type", "traceparent", "bad name", ""} {
+		_, err := c.Agents.Get(context.Background(), id, lendgraph.WithHeader(name, "evil"))
 		var ia *lendgraph.InvalidArgumentError
-		if !errors.As(err, &ia) || ia.Arg != "CallHeader" {
-			t.Errorf("CallHeader(%q): err = %v, want an *InvalidArgumentError for CallHeader", name, err)
+		if !errors.As(err, &ia) || ia.Arg != "WithHeader" {
+			t.Errorf("WithHeader(%q): err = %v, want an *InvalidArgumentError for WithHeader", name, err)
 		}
 	}
 	if n := len(srv.Requests()); n != before {
@@ -116,8 +120,8 @@ func TestCallOptions_Header(t *testing.T) {
 func TestCallOptions_HeaderStaysOnTheAPIHost(t *testing.T) {
 	srv := searchServer(t)
 	c := srv.Client()
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallHeader("X-Secret-Tenant", "t1"))
-	if _, err := c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "a"}); err != nil {
+	if _, err := c.Search.Host().Search(context.Background(), lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "a"},
+		lendgraph.WithHeader("X-Secret-Tenant", "t1")); err != nil {
 		t.Fatal(err)
 	}
 	var api, search int
@@ -143,8 +147,8 @@ func TestCallOptions_ResponseInto(t *testing.T) {
 	id := srv.Dataset().ID("agents", 0)
 	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503})
 	var meta lendgraph.ResponseMeta
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallResponseInto(&meta))
-	if _, err := c.Agents.Get(ctx, id); err != nil {
+	ctx := context.Background()
+	if _, err := c.Agents.Get(ctx, id, lendgraph.WithResponseInto(&meta)); err != nil {
 		t.Fatal(err)
 	}
 	got := apiRequests(srv, http.MethodGet, "/v1/agents/"+id)
@@ -155,13 +159,13 @@ func TestCallOptions_ResponseInto(t *testing.T) {
 
 	// An iterator leaves the last page's.
 	meta = lendgraph.ResponseMeta{}
-	for _, err := range c.Agents.All(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 20}}) {
+	for _, err := range c.Agents.All(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 20}}, lendgraph.WithResponseInto(&meta)) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	pages := len(apiRequests(srv, http.MethodPost, "/v1/agents"))
-	if pages < 2 || meta.Operation != "Agents.List" || meta.StatusCode != 200 || meta.Attempts != 1 {
+	if pages < 2 || meta.Operation != "Agents.All" || meta.StatusCode != 200 || meta.Attempts != 1 {
 		t.Fatalf("after %d pages meta = %+v", pages, meta)
 	}
 }
@@ -170,8 +174,7 @@ func TestCallOptions_ResponseIntoError(t *testing.T) {
 	srv := smallServer(t)
 	c := srv.Client()
 	var meta lendgraph.ResponseMeta
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallResponseInto(&meta))
-	_, err := c.Agents.Get(ctx, "no-such-agent")
+	_, err := c.Agents.Get(context.Background(), "no-such-agent", lendgraph.WithResponseInto(&meta))
 	var apiErr *lendgraph.APIError
 	if !errors.As(err, &apiErr) || meta.StatusCode != 404 || meta.RequestID != apiErr.RequestID || meta.Attempts != 1 {
 		t.Fatalf("err %v, meta %+v", err, meta)
@@ -198,8 +201,8 @@ func TestMiddleware_SeesEveryAttemptWithItsOperation(t *testing.T) {
 	id := srv.Dataset().ID("agents", 0)
 	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 502})
 	var meta lendgraph.ResponseMeta
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallResponseInto(&meta))
-	if _, err := c.Agents.Get(ctx, id); err != nil {
+	ctx := context.Background()
+	if _, err := c.Agents.Get(ctx, id, lendgraph.WithResponseInto(&meta)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Agents.List(context.Background(), nil); err != nil {
@@ -246,7 +249,7 @@ func TestWithLogger_RetriesTiedTogether(t *testing.T) {
 			t.Errorf("retry line %d carries no reason or backoff: %s", i+1, l)
 		}
 	}
-	if !strings.Contains(lines[3], `"level":"WARN"`) || !strings.Contains(lines[3], "call failed after retries") ||
+	if !strings.Contains(lines[3], `"level":"WARN"`) || !strings.Contains(lines[3], "call failed") ||
 		!strings.Contains(lines[3], `"attempts":3`) {
 		t.Errorf("final line: %s", lines[3])
 	}
@@ -289,13 +292,17 @@ func TestWithRetryBudget(t *testing.T) {
 func TestCallOptions_BadOptionsSendNothing(t *testing.T) {
 	srv := smallServer(t)
 	c := srv.Client()
-	for name, opt := range map[string]lendgraph.CallOption{
-		"CallMaxRetries":     lendgraph.CallMaxRetries(-1),
-		"CallAttemptTimeout": lendgraph.CallAttemptTimeout(-time.Second),
-		"CallResponseInto":   lendgraph.CallResponseInto(nil),
-		"CallOption":         nil, // refused as NewClient refuses a nil Option
+	var nilOpt lendgraph.Option
+	for name, opt := range map[string]lendgraph.Option{
+		"WithMaxRetries":     lendgraph.WithMaxRetries(-1),
+		"WithAttemptTimeout": lendgraph.WithAttemptTimeout(-time.Second),
+		"WithResponseInto":   lendgraph.WithResponseInto(nil),
+		"WithAPIKey":         lendgraph.WithAPIKey("other"),     // a client's, not a call's
+		"WithRetryBudget":    lendgraph.WithRetryBudget(10),     // a client's, not a call's
+		"WithBaseURL":        lendgraph.WithBaseURL("http://x"), // a client's, not a call's
+		"option":             nilOpt,
 	} {
-		_, err := c.Agents.List(lendgraph.WithCallOptions(context.Background(), opt), nil)
+		_, err := c.Agents.List(context.Background(), nil, opt)
 		var ia *lendgraph.InvalidArgumentError
 		if !errors.As(err, &ia) || ia.Arg != name {
 			t.Errorf("%s: err = %v", name, err)
@@ -304,10 +311,18 @@ func TestCallOptions_BadOptionsSendNothing(t *testing.T) {
 	if n := len(srv.Requests()); n != 0 {
 		t.Fatalf("bad options sent %d requests", n)
 	}
+	// An option that describes one call is refused by NewClient.
+	var meta lendgraph.ResponseMeta
+	_, err := lendgraph.NewClient(lendgraph.WithResponseInto(&meta))
+	var ia *lendgraph.InvalidArgumentError
+	if !errors.As(err, &ia) || ia.Arg != "WithResponseInto" {
+		t.Errorf("NewClient(WithResponseInto): %v", err)
+	}
 }
 
-// Methods that make several requests (Wait, Download, Rows) name them all
-// after themselves, and per-call options reach each of them.
+// Methods that make several requests (Wait, Download, Rows) name them
+// after the operation that makes them, and per-call options reach each of
+// them.
 func TestOperationFrom_MultiRequestMethods(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	var mu sync.Mutex
@@ -318,30 +333,38 @@ func TestOperationFrom_MultiRequestMethods(t *testing.T) {
 		mu.Unlock()
 		return next(req)
 	}))
-	ctx := lendgraph.WithCallOptions(context.Background(), lendgraph.CallHeader("X-Job-Trace", "j1"))
-	job, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatNDJSON})
+	ctx := context.Background()
+	trace := lendgraph.WithHeader("X-Job-Trace", "j1")
+	job, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatNDJSON}, trace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 5*time.Millisecond)); err != nil {
+	if _, err := job.Wait(ctx, lendgraph.WithPollInterval(time.Millisecond, 5*time.Millisecond), trace); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if _, err := job.Download(ctx, &buf); err != nil {
+	if _, err := job.Download(ctx, &buf, trace); err != nil {
 		t.Fatal(err)
 	}
-	if err := firstErr(job.Rows(ctx)); err != nil {
+	if err := firstErr(job.Rows(ctx, trace)); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, op := range []string{"Agents.Deliver", "DeliveryJob.Wait", "DeliveryJob.Download", "DeliveryJob.Rows"} {
+	// The waits inside Download and Rows are operations DeliveryJob.Wait
+	// of their own, as the observer sees them; the storage requests reach
+	// no middleware.
+	for _, op := range []string{"Agents.Deliver", "DeliveryJob.Wait"} {
 		if ops[op] == 0 {
 			t.Errorf("no attempt named %s: %v", op, ops)
 		}
 	}
-	if len(ops) != 4 {
-		t.Errorf("operations %v, want exactly the four", ops)
+	for op := range ops {
+		switch op {
+		case "Agents.Deliver", "DeliveryJob.Wait", "DeliveryJob.Download", "DeliveryJob.Rows":
+		default:
+			t.Errorf("an attempt named %q", op)
+		}
 	}
 	var api, traced int
 	for _, r := range srv.Requests() {
@@ -380,5 +403,123 @@ func TestResponseMeta_RateLimit(t *testing.T) {
 	var none *lendgraph.ResponseMeta
 	if l, r, s := none.RateLimit(); l+r+s != "" {
 		t.Errorf("nil meta: %q %q %q", l, r, s)
+	}
+}
+
+// Middleware order: the client's run outside a call's, and within each
+// list the first given is the outermost (it sees the request first and the
+// response last).
+func TestMiddleware_Order(t *testing.T) {
+	srv := smallServer(t)
+	var mu sync.Mutex
+	var trail []string
+	mark := func(name string) lendgraph.Middleware {
+		return func(req *http.Request, next lendgraph.MiddlewareNext) (*http.Response, error) {
+			mu.Lock()
+			trail = append(trail, name+">")
+			mu.Unlock()
+			resp, err := next(req)
+			mu.Lock()
+			trail = append(trail, "<"+name)
+			mu.Unlock()
+			return resp, err
+		}
+	}
+	c := srv.Client(lendgraph.WithMiddleware(mark("c1"), mark("c2")))
+	if _, err := c.Agents.List(context.Background(), nil, lendgraph.WithMiddleware(mark("k1")), lendgraph.WithMiddleware(mark("k2"))); err != nil {
+		t.Fatal(err)
+	}
+	want := "c1> c2> k1> k2> <k2 <k1 <c2 <c1"
+	if got := strings.Join(trail, " "); got != want {
+		t.Fatalf("middleware ran %q, want %q", got, want)
+	}
+	// A call's middleware does not stay on the client.
+	trail = nil
+	if _, err := c.Agents.List(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(trail, " "); got != "c1> c2> <c2 <c1" {
+		t.Fatalf("a later call ran %q", got)
+	}
+}
+
+// A spent retry budget says so: in the error (ErrRetryBudgetExhausted), in
+// a warning line, and to the observer.
+func TestRetryBudget_ExhaustedSaysSo(t *testing.T) {
+	srv := smallServer(t)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewJSONHandler(&lockedWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	obs := &recObserver{}
+	c := srv.Client(lendgraph.WithRetryBudget(10), lendgraph.WithMaxRetries(3), lendgraph.WithLogger(logger), lendgraph.WithObserver(obs))
+	id := srv.Dataset().ID("agents", 0)
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1})
+	_, err := c.Agents.Get(context.Background(), id)
+	if !errors.Is(err, lendgraph.ErrUnavailable) || !errors.Is(err, lendgraph.ErrRetryBudgetExhausted) {
+		t.Fatalf("first call: %v, want a 503 that also says the budget is spent", err)
+	}
+	if n := len(apiRequests(srv, http.MethodGet, "/v1/agents/"+id)); n != 3 {
+		t.Fatalf("the server saw %d attempts, want 3 (two retries of 5 tokens, then none left)", n)
+	}
+	_, err = c.Agents.Get(context.Background(), id)
+	if !errors.Is(err, lendgraph.ErrRetryBudgetExhausted) || !strings.Contains(err.Error(), "retry budget") {
+		t.Fatalf("second call: %v", err)
+	}
+	if n := len(apiRequests(srv, http.MethodGet, "/v1/agents/"+id)); n != 4 {
+		t.Fatalf("the server saw %d attempts in all, want 4", n)
+	}
+	mu.Lock()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	mu.Unlock()
+	if len(lines) != 2 || !strings.Contains(lines[1], `"retry_budget_exhausted":true`) || !strings.Contains(lines[1], `"level":"WARN"`) {
+		t.Fatalf("warning lines:\n%s", buf.String())
+	}
+	var flagged int
+	obs.mu.Lock()
+	for _, o := range obs.ops {
+		if o.sum.RetryBudgetExhausted {
+			flagged++
+		}
+	}
+	obs.mu.Unlock()
+	if flagged != 2 {
+		t.Fatalf("%d operations told the observer the budget was spent, want 2", flagged)
+	}
+}
+
+// The budget's figures, through a client: a retry after a transport error
+// costs 10 tokens, one after a 5xx 5, a success gives one back, and the
+// budget never grows past its size.
+func TestRetryBudget_TransportCostAndRefundCap(t *testing.T) {
+	srv := smallServer(t)
+	id := srv.Dataset().ID("agents", 0)
+	path := "/v1/agents/" + id
+	// A client of its own: each attempt opens a new connection (Go's
+	// transport silently repeats a GET whose reused connection drops).
+	c := srv.Client(lendgraph.WithRetryBudget(25), lendgraph.WithMaxRetries(5))
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Kind: lendgraphtest.DropBeforeResponse, Times: -1})
+	_, _ = c.Agents.Get(context.Background(), id)
+	if n := len(apiRequests(srv, http.MethodGet, path)); n != 3 {
+		t.Fatalf("25 tokens: the server saw %d attempts, want 3 (two transport retries of 10)", n)
+	}
+	srv.ClearFaults()
+
+	c = srv.Client(lendgraph.WithRetryBudget(25), lendgraph.WithMaxRetries(10))
+	fail := lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1}
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", fail)
+	_, _ = c.Agents.Get(context.Background(), id)
+	if n := len(apiRequests(srv, http.MethodGet, path)); n != 3+6 {
+		t.Fatalf("25 tokens: the server saw %d attempts, want 6 (five retries of 5)", n-3)
+	}
+	srv.ClearFaults()
+	for range 30 {
+		if _, err := c.Agents.List(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", fail)
+	_, _ = c.Agents.Get(context.Background(), id)
+	if n := len(apiRequests(srv, http.MethodGet, path)); n != 3+6+6 {
+		t.Fatalf("after 30 successes the server saw %d more attempts, want 6: the refunds stop at the size (25)", n-9)
 	}
 }

@@ -47,4 +47,3 @@ func (r *AnalyticsResult) Decode(v any) error { return jsonv2.Unmarshal(r.Raw, v
 
 // MarshalJSON writes the body as received.
 func (r AnalyticsResult) MarshalJSON() ([]byte, error) { return r.Raw, nil }
-

@@ -171,7 +171,6 @@ func (j *DeliveryJob[T]) Status(ctx context.Context, opts ...Option) (*DeliveryS
 		func(ctx context.Context, o *operation, st *DeliveryStatus) error { return j.status(ctx, o, st) }, func(ctx context.Context, id string) (*DeliveryStatus, error) { return j.double.Status(ctx, id) })
 }
 
-
 // Wait polls the job until it is completed, failed or cancelled, and
 // returns the last status record fetched with any error, exactly as
 // EnrichJob.Wait does: a non-nil status can come with a non-nil error

@@ -289,7 +289,6 @@ func (j *EnrichJob) Status(ctx context.Context, opts ...Option) (*EnrichJobStatu
 		func(ctx context.Context, o *operation, st *EnrichJobStatus) error { return j.status(ctx, o, st) }, func(ctx context.Context, id string) (*EnrichJobStatus, error) { return j.double.Status(ctx, id) })
 }
 
-
 // Wait polls the job until it is completed, failed or cancelled, and
 // returns the last status record. The first poll is immediate; the interval
 // then grows from 200ms to 1s (WithPollInterval changes both) and is cut

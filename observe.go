@@ -11,7 +11,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
 )
 
 // Observer watches what a client does, for tracing and metrics
@@ -458,7 +457,6 @@ func errorType(err error) string {
 	}
 	return "_OTHER"
 }
-
 
 // chargeLog remembers the jobs whose charge a client reported to its
 // observer: a job is charged once, however many waits see it completed (a

@@ -21,9 +21,9 @@ var usStates = []string{
 	"OR", "PA", "PR", "RI", "SC", "SD", "TN", "TX", "UT", "VA", "VI", "VT", "WA", "WI", "WV", "WY",
 }
 
-// chartPager is the typed chart of properties (c.Properties).
+// chartPager is the chart of a resource service that has one.
 type chartPager interface {
-	AllChart(ctx context.Context, req *lendgraph.ChartRequest) iter.Seq2[lendgraph.ChartRow, error]
+	AllChart(ctx context.Context, req *lendgraph.ChartRequest, opts ...lendgraph.Option) iter.Seq2[lendgraph.ChartRow, error]
 }
 
 // maxChartPages bounds the chart pages read for one field, against a
@@ -74,8 +74,6 @@ func (pl *planner[T]) chart(ctx context.Context, field string, lr *lendgraph.Lis
 	switch s := any(pl.src).(type) {
 	case chartPager:
 		return s.AllChart(ctx, &lendgraph.ChartRequest{ListRequest: *lr, Slice: field})
-	case lendgraph.AnalyticsAPI:
-		return analyticsChart(ctx, s, lr, field)
 	}
 	return nil
 }
@@ -125,41 +123,6 @@ func (pl *planner[T]) checkField(ctx context.Context, field string, base *lendgr
 		return err // the first page answered: the field is known
 	}
 	return nil
-}
-
-// analyticsChart pages through a resource's analytics chart sliced by
-// field (the body is kept as sent by the SDK; its shape is the properties
-// chart's).
-func analyticsChart(ctx context.Context, s lendgraph.AnalyticsAPI, lr *lendgraph.ListRequest, field string) iter.Seq2[lendgraph.ChartRow, error] {
-	return func(yield func(lendgraph.ChartRow, error) bool) {
-		req := lendgraph.ChartRequest{ListRequest: *lr, Slice: field}
-		p := *lr.Pagination
-		req.Pagination = &p
-		seen := map[string]bool{}
-		for range maxChartPages {
-			res, err := s.Chart(ctx, &req)
-			if err != nil {
-				yield(lendgraph.ChartRow{}, err)
-				return
-			}
-			var page lendgraph.ChartResponse
-			if err := res.Decode(&page); err != nil {
-				yield(lendgraph.ChartRow{}, fmt.Errorf("the chart answer is not a chart: %w", err))
-				return
-			}
-			for _, row := range page.Data {
-				if !yield(row, nil) {
-					return
-				}
-			}
-			if page.NextCursor == "" || seen[page.NextCursor] {
-				return
-			}
-			seen[page.NextCursor] = true
-			req.Pagination.Cursor = page.NextCursor
-		}
-		yield(lendgraph.ChartRow{}, fmt.Errorf("the chart by %s did not end after %d pages", field, maxChartPages))
-	}
 }
 
 // dedupe drops repeated values (compared as text) and sorts them.

@@ -27,7 +27,7 @@ import (
 // lendgraph.AnalyticsAPI, c.Properties through AllChart) the planner lists
 // a field's values from it.
 type Source[T any] interface {
-	List(ctx context.Context, req *lendgraph.ListRequest) (*lendgraph.Page[T], error)
+	List(ctx context.Context, req *lendgraph.ListRequest, opts ...lendgraph.Option) (*lendgraph.Page[T], error)
 	lendgraph.DelivererAPI[T]
 }
 

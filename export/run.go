@@ -67,7 +67,7 @@ type RunOptions struct {
 	// quick.
 	OnEvent func(Event)
 	// WaitOptions tune the polling of each job (lendgraph.WithPollInterval).
-	WaitOptions []lendgraph.WaitOption
+	WaitOptions []lendgraph.DeliveryWaitOption
 	// SubmitTimeout is the grace a submit already sent gets after ctx
 	// ends (default 30s): it goes on, and its job id is recorded, so that
 	// an interrupt does not turn a job the service started into one
@@ -453,7 +453,7 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) (err error) {
 		ctx, op = r.opts.Observer.StartOperation(ctx, "export.Shard")
 		defer func() {
 			cur := r.store.get(sh.Name)
-			op.End(lendgraph.Summary{Shard: sh.Name, JobID: cur.JobID, Rows: cur.Rows, Bytes: cur.Bytes}, err)
+			op.End(lendgraph.Summary{JobID: cur.JobID, Rows: cur.Rows, Bytes: cur.Bytes}, err)
 		}()
 	}
 	ok, err := r.store.claim(sh.Name)
@@ -857,8 +857,8 @@ func (r *runner[T]) landFailed(sh *Shard, job *lendgraph.DeliveryJob[T], err err
 // of another job (the shard was submitted again) is removed and the
 // download starts over.
 func (r *runner[T]) download(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T], st *lendgraph.DeliveryStatus, tmp string) (int64, string, error) {
-	progress := lendgraph.WithDownloadProgress(func(done, total int64) {
-		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Downloaded: done, Size: cmp.Or(total, sizeOf(st))})
+	progress := lendgraph.WithProgress(func(p *lendgraph.DownloadProgress) {
+		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Downloaded: p.Done, Size: cmp.Or(p.Total, sizeOf(st))})
 	})
 	n, err := job.DownloadFile(ctx, tmp, progress)
 	if errors.Is(err, lendgraph.ErrPartialMismatch) {

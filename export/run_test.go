@@ -19,7 +19,7 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-var fastPoll = []lendgraph.WaitOption{lendgraph.WithPollInterval(2*time.Millisecond, 10*time.Millisecond)}
+var fastPoll = []lendgraph.DeliveryWaitOption{lendgraph.WithPollInterval(2*time.Millisecond, 10*time.Millisecond)}
 
 // planAgents plans the export of every agent by the fields, then forgets
 // the planning requests so that a test counts only the run's.

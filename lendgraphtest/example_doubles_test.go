@@ -19,18 +19,18 @@ import (
 // agentsDouble stands in for c.Agents.
 type agentsDouble struct{ lendgraph.AgentsAPI }
 
-func (agentsDouble) All(ctx context.Context, req *lendgraph.ListRequest) iter.Seq2[lendgraph.Agent, error] {
+func (agentsDouble) All(ctx context.Context, req *lendgraph.ListRequest, opts ...lendgraph.Option) iter.Seq2[lendgraph.Agent, error] {
 	return lendgraphtest.Pages(nil, []lendgraph.Agent{{ID: "agt_1", TransactionCount: 7}}, []lendgraph.Agent{{ID: "agt_2", TransactionCount: 3}}).All(ctx)
 }
 
-func (agentsDouble) Get(ctx context.Context, id string) (*lendgraph.Agent, error) {
+func (agentsDouble) Get(ctx context.Context, id string, opts ...lendgraph.Option) (*lendgraph.Agent, error) {
 	if id != "agt_1" {
 		return nil, &lendgraph.APIError{StatusCode: 404} // errors.Is(err, lendgraph.ErrNotFound)
 	}
 	return &lendgraph.Agent{ID: id, FullName: "Ada Byron"}, nil
 }
 
-func (agentsDouble) Deliver(ctx context.Context, req *lendgraph.DeliveryRequest) (*lendgraph.DeliveryJob[lendgraph.Agent], error) {
+func (agentsDouble) Deliver(ctx context.Context, req *lendgraph.DeliveryRequest, opts ...lendgraph.Option) (*lendgraph.DeliveryJob[lendgraph.Agent], error) {
 	rows := []lendgraph.Agent{{ID: "agt_1", State: "CA"}, {ID: "agt_2", State: "TX"}}
 	return lendgraphtest.NewDeliveryJob("ddel_1", req.Format, rows,
 		lendgraph.DeliveryStatus{Status: lendgraph.JobRunning, Processed: 1, EstimatedTotal: 2},
@@ -80,11 +80,11 @@ func Example_stubDelivery() {
 // propertiesDouble stands in for c.Properties.
 type propertiesDouble struct{ lendgraph.PropertiesAPI }
 
-func (propertiesDouble) Enrich(ctx context.Context, id string, opts *lendgraph.EnrichRequest) (*lendgraph.EnrichResult, error) {
+func (propertiesDouble) Enrich(ctx context.Context, id string, req *lendgraph.EnrichRequest, opts ...lendgraph.Option) (*lendgraph.EnrichResult, error) {
 	return &lendgraph.EnrichResult{Charged: true, Reason: lendgraph.ReasonFreshSkipTrace}, nil
 }
 
-func (propertiesDouble) EnrichBulk(ctx context.Context, ids []string, opts *lendgraph.EnrichBulkRequest) (*lendgraph.EnrichJob, error) {
+func (propertiesDouble) EnrichBulk(ctx context.Context, ids []string, req *lendgraph.EnrichBulkRequest, opts ...lendgraph.Option) (*lendgraph.EnrichJob, error) {
 	results := make([]lendgraph.EnrichmentResultEntry, len(ids))
 	for i, id := range ids {
 		results[i] = lendgraph.EnrichmentResultEntry{PropertyID: id, Persons: []lendgraph.Person{{}}}
@@ -122,15 +122,15 @@ type (
 	}
 )
 
-func (searchDouble) Instant(ctx context.Context, req *lendgraph.InstantSearchRequest) (*lendgraph.InstantSearchResult, error) {
+func (searchDouble) Instant(ctx context.Context, req *lendgraph.InstantSearchRequest, opts ...lendgraph.Option) (*lendgraph.InstantSearchResult, error) {
 	return &lendgraph.InstantSearchResult{Agents: []lendgraph.PersonMatch{{ID: "agt_1", LastName: req.Query + "th"}}}, nil
 }
 
-func (marketDouble) MostGained(ctx context.Context, p *lendgraph.MostGainedRequest, opts ...lendgraph.MovementOption) (*lendgraph.MostGainedResponse, error) {
+func (marketDouble) MostGained(ctx context.Context, p *lendgraph.MostGainedRequest, opts ...lendgraph.MostGainedOption) (*lendgraph.MostGainedResponse, error) {
 	return &lendgraph.MostGainedResponse{Data: []lendgraph.MarketMovementRow{{CompanyName: "Acme Lending", Gained: 12, Lost: 2, Net: 10}}}, nil
 }
 
-func (d *integrationsDouble) PushCRM(ctx context.Context, req *lendgraph.CRMPushRequest) (*lendgraph.CRMPushResponse, error) {
+func (d *integrationsDouble) PushCRM(ctx context.Context, req *lendgraph.CRMPushRequest, opts ...lendgraph.Option) (*lendgraph.CRMPushResponse, error) {
 	d.pushed = append(d.pushed, req.IDs...)
 	return &lendgraph.CRMPushResponse{Summary: lendgraph.CRMPushSummary{Created: int64(len(req.IDs))}}, nil
 }
@@ -157,7 +157,7 @@ func errorsIs(err, target error) bool { return errors.Is(err, target) }
 // searchHostDouble stands in for c.Search.Host().
 type searchHostDouble struct{}
 
-func (searchHostDouble) Search(ctx context.Context, index lendgraph.SearchIndex, req *lendgraph.HostSearchRequest) (*lendgraph.HostSearchResult, error) {
+func (searchHostDouble) Search(ctx context.Context, index lendgraph.SearchIndex, req *lendgraph.HostSearchRequest, opts ...lendgraph.Option) (*lendgraph.HostSearchResult, error) {
 	return lendgraphtest.HostResult(lendgraph.OriginatorHit{ID: "org_1", FirstName: "Ada", LastName: req.Q + "th"})
 }
 

@@ -34,7 +34,7 @@ func TestExport_OneSpanPerShard(t *testing.T) {
 	}
 	ctx, root := tp.Tracer("test").Start(ctx, "export run")
 	res, err := export.Run(ctx, c.Agents, p, &export.RunOptions{Dir: t.TempDir(), Concurrency: 3, Observer: obs,
-		WaitOptions: []lendgraph.WaitOption{lendgraph.WithPollInterval(2*time.Millisecond, 10*time.Millisecond)}})
+		WaitOptions: []lendgraph.DeliveryWaitOption{lendgraph.WithPollInterval(2*time.Millisecond, 10*time.Millisecond)}})
 	root.End()
 	if err != nil || !res.Complete {
 		t.Fatalf("run: %+v %v", res, err)

@@ -251,8 +251,8 @@ func (p *operation) End(s lendgraph.Summary, err error) {
 	add("lendgraph.download.connections", int64(s.Connections))
 	add("lendgraph.download.resumptions", int64(s.Resumptions))
 	add("lendgraph.download.links_resigned", int64(s.LinksResigned))
-	if s.Shard != "" {
-		attrs = append(attrs, attribute.String("lendgraph.export.shard", s.Shard))
+	if s.RetryBudgetExhausted {
+		attrs = append(attrs, attribute.Bool("lendgraph.retry_budget.exhausted", true))
 	}
 	if s.CreditsKnown {
 		attrs = append(attrs, attribute.Float64("lendgraph.credits.charged", s.Credits))

@@ -289,7 +289,7 @@ func opCases(t *testing.T) []opCase {
 			return err
 		}},
 		{"Market.MostGained", false, "/v1/market/movement/most-gained", "GET", func(ctx context.Context, c *lendgraph.Client, _ *lendgraphtest.Server) error {
-			_, err := c.Market.MostGained(ctx, &lendgraph.MostGainedParams{DateRange: "last_12_months", State: "TX"})
+			_, err := c.Market.MostGained(ctx, &lendgraph.MostGainedRequest{DateRange: "last_12_months", State: "TX"})
 			return err
 		}},
 		{"CRM.Tasks", false, "/v1/crm/tasks", "GET", func(ctx context.Context, c *lendgraph.Client, _ *lendgraphtest.Server) error {
@@ -439,7 +439,7 @@ func TestObserver_RetryAndMetrics(t *testing.T) {
 	}
 
 	id := matchingProperty(t, srv)
-	if _, err := tr.c.Properties.Enrich(ctx, id, &lendgraph.EnrichOptions{Refresh: true}); err != nil {
+	if _, err := tr.c.Properties.Enrich(ctx, id, &lendgraph.EnrichRequest{Refresh: true}); err != nil {
 		t.Fatal(err)
 	}
 	var rm metricdata.ResourceMetrics
@@ -621,7 +621,7 @@ func TestObserver_LostCharge(t *testing.T) {
 	// A refreshed enrichment whose answer is lost fails with
 	// ErrOutcomeUnknown: the span says so.
 	srv.InjectFault(http.MethodPost, "/v1/properties/{id}/enrich", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
-	_, err = tr.c.Properties.Enrich(context.Background(), id, &lendgraph.EnrichOptions{Refresh: true})
+	_, err = tr.c.Properties.Enrich(context.Background(), id, &lendgraph.EnrichRequest{Refresh: true})
 	if !errors.Is(err, lendgraph.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v", err)
 	}

@@ -160,7 +160,7 @@ func (d *delivery) run(ctx context.Context, res records, req *lendgraph.Delivery
 	m = d.newMeter("download", true)
 	var n int64
 	if toFile {
-		n, err = job.DownloadFile(ctx, d.out, lendgraph.WithDownloadProgress(m.set))
+		n, err = job.DownloadFile(ctx, d.out, lendgraph.WithProgress(func(p *lendgraph.DownloadProgress) { m.set(p.Done, p.Total) }))
 	} else {
 		n, err = job.Download(ctx, &countingWriter{w: d.stdout, m: m, total: st.Bytes})
 	}

@@ -58,7 +58,7 @@ with exit code 3 and the balance against the cost.`,
 			if err != nil {
 				return err
 			}
-			plan, err := c.Properties.PlanEnrichBulk(ids, &lendgraph.EnrichBulkOptions{Refresh: refresh})
+			plan, err := c.Properties.PlanEnrichBulk(ids, &lendgraph.EnrichBulkRequest{Refresh: refresh})
 			if err != nil {
 				return err
 			}

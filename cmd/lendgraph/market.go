@@ -22,7 +22,7 @@ func (a *app) marketCommand() *cobra.Command {
 }
 
 func (a *app) mostGainedCommand() *cobra.Command {
-	var p lendgraph.MostGainedParams
+	var p lendgraph.MostGainedRequest
 	var dateRange, rankBy string
 	var categories []string
 	cmd := &cobra.Command{

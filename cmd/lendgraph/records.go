@@ -30,26 +30,26 @@ var deliverable = []string{"agents", "originators", "companies", "loans", "prope
 func resourceOf(c *lendgraph.Client, name string) (records, error) {
 	switch name {
 	case "agents":
-		return withDelivery(recordsOf(c.Agents.ResourceService), c.Agents.DeliveryService), nil
+		return withDelivery(recordsOf(c.Agents), c.Agents), nil
 	case "originators":
-		return withDelivery(recordsOf(c.Originators.ResourceService), c.Originators.DeliveryService), nil
+		return withDelivery(recordsOf(c.Originators), c.Originators), nil
 	case "companies":
-		return withDelivery(recordsOf(c.Companies.ResourceService), c.Companies.DeliveryService), nil
+		return withDelivery(recordsOf(c.Companies), c.Companies), nil
 	case "loans":
-		return withDelivery(recordsOf(c.Loans.ResourceService), c.Loans.DeliveryService), nil
+		return withDelivery(recordsOf(c.Loans), c.Loans), nil
 	case "properties":
-		return withDelivery(recordsOf(c.Properties.ResourceService), c.Properties.DeliveryService), nil
+		return withDelivery(recordsOf(c.Properties), c.Properties), nil
 	case "branches":
-		return withDelivery(recordsOf(c.Branches.ResourceService), c.Branches.DeliveryService), nil
+		return withDelivery(recordsOf(c.Branches), c.Branches), nil
 	case "sales":
-		return recordsOf(c.Sales.ResourceService), nil
+		return recordsOf(c.Sales), nil
 	case "market":
-		return recordsOf(c.Market.ResourceService), nil
+		return recordsOf(c.Market), nil
 	}
 	return records{}, usagef("unknown resource %q (one of %s)", name, strings.Join(resourceNames, ", "))
 }
 
-func recordsOf[T any](s *lendgraph.ResourceService[T]) records {
+func recordsOf[T any](s lendgraph.ResourceAPI[T]) records {
 	return records{
 		all: func(ctx context.Context, req *lendgraph.ListRequest) iter.Seq2[any, error] {
 			return func(yield func(any, error) bool) {
@@ -73,7 +73,7 @@ func recordsOf[T any](s *lendgraph.ResourceService[T]) records {
 
 // withDelivery adds the bulk delivery of s to r, as jobs of untyped rows
 // (the CLI only downloads the files).
-func withDelivery[T any](r records, s *lendgraph.DeliveryService[T]) records {
+func withDelivery[T any](r records, s lendgraph.DelivererAPI[T]) records {
 	r.deliver = func(ctx context.Context, req *lendgraph.DeliveryRequest) (*lendgraph.DeliveryJob[lendgraph.Row], error) {
 		j, err := s.Deliver(ctx, req)
 		if err != nil {

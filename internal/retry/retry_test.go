@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"math"
 	"net"
 	"net/http"
@@ -62,52 +61,31 @@ func TestFromMillis(t *testing.T) {
 	}
 }
 
-// One cap for every server-requested wait: at the cap the client waits, a
-// nanosecond above it does not, and CheckRetry follows the same rule.
-func TestHonoursCap(t *testing.T) {
-	p := New()
-	p.Budget = nil
-	p.MaxServerWait = 2 * time.Second
-	if !p.Honours(2*time.Second) || p.Honours(2*time.Second+1) || !p.Honours(0) {
-		t.Fatal("Honours does not draw the line at MaxServerWait")
-	}
+// One cap for every server-requested wait: at the cap a 429 or 503 is
+// retried, a second above it is not.
+func TestDecideCap(t *testing.T) {
 	for ra, want := range map[string]bool{"2": true, "3": false} {
 		for _, status := range []int{429, 503} {
 			resp := &http.Response{StatusCode: status, Header: http.Header{"Retry-After": {ra}}}
-			if got, _ := p.CheckRetry(WithKind(context.Background(), Idempotent), resp, nil); got != want {
+			if got, _, _ := Decide(Idempotent, resp, nil, 2*time.Second); got != want {
 				t.Errorf("%d Retry-After %s with a 2s cap: retry %v, want %v", status, ra, got, want)
 			}
 		}
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	p := New()
-	resp := func(ra string) *http.Response {
-		h := http.Header{}
-		if ra != "" {
-			h.Set("Retry-After", ra)
-		}
-		return &http.Response{StatusCode: 503, Header: h}
-	}
-	if d := p.Backoff(0, 0, 0, resp("5")); d != 5*time.Second {
-		t.Errorf("Retry-After 5 → %v", d)
-	}
-	if d := p.Backoff(0, 0, 0, resp("100000")); d != p.MaxServerWait {
-		t.Errorf("huge Retry-After not capped: %v", d)
-	}
+func TestJitter(t *testing.T) {
+	base, maxWait := 250*time.Millisecond, 8*time.Second
 	for attempt := range 40 {
-		d := p.Backoff(0, 0, attempt, resp(""))
-		ceiling := min(p.BaseDelay<<min(attempt, 20), p.MaxDelay)
+		d := Jitter(base, maxWait, attempt)
+		ceiling := min(base<<min(attempt, 20), maxWait)
 		if d < ceiling/2 || d > ceiling {
 			t.Errorf("attempt %d: backoff %v outside [%v, %v]", attempt, d, ceiling/2, ceiling)
 		}
 	}
 }
 
-func TestCheckRetryKinds(t *testing.T) {
-	p := New()
-	p.Budget = nil
+func TestDecideKinds(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}
 	reset := &net.OpError{Op: "read", Err: syscall.ECONNRESET}
 	for _, tc := range []struct {
@@ -115,82 +93,71 @@ func TestCheckRetryKinds(t *testing.T) {
 		status int
 		err    error
 		want   bool
+		cost   int
 	}{
-		{Idempotent, 503, nil, true},
-		{Unrepeatable, 503, nil, false},
-		{Unrepeatable, 429, nil, true},
-		{Idempotent, 501, nil, false},
-		{Idempotent, 404, nil, false},
-		{Idempotent, 0, reset, true},
-		{Unrepeatable, 0, reset, false},
-		{Unrepeatable, 0, refused, true},
-		// The call's context is live: a deadline in err is the attempt's
-		// own timeout (http.Client.Timeout, ResponseHeaderTimeout), a
-		// transport failure like any other.
-		{Idempotent, 0, context.DeadlineExceeded, true},
-		{Unrepeatable, 0, context.DeadlineExceeded, false},
-		{Idempotent, 0, ErrNoRetry, false},
-		{Idempotent, 0, Final(context.DeadlineExceeded), false},
-		{Never, 503, nil, false},
-		{Launch, 502, nil, true},
-		{Launch, 500, nil, false},
-		{Launch, 503, nil, false},
-		{Launch, 504, nil, false},
-		{Launch, 429, nil, true},
-		{Launch, 0, reset, false},
-		{Launch, 0, refused, true},
-		{Idempotent, 0, &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, false},
-		{Idempotent, 599, nil, true},
-		{Idempotent, 600, nil, false}, // not a 5xx: a broken server, not a busy one
-		{Idempotent, 999, nil, false},
+		{Idempotent, 503, nil, true, CostStatus},
+		{Unrepeatable, 503, nil, false, 0},
+		{Unrepeatable, 429, nil, true, CostStatus},
+		{Idempotent, 501, nil, false, 0},
+		{Idempotent, 404, nil, false, 0},
+		{Idempotent, 0, reset, true, CostTransport},
+		{Unrepeatable, 0, reset, false, 0},
+		{Unrepeatable, 0, refused, true, CostTransport},
+		// The call's context is live (the loop checks it first): a
+		// deadline in err is the attempt's own timeout
+		// (http.Client.Timeout, ResponseHeaderTimeout), a transport
+		// failure like any other.
+		{Idempotent, 0, context.DeadlineExceeded, true, CostTransport},
+		{Unrepeatable, 0, context.DeadlineExceeded, false, 0},
+		{Idempotent, 0, ErrNoRetry, false, 0},
+		{Idempotent, 0, Final(context.DeadlineExceeded), false, 0},
+		{Never, 503, nil, false, 0},
+		{Launch, 502, nil, true, CostStatus},
+		{Launch, 500, nil, false, 0},
+		{Launch, 503, nil, false, 0},
+		{Launch, 504, nil, false, 0},
+		{Launch, 429, nil, true, CostStatus},
+		{Launch, 0, reset, false, 0},
+		{Launch, 0, refused, true, CostTransport},
+		{Idempotent, 0, &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, false, 0},
+		{Idempotent, 599, nil, true, CostStatus},
+		{Idempotent, 600, nil, false, 0}, // not a 5xx: a broken server, not a busy one
+		{Idempotent, 999, nil, false, 0},
 	} {
 		var resp *http.Response
 		if tc.err == nil {
 			resp = &http.Response{StatusCode: tc.status, Header: http.Header{}}
 		}
-		got, _ := p.CheckRetry(WithKind(context.Background(), tc.kind), resp, tc.err)
-		if got != tc.want {
-			t.Errorf("kind %d status %d err %v: retry=%v, want %v", tc.kind, tc.status, tc.err, got, tc.want)
+		got, _, cost := Decide(tc.kind, resp, tc.err, DefaultMaxServerWait)
+		if got != tc.want || cost != tc.cost {
+			t.Errorf("kind %d status %d err %v: retry=%v cost %d, want %v cost %d", tc.kind, tc.status, tc.err, got, cost, tc.want, tc.cost)
 		}
 	}
 }
 
 func TestBudget(t *testing.T) {
-	p := New()
-	p.MaxRetries = 1000
-	p.Budget = NewBudget(12)
-	ctx := WithKind(context.Background(), Idempotent)
-	r503 := &http.Response{StatusCode: 503, Header: http.Header{}}
+	b := NewBudget(12)
 	for i, want := range []bool{true, true, false} {
-		if got, _ := p.CheckRetry(ctx, r503, nil); got != want {
-			t.Fatalf("retry %d: %v, want %v", i, got, want)
+		if got := b.Take(CostStatus); got != want {
+			t.Fatalf("take %d: %v, want %v", i, got, want)
 		}
 	}
-	p.CheckRetry(ctx, &http.Response{StatusCode: 200}, nil)
-	if p.Budget.Tokens() != 3 {
-		t.Fatalf("tokens %d after a success, want 3", p.Budget.Tokens())
+	if b.Tokens() != 2 {
+		t.Fatalf("tokens %d, want 2 (a refused take takes none)", b.Tokens())
 	}
-	// The last attempt of a call spends nothing.
-	p.MaxRetries = 0
-	p.Budget = NewBudget(10)
-	if got, _ := p.CheckRetry(WithKind(context.Background(), Idempotent), r503, nil); got || p.Budget.Tokens() != 10 {
-		t.Fatalf("last attempt: retry=%v tokens=%d", got, p.Budget.Tokens())
+	b.Refund()
+	if b.Tokens() != 3 {
+		t.Fatalf("tokens %d after a refund, want 3", b.Tokens())
 	}
-	if _, err := p.CheckRetry(canceled(), r503, nil); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled ctx: %v", err)
+	for range 100 {
+		b.Refund()
 	}
-	// Only the call's own context ends the retries: once it has ended, no
-	// error is retried, a deadline included.
-	p.MaxRetries, p.Budget = 3, nil
-	expired, cancel := context.WithDeadline(WithKind(context.Background(), Idempotent), time.Now())
-	defer cancel()
-	if retry, err := p.CheckRetry(expired, nil, context.DeadlineExceeded); retry || err != context.DeadlineExceeded {
-		t.Fatalf("expired ctx: retry=%v err=%v", retry, err)
+	if b.Tokens() != 12 {
+		t.Fatalf("tokens %d after many refunds, want the size, 12", b.Tokens())
 	}
-}
-
-func canceled() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
+	var none *Budget
+	if !none.Take(1000) {
+		t.Fatal("no budget refused a retry")
+	}
+	none.Refund()
 }

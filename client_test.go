@@ -3,6 +3,7 @@ package lendgraph_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"go.uber.org/goleak"
 )
 
 // Options that can only fail every call are refused by NewClient.
@@ -188,5 +190,52 @@ func TestNewClient_BaseURL(t *testing.T) {
 		if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("WithBaseURL(%q): the error shows a secret: %v", base, err)
 		}
+	}
+}
+
+// A client releases its connection pool when closed: twenty clients, each
+// used and closed, leave no goroutine behind; a closed client refuses
+// calls before sending anything.
+func TestClient_Close(t *testing.T) {
+	srv := smallServer(t)
+	base := goleak.IgnoreCurrent()
+	for range 20 {
+		c, err := lendgraph.NewClient(lendgraph.WithAPIKey(srv.DefaultCaller().Key), lendgraph.WithBaseURL(srv.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Agents.List(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil { // twice is fine
+			t.Fatal(err)
+		}
+		before := len(srv.Requests())
+		if _, err := c.Agents.List(context.Background(), nil); !errors.Is(err, lendgraph.ErrClientClosed) {
+			t.Fatalf("a call after Close: %v", err)
+		}
+		if len(srv.Requests()) != before {
+			t.Fatal("a closed client sent a request")
+		}
+	}
+	if err := goleak.Find(base); err != nil {
+		t.Fatalf("closed clients left goroutines: %v", err)
+	}
+	// A client built on the caller's http.Client shares its pool, which
+	// Close leaves open.
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	c1 := srv.Client(lendgraph.WithHTTPClient(hc))
+	c2 := srv.Client(lendgraph.WithHTTPClient(hc))
+	if _, err := c1.Agents.List(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = c1.Close()
+	if _, err := c2.Agents.List(context.Background(), nil); err != nil {
+		t.Fatalf("closing one client broke another on the same http.Client: %v", err)
 	}
 }

@@ -445,7 +445,7 @@ func (o *operation) downloadOnce(ctx context.Context, link SignedURL, offset, en
 	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnauthorized:
 		// Expired or refused signature: ask for a freshly signed link.
 		b, _ := readCapped(resp.Body, 4<<10)
-		return 0, false, true, fmt.Errorf("storage host answered %d (link expired or refused)%s", resp.StatusCode, storageCode(b))
+		return 0, false, true, fmt.Errorf("storage host answered %d (link expired or refused)%s", resp.StatusCode, redact(storageCode(b), link.secrets()...))
 	case resp.StatusCode == http.StatusNotFound:
 		return 0, false, false, &permanentError{fmt.Errorf("storage host answered 404: the file is gone (past the 30-day retention?): %w", ErrNotFound)}
 	default:

@@ -305,6 +305,10 @@ func TestErrors_BoundedCallerInput(t *testing.T) {
 	if err == nil || len(err.Error()) > 2048 {
 		t.Fatalf("transport error of %d bytes", len(err.Error()))
 	}
+	// ... and it keeps its cause, whatever the path's length.
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("the transport error lost its cause: %.400s...%s", err, err.Error()[max(len(err.Error())-200, 0):])
+	}
 	// An invalid argument quoting the id: bounded too.
 	_, err = c.Properties.Enrich(context.Background(), "..", nil)
 	if err == nil || len(err.Error()) > 2048 {
@@ -405,4 +409,12 @@ func TestErrorConstructors(t *testing.T) {
 	if err := lendgraph.NewAPIError("GET", "/v1/agents/x", 404, nil, nil); !errors.Is(err, lendgraph.ErrNotFound) {
 		t.Fatalf("NewAPIError 404: %v", err)
 	}
+	err = lendgraph.NewSearchHostError("POST", "/indexes/agents/search", lendgraph.IndexAgents, 403, nil,
+		[]byte(`{"message":"The provided API key is invalid.","code":"invalid_api_key","type":"auth","link":"https://docs"}`))
+	var he *lendgraph.SearchHostError
+	if !errors.As(err, &he) || he.Index != lendgraph.IndexAgents || he.Code != "invalid_api_key" || he.Type != "auth" ||
+		!errors.Is(err, lendgraph.ErrForbidden) || he.APIError == nil || he.StatusCode != 403 {
+		t.Fatalf("NewSearchHostError 403: %#v", err)
+	}
 }
+

@@ -13,6 +13,7 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"golang.org/x/time/rate"
 )
 
 // Per-call options, as openai-go's option.RequestOption and
@@ -192,4 +193,43 @@ func ExampleEnrichResult_earlierAttemptMayHaveCharged() {
 	// Output:
 	// charged: false reason: member_cache_hit an earlier attempt may have charged: true
 	// debits at the server: 1
+}
+
+// A client-side rate limit: every attempt to the API host, retries
+// included, waits for a token; a call whose deadline comes before the next
+// token fails at once, nothing sent.
+func ExampleWithRateLimit() {
+	srv := startFake(lendgraphtest.WithRows("agents", 100))
+	defer srv.Close()
+	c := srv.Client(lendgraph.WithRateLimit(rate.Limit(1), 1)) // one request a second, no burst
+
+	ctx := context.Background()
+	if _, err := c.Agents.List(ctx, nil); err != nil { // takes the only token
+		log.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Agents.List(short, nil) // the next token is a second away
+	var rl *lendgraph.ClientRateLimitError
+	fmt.Println("refused before sending:", errors.As(err, &rl), "requests the API saw:", len(srv.Requests()))
+	// Output: refused before sending: true requests the API saw: 1
+}
+
+// A retry budget shared by every call of a client: while the API fails,
+// calls stop retrying once it is spent, and their errors say so.
+func ExampleWithRetryBudget() {
+	srv := startFake(lendgraphtest.WithRows("agents", 100))
+	defer srv.Close()
+	c := srv.Client(lendgraph.WithRetryBudget(10)) // two retries after a 5xx, then none
+
+	srv.InjectFault(http.MethodPost, "/v1/agents", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1})
+	for i := range 2 {
+		_, err := c.Agents.List(context.Background(), nil)
+		fmt.Printf("call %d: 503 %v, budget spent %v\n", i+1, errors.Is(err, lendgraph.ErrUnavailable), errors.Is(err, lendgraph.ErrRetryBudgetExhausted))
+	}
+	fmt.Println("attempts the API saw:", len(srv.Requests()))
+	// Output:
+	// call 1: 503 true, budget spent true
+	// call 2: 503 true, budget spent true
+	// attempts the API saw: 4
 }

@@ -58,6 +58,20 @@ func (u SignedURL) String() string {
 // GoString is String.
 func (u SignedURL) GoString() string { return u.String() }
 
+// secrets are the values of the link's query string: its signature and
+// what goes with it, which nothing the SDK prints may repeat.
+func (u SignedURL) secrets() []string {
+	p, err := url.Parse(string(u))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, vs := range p.Query() {
+		out = append(out, vs...)
+	}
+	return out
+}
+
 // LogValue keeps the signature out of slog output (a JSON handler would
 // otherwise print the string as it is).
 func (u SignedURL) LogValue() slog.Value { return slog.StringValue(u.String()) }

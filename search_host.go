@@ -451,6 +451,23 @@ func newSearchHostError(method, path string, index SearchIndex, status int, h ht
 	return e
 }
 
+// NewSearchHostError returns the error the SDK returns for a non-2xx
+// answer of the search host with this status and body (Meilisearch's
+// {message, code, type, link}), for a request with method and path on
+// index ("" for a route that names none): a *SearchHostError matching the
+// sentinel of its status (ErrForbidden for 403...). header may be nil. It
+// is for test doubles that stand in for SearchHostAPI.
+func NewSearchHostError(method, path string, index SearchIndex, status int, header http.Header, body []byte) error {
+	if header == nil {
+		header = http.Header{}
+	}
+	b, truncated := body, false
+	if len(b) > maxErrorBody {
+		b, truncated = b[:maxErrorBody], true
+	}
+	return newSearchHostError(method, path, index, status, header, b, truncated)
+}
+
 // redact replaces secret in the error's texts and body.
 func (e *SearchHostError) redact(secret string) {
 	if e.APIError == nil || secret == "" {

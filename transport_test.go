@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -460,7 +463,7 @@ func (r redirectRow) run(t *testing.T) {
 // echoRow is a host that echoes a credential back: in a header, a body,
 // a redirect's address, or an error that quotes the address.
 type echoRow struct {
-	host  string // "api", "storage", "search": the host that misbehaves
+	host  string // "api", "storage", "search", "api-link" (the API host serving a results link): the host that misbehaves
 	name  string
 	serve func(w http.ResponseWriter, r *http.Request, credential string) // nil: nothing listens
 }
@@ -509,6 +512,14 @@ func echoRows() []echoRow {
 			fmt.Fprintf(w, "<Error><Code>SignatureDoesNotMatch</Code><SignatureProvided>%s</SignatureProvided></Error>", sig)
 		}},
 		{"storage", "connection dropped", dropped},
+		{"storage", "403 whose Code is the signature", func(w http.ResponseWriter, r *http.Request, sig string) {
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, "<Error><Code>%s</Code></Error>", sig)
+		}},
+		{"api-link", "X-Request-Id of a link served from the API host", func(w http.ResponseWriter, r *http.Request, sig string) {
+			w.Header().Set("X-Request-Id", "req-"+sig)
+			w.WriteHeader(http.StatusForbidden)
+		}},
 		{"search", "redirect Location", func(w http.ResponseWriter, r *http.Request, tok string) {
 			http.Redirect(w, r, "/t/"+echoToken+"/"+strconv.Itoa(len(r.URL.Path)), http.StatusFound)
 		}},
@@ -540,7 +551,7 @@ func (e echoRow) run(t *testing.T, bearer bool) {
 	// the storage host, the link's signature.
 	credential := func(r *http.Request) string {
 		switch e.host {
-		case "storage":
+		case "storage", "api-link":
 			return r.URL.Query().Get("X-Signature")
 		case "search":
 			return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -552,7 +563,19 @@ func (e echoRow) run(t *testing.T, bearer bool) {
 		hostile = newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) { e.serve(w, r, credential(r)) })
 	}
 	api := hostile
-	if e.host != "api" {
+	if e.host == "api-link" {
+		// The API host answers the status itself and serves the link too.
+		var self *recorder
+		self = newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/v1/") {
+				fmt.Fprintf(w, `{"jobId":"dlv_1","status":"completed","format":"ndjson","bytes":100,"resultsUrl":%q}`,
+					self.URL+"/f?X-Expires=1&X-Signature="+echoSignature)
+				return
+			}
+			e.serve(w, r, credential(r))
+		})
+		api = self
+	} else if e.host != "api" {
 		api = newRecorder(t, false, func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/v1/search-token" {
 				fmt.Fprintf(w, `{"token":%q,"host":%q,"indexes":["agents"],"expiresAt":%q}`,
@@ -584,7 +607,7 @@ func (e echoRow) run(t *testing.T, bearer bool) {
 	ctx := context.Background()
 	var err error
 	switch {
-	case e.host == "storage":
+	case e.host == "storage", e.host == "api-link":
 		_, err = c.Agents.DeliveryJob("dlv_1").Download(ctx, new(bytes.Buffer))
 	case e.host == "search":
 		_, err = c.Search.Host().Search(ctx, lendgraph.IndexAgents, &lendgraph.HostSearchRequest{Q: "jo"})
@@ -765,5 +788,87 @@ func secretsInFakeFlow(t *testing.T, bearer bool) {
 		if !strings.Contains(logs.String(), path) {
 			t.Errorf("the debug log misses %s:\n%s", path, logs.String())
 		}
+	}
+}
+
+// remoteAPI returns a client whose API base URL names a remote host
+// (api.lendgraph.test) while every connection goes to h on loopback, and
+// the hosts the client dialed.
+func remoteAPI(t *testing.T, h http.HandlerFunc, opts ...lendgraph.Option) (*lendgraph.Client, func() []string) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	var mu sync.Mutex
+	var dialed []string
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dialed = append(dialed, addr)
+		mu.Unlock()
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c, err := lendgraph.NewClient(append([]lendgraph.Option{lendgraph.WithAPIKey(hostileKey), lendgraph.WithBaseURL("http://api.lendgraph.test"),
+		lendgraph.WithHTTPClient(&http.Client{Transport: tr}), lendgraph.WithMaxRetries(0)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(dialed)
+	}
+}
+
+// A results link or a search host on a link-local address (a cloud's
+// metadata service) is refused when the API is remote, before anything
+// is sent there; and WithLinkHosts restricts links to the hosts it names.
+func TestLinks_LinkLocalAndAllowList(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		link     string
+		opts     []lendgraph.Option
+		refused  bool
+		dialedTo string
+	}{
+		{"link-local", "http://169.254.169.254/latest/meta-data?sig=s3cr3t-signature", nil, true, ""},
+		{"link-local v6", "http://[fe80::1]/f?sig=s3cr3t-signature", nil, true, ""},
+		{"not in the allow-list", "http://evil.example/f?sig=s3cr3t-signature", []lendgraph.Option{lendgraph.WithLinkHosts(".lendgraph.test")}, true, ""},
+		{"in the allow-list", "http://storage.lendgraph.test/f?sig=s3cr3t-signature", []lendgraph.Option{lendgraph.WithLinkHosts(".lendgraph.test")}, false, "storage.lendgraph.test:80"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, dialed := remoteAPI(t, func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case strings.HasPrefix(r.URL.Path, "/v1/search-token"):
+					fmt.Fprintf(w, `{"token":"tok_0123456789abcdef","host":%q,"indexes":["agents"],"expiresAt":%q}`,
+						strings.Split(tc.link, "/f?")[0], time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+				case strings.HasPrefix(r.URL.Path, "/v1/"):
+					fmt.Fprintf(w, `{"jobId":"dlv_1","status":"completed","format":"csv","bytes":5,"resultsUrl":%q}`, tc.link)
+				default:
+					fmt.Fprint(w, "id\na\n")
+				}
+			}, tc.opts...)
+			_, err := c.Agents.DeliveryJob("dlv_1").Download(context.Background(), io.Discard)
+			_, serr := c.Search.Host().Search(context.Background(), lendgraph.IndexAgents, &lendgraph.HostSearchRequest{})
+			if tc.refused {
+				if !errors.Is(err, lendgraph.ErrUnsafeLink) || !errors.Is(serr, lendgraph.ErrUnsafeLink) {
+					t.Fatalf("download: %v; search: %v; want both refused as unsafe links", err, serr)
+				}
+				if strings.Contains(err.Error(), "s3cr3t-signature") {
+					t.Fatalf("the error quotes the link's signature: %v", err)
+				}
+				for _, d := range dialed() {
+					if d != "api.lendgraph.test:80" {
+						t.Fatalf("dialed %s", d)
+					}
+				}
+				return
+			}
+			if err != nil || !slices.Contains(dialed(), tc.dialedTo) {
+				t.Fatalf("allowed link: %v, dialed %v", err, dialed())
+			}
+		})
+	}
+	if _, err := lendgraph.NewClient(lendgraph.WithLinkHosts("http://x/")); err == nil {
+		t.Fatal("WithLinkHosts took a URL for a host name")
 	}
 }

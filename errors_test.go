@@ -417,4 +417,3 @@ func TestErrorConstructors(t *testing.T) {
 		t.Fatalf("NewSearchHostError 403: %#v", err)
 	}
 }
-

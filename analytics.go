@@ -36,7 +36,7 @@ func (r *ChartRequest) prepared() (*ChartRequest, error) {
 // AnalyticsResult is an analytics summary or time series. The reference
 // does not show their shapes, so the body is kept exactly as sent: read
 // it with Decode into your own type, or look at Raw. (A chart has a shape:
-// ChartResponse.)
+// ChartResult.)
 type AnalyticsResult struct {
 	// Raw is the response body.
 	Raw json.RawMessage

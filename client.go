@@ -286,5 +286,5 @@ func (s secret) GoString() string { return s.String() }
 func (s secret) Format(f fmt.State, _ rune) { io.WriteString(f, s.String()) }
 
 // Ptr returns a pointer to v, for optional fields where the zero value is
-// meaningful (OrgMembersQuery.Limit: lendgraph.Ptr(0)).
+// meaningful (OrgMembersRequest.Limit: lendgraph.Ptr(0)).
 func Ptr[T any](v T) *T { return &v }

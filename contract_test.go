@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"testing"
 
-	"golang.org/x/time/rate"
-
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 	"github.com/lendgraph/lendgraph-go/parquet"
@@ -67,7 +65,7 @@ func TestContract_Design(t *testing.T) {
 		lendgraph.WithBaseURL(srv.URL),
 		lendgraph.WithHTTPClient(&http.Client{}),
 		lendgraph.WithMaxRetries(3),
-		lendgraph.WithRateLimit(rate.Limit(1000), 100),
+		lendgraph.WithRateLimit(1000, 100),
 		lendgraph.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
 		lendgraph.WithBearerAuth(),
 	)

@@ -12,14 +12,14 @@ import (
 // CRMAPI is what c.CRM offers.
 type CRMAPI interface {
 	LenderChannels(ctx context.Context, loNMLSIDs []string, opts ...Option) (map[string]LenderChannel, error)
-	WorkspaceTasks(ctx context.Context, q *WorkspaceTasksQuery, opts ...Option) ([]WorkspaceTask, error)
-	Tasks(ctx context.Context, q *TasksQuery, opts ...Option) ([]Task, error)
-	UpdateMeeting(ctx context.Context, u *MeetingUpdate, opts ...Option) (*MeetingResult, error)
+	WorkspaceTasks(ctx context.Context, q *WorkspaceTasksRequest, opts ...Option) ([]WorkspaceTask, error)
+	Tasks(ctx context.Context, q *TasksRequest, opts ...Option) ([]Task, error)
+	UpdateMeeting(ctx context.Context, u *UpdateMeetingRequest, opts ...Option) (*UpdateMeetingResult, error)
 	TranscribeCall(ctx context.Context, callID string, opts ...Option) (*Call, error)
-	EditNote(ctx context.Context, noteID, body string, opts ...Option) (*NoteEdit, error)
-	ShareRecord(ctx context.Context, entityID, userID string, opts ...Option) (*ShareResult, error)
-	DeleteRecords(ctx context.Context, entityIDs []string, opts ...Option) (*RecordRemoval, error)
-	OrgMembers(ctx context.Context, q *OrgMembersQuery, opts ...Option) ([]OrgMember, error)
+	EditNote(ctx context.Context, noteID, body string, opts ...Option) (*EditNoteResult, error)
+	ShareRecord(ctx context.Context, entityID, userID string, opts ...Option) (*ShareRecordResult, error)
+	DeleteRecords(ctx context.Context, entityIDs []string, opts ...Option) (*DeleteRecordsResult, error)
+	OrgMembers(ctx context.Context, q *OrgMembersRequest, opts ...Option) ([]OrgMember, error)
 }
 
 var _ CRMAPI = (*CRMService)(nil)
@@ -101,8 +101,8 @@ func (s *CRMService) LenderChannels(ctx context.Context, loNMLSIDs []string, opt
 	return out.ByLO, nil
 }
 
-// ShareResult is the answer of ShareRecord.
-type ShareResult struct {
+// ShareRecordResult is the answer of ShareRecord.
+type ShareRecordResult struct {
 	Granted bool `json:"granted"`
 	// Extra holds every other member the server sent.
 	Extra Fields `json:",unknown"`
@@ -111,17 +111,17 @@ type ShareResult struct {
 // ShareRecord lets another member of the organization see a CRM record
 // (POST /v1/crm/record-shares). Granting the same share twice leaves the
 // same state, so it is retried like a read.
-func (s *CRMService) ShareRecord(ctx context.Context, entityID, userID string, opts ...Option) (*ShareResult, error) {
+func (s *CRMService) ShareRecord(ctx context.Context, entityID, userID string, opts ...Option) (*ShareRecordResult, error) {
 	if entityID == "" || userID == "" {
 		return nil, invalidArg("entityID, userID", "both are required")
 	}
-	return call[ShareResult](ctx, s.client, "CRM.ShareRecord", opts, request{data: true, method: http.MethodPost, path: "/v1/crm/record-shares",
+	return call[ShareRecordResult](ctx, s.client, "CRM.ShareRecord", opts, request{data: true, method: http.MethodPost, path: "/v1/crm/record-shares",
 		body: map[string]string{"entityId": entityID, "userId": userID}, kind: retry.Idempotent})
 }
 
-// RecordRemoval is the answer of DeleteRecords: the ids removed and the ids
+// DeleteRecordsResult is the answer of DeleteRecords: the ids removed and the ids
 // skipped (not found, or not the caller's to remove).
-type RecordRemoval struct {
+type DeleteRecordsResult struct {
 	Removed []string `json:"removed"`
 	Skipped []string `json:"skipped"`
 	// Extra holds every other member the server sent.
@@ -131,7 +131,7 @@ type RecordRemoval struct {
 // DeleteRecords removes CRM records (POST /v1/crm/records/delete). It is
 // not repeated after the server may have acted: a repeat would report the
 // records removed by the first attempt as skipped.
-func (s *CRMService) DeleteRecords(ctx context.Context, entityIDs []string, opts ...Option) (*RecordRemoval, error) {
+func (s *CRMService) DeleteRecords(ctx context.Context, entityIDs []string, opts ...Option) (*DeleteRecordsResult, error) {
 	if len(entityIDs) == 0 {
 		return nil, invalidArg("entityIDs", "name at least one record id")
 	}
@@ -140,7 +140,7 @@ func (s *CRMService) DeleteRecords(ctx context.Context, entityIDs []string, opts
 			return nil, invalidArg(fmt.Sprintf("entityIDs[%d]", i), "must not be empty")
 		}
 	}
-	return call[RecordRemoval](ctx, s.client, "CRM.DeleteRecords", opts, request{data: true, method: http.MethodPost, path: "/v1/crm/records/delete",
+	return call[DeleteRecordsResult](ctx, s.client, "CRM.DeleteRecords", opts, request{data: true, method: http.MethodPost, path: "/v1/crm/records/delete",
 		body: map[string]any{"entityIds": entityIDs}, kind: retry.Unrepeatable})
 }
 
@@ -154,8 +154,8 @@ type OrgMember struct {
 	Extra Fields `json:",unknown"`
 }
 
-// OrgMembersQuery narrows OrgMembers.
-type OrgMembersQuery struct {
+// OrgMembersRequest narrows OrgMembers.
+type OrgMembersRequest struct {
 	// Search matches member names and emails.
 	Search string `url:"search,omitempty"`
 	// Limit caps the members returned, at least 0; nil lets the server
@@ -165,7 +165,7 @@ type OrgMembersQuery struct {
 
 // OrgMembers lists members of the caller's organization
 // (GET /v1/crm/org-members).
-func (s *CRMService) OrgMembers(ctx context.Context, q *OrgMembersQuery, opts ...Option) ([]OrgMember, error) {
+func (s *CRMService) OrgMembers(ctx context.Context, q *OrgMembersRequest, opts ...Option) ([]OrgMember, error) {
 	if q != nil && q.Limit != nil && *q.Limit < 0 {
 		return nil, invalidArg("Limit", "%d is negative; use 0 or more", *q.Limit)
 	}

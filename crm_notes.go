@@ -7,8 +7,8 @@ import (
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
-// NoteEdit is the answer of EditNote.
-type NoteEdit struct {
+// EditNoteResult is the answer of EditNote.
+type EditNoteResult struct {
 	EntityID         string `json:"entityId"`
 	PreviousBodyHTML string `json:"previousBodyHtml"`
 	Updated          bool   `json:"updated"`
@@ -18,10 +18,10 @@ type NoteEdit struct {
 
 // EditNote replaces a note's body (PATCH /v1/crm/activity). Setting the
 // same body twice leaves the same note, so it is retried like a read.
-func (s *CRMService) EditNote(ctx context.Context, noteID, body string, opts ...Option) (*NoteEdit, error) {
+func (s *CRMService) EditNote(ctx context.Context, noteID, body string, opts ...Option) (*EditNoteResult, error) {
 	if err := requireID("noteID", noteID); err != nil {
 		return nil, err
 	}
-	return call[NoteEdit](ctx, s.client, "CRM.EditNote", opts, request{data: true, method: http.MethodPatch, path: "/v1/crm/activity",
+	return call[EditNoteResult](ctx, s.client, "CRM.EditNote", opts, request{data: true, method: http.MethodPatch, path: "/v1/crm/activity",
 		body: map[string]string{"id": noteID, "body": body}, kind: retry.Idempotent})
 }

@@ -133,8 +133,8 @@ type OfficeOverride struct {
 	Extra Fields `json:",unknown"`
 }
 
-// WorkspaceTasksQuery narrows the workspace inbox.
-type WorkspaceTasksQuery struct {
+// WorkspaceTasksRequest narrows the workspace inbox.
+type WorkspaceTasksRequest struct {
 	Status TaskStatus `url:"status,omitempty"`
 	// Assignee is a user id; empty means anyone on the caller's records.
 	Assignee string `url:"assignee,omitempty"`
@@ -142,7 +142,7 @@ type WorkspaceTasksQuery struct {
 
 // WorkspaceTasks lists tasks across every record the caller can see
 // (GET /v1/crm/tasks/workspace).
-func (s *CRMService) WorkspaceTasks(ctx context.Context, q *WorkspaceTasksQuery, opts ...Option) ([]WorkspaceTask, error) {
+func (s *CRMService) WorkspaceTasks(ctx context.Context, q *WorkspaceTasksRequest, opts ...Option) ([]WorkspaceTask, error) {
 	if q != nil {
 		if err := q.Status.validate(); err != nil {
 			return nil, err
@@ -158,8 +158,8 @@ func (s *CRMService) WorkspaceTasks(ctx context.Context, q *WorkspaceTasksQuery,
 // TaskOwnerMe is the owner filter value for the caller's own tasks.
 const TaskOwnerMe = "me"
 
-// TasksQuery narrows Tasks.
-type TasksQuery struct {
+// TasksRequest narrows Tasks.
+type TasksRequest struct {
 	EntityID       string `url:"entityId,omitempty"`
 	AssigneeUserID string `url:"assigneeUserId,omitempty"`
 	// Owner is TaskOwnerMe or empty.
@@ -168,7 +168,7 @@ type TasksQuery struct {
 }
 
 // Tasks lists CRM tasks (GET /v1/crm/tasks).
-func (s *CRMService) Tasks(ctx context.Context, q *TasksQuery, opts ...Option) ([]Task, error) {
+func (s *CRMService) Tasks(ctx context.Context, q *TasksRequest, opts ...Option) ([]Task, error) {
 	if q != nil {
 		if err := q.Status.validate(); err != nil {
 			return nil, err
@@ -196,18 +196,18 @@ const (
 	MeetingResync       MeetingAction = "re-sync"
 )
 
-// MeetingUpdate is the body of UpdateMeeting. ID and Action are required;
+// UpdateMeetingRequest is the body of UpdateMeeting. ID and Action are required;
 // Fields carries the other members (not shown by the reference), sent as
 // given beside id and action.
-type MeetingUpdate struct {
+type UpdateMeetingRequest struct {
 	ID     string
 	Action MeetingAction
 	Fields map[string]any
 }
 
-// MeetingResult is the answer of UpdateMeeting. NeedsConnect names the
+// UpdateMeetingResult is the answer of UpdateMeeting. NeedsConnect names the
 // calendar to connect when the change could not reach it.
-type MeetingResult struct {
+type UpdateMeetingResult struct {
 	NeedsConnect CalendarProvider `json:"needsConnect"`
 	Updated      bool             `json:"updated"`
 	// Extra holds every other member the server sent.
@@ -217,7 +217,7 @@ type MeetingResult struct {
 // UpdateMeeting updates, cancels, completes or re-syncs a meeting
 // (PATCH /v1/crm/meetings). It may write to the connected calendar, so it
 // is not repeated after the server may have acted.
-func (s *CRMService) UpdateMeeting(ctx context.Context, u *MeetingUpdate, opts ...Option) (*MeetingResult, error) {
+func (s *CRMService) UpdateMeeting(ctx context.Context, u *UpdateMeetingRequest, opts ...Option) (*UpdateMeetingResult, error) {
 	if u == nil || u.ID == "" {
 		return nil, invalidArg("ID", "the meeting id is required")
 	}
@@ -227,7 +227,7 @@ func (s *CRMService) UpdateMeeting(ctx context.Context, u *MeetingUpdate, opts .
 	body := map[string]any{}
 	maps.Copy(body, u.Fields)
 	body["id"], body["action"] = u.ID, u.Action
-	return call[MeetingResult](ctx, s.client, "CRM.UpdateMeeting", opts, request{data: true, method: http.MethodPatch, path: "/v1/crm/meetings", body: body, kind: retry.Unrepeatable})
+	return call[UpdateMeetingResult](ctx, s.client, "CRM.UpdateMeeting", opts, request{data: true, method: http.MethodPatch, path: "/v1/crm/meetings", body: body, kind: retry.Unrepeatable})
 }
 
 func requireID(arg, id string) error {

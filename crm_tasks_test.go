@@ -15,7 +15,7 @@ func TestCRMService_Tasks(t *testing.T) {
 	ctx := context.Background()
 	me := srv.DefaultCaller()
 	fx := srv.CRMFixtures(me)
-	tasks, err := c.CRM.Tasks(ctx, &lendgraph.TasksQuery{Owner: lendgraph.TaskOwnerMe, Status: lendgraph.TaskOpen})
+	tasks, err := c.CRM.Tasks(ctx, &lendgraph.TasksRequest{Owner: lendgraph.TaskOwnerMe, Status: lendgraph.TaskOpen})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +34,11 @@ func TestCRMService_Tasks(t *testing.T) {
 	if !strings.Contains(q, "owner=me") || !strings.Contains(q, "status=open") {
 		t.Fatalf("query %q", q)
 	}
-	byEntity, err := c.CRM.Tasks(ctx, &lendgraph.TasksQuery{EntityID: fx.RecordIDs[0]})
+	byEntity, err := c.CRM.Tasks(ctx, &lendgraph.TasksRequest{EntityID: fx.RecordIDs[0]})
 	if err != nil || len(byEntity) != 2 {
 		t.Fatalf("%v %d", err, len(byEntity))
 	}
-	ws, err := c.CRM.WorkspaceTasks(ctx, &lendgraph.WorkspaceTasksQuery{Status: lendgraph.TaskCompleted})
+	ws, err := c.CRM.WorkspaceTasks(ctx, &lendgraph.WorkspaceTasksRequest{Status: lendgraph.TaskCompleted})
 	if err != nil || len(ws) != 1 {
 		t.Fatalf("%v %d", err, len(ws))
 	}
@@ -48,10 +48,10 @@ func TestCRMService_Tasks(t *testing.T) {
 		t.Fatalf("%+v", w)
 	}
 	srv.ResetRequests()
-	_, err = c.CRM.Tasks(ctx, &lendgraph.TasksQuery{Status: "done"})
+	_, err = c.CRM.Tasks(ctx, &lendgraph.TasksRequest{Status: "done"})
 	wantInvalid(t, srv, err, "Status")
-	_, err = c.CRM.Tasks(ctx, &lendgraph.TasksQuery{Owner: "you"})
+	_, err = c.CRM.Tasks(ctx, &lendgraph.TasksRequest{Owner: "you"})
 	wantInvalid(t, srv, err, "Owner")
-	_, err = c.CRM.WorkspaceTasks(ctx, &lendgraph.WorkspaceTasksQuery{Status: "later"})
+	_, err = c.CRM.WorkspaceTasks(ctx, &lendgraph.WorkspaceTasksRequest{Status: "later"})
 	wantInvalid(t, srv, err, "Status")
 }

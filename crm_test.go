@@ -67,7 +67,7 @@ func TestCRM_ScopedToOrganization(t *testing.T) {
 	wantStatus(t, err, http.StatusNotFound)
 	_, err = other.CRM.TranscribeCall(ctx, fx.CallID)
 	wantStatus(t, err, http.StatusNotFound)
-	_, err = other.CRM.UpdateMeeting(ctx, &lendgraph.MeetingUpdate{ID: fx.MeetingID, Action: lendgraph.MeetingCancel})
+	_, err = other.CRM.UpdateMeeting(ctx, &lendgraph.UpdateMeetingRequest{ID: fx.MeetingID, Action: lendgraph.MeetingCancel})
 	wantStatus(t, err, http.StatusNotFound)
 	if _, err := other.CRM.DeleteRecords(ctx, fx.RecordIDs); err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestCRMService_ShareRecord(t *testing.T) {
 	fx := srv.CRMFixtures(srv.DefaultCaller())
 	mate := srv.NewCaller(lendgraphtest.DefaultOrg)
 	mc := srv.Client(lendgraph.WithAPIKey(mate.Key))
-	if ts, _ := mc.CRM.Tasks(ctx, &lendgraph.TasksQuery{EntityID: fx.RecordIDs[1]}); len(ts) != 0 {
+	if ts, _ := mc.CRM.Tasks(ctx, &lendgraph.TasksRequest{EntityID: fx.RecordIDs[1]}); len(ts) != 0 {
 		t.Fatal("teammate sees an unshared record")
 	}
 	// The teammate cannot share what it cannot see.
@@ -104,7 +104,7 @@ func TestCRMService_ShareRecord(t *testing.T) {
 	if err != nil || !g.Granted {
 		t.Fatalf("%v %+v", err, g)
 	}
-	if ts, _ := mc.CRM.Tasks(ctx, &lendgraph.TasksQuery{EntityID: fx.RecordIDs[1]}); len(ts) != 1 {
+	if ts, _ := mc.CRM.Tasks(ctx, &lendgraph.TasksRequest{EntityID: fx.RecordIDs[1]}); len(ts) != 1 {
 		t.Fatalf("teammate sees %d tasks after the share", len(ts))
 	}
 	// A shared record is not the teammate's to remove; the owner's is.
@@ -116,7 +116,7 @@ func TestCRMService_ShareRecord(t *testing.T) {
 	if err != nil || len(rm.Removed) != 1 || rm.Removed[0] != fx.RecordIDs[1] || len(rm.Skipped) != 1 {
 		t.Fatalf("%v %+v", err, rm)
 	}
-	if ts, _ := c.CRM.Tasks(ctx, &lendgraph.TasksQuery{EntityID: fx.RecordIDs[1]}); len(ts) != 0 {
+	if ts, _ := c.CRM.Tasks(ctx, &lendgraph.TasksRequest{EntityID: fx.RecordIDs[1]}); len(ts) != 0 {
 		t.Fatal("tasks of a removed record remain")
 	}
 	srv.ResetRequests()
@@ -131,7 +131,7 @@ func TestCRMService_MeetingsCallsNotes(t *testing.T) {
 	ctx := context.Background()
 	c := srv.Client()
 	fx := srv.CRMFixtures(srv.DefaultCaller())
-	res, err := c.CRM.UpdateMeeting(ctx, &lendgraph.MeetingUpdate{ID: fx.MeetingID, Action: lendgraph.MeetingUpdateAction, Fields: map[string]any{"title": "Moved"}})
+	res, err := c.CRM.UpdateMeeting(ctx, &lendgraph.UpdateMeetingRequest{ID: fx.MeetingID, Action: lendgraph.MeetingUpdateAction, Fields: map[string]any{"title": "Moved"}})
 	if err != nil || !res.Updated || res.NeedsConnect != lendgraph.CalendarGoogle {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -139,10 +139,10 @@ func TestCRMService_MeetingsCallsNotes(t *testing.T) {
 	if !strings.Contains(body, `"title":"Moved"`) || !strings.Contains(body, `"action":"update"`) || srv.Requests()[0].Method != http.MethodPatch {
 		t.Fatalf("body %s", body)
 	}
-	if res, err := c.CRM.UpdateMeeting(ctx, &lendgraph.MeetingUpdate{ID: fx.MeetingID, Action: lendgraph.MeetingResync}); err != nil || res.Updated {
+	if res, err := c.CRM.UpdateMeeting(ctx, &lendgraph.UpdateMeetingRequest{ID: fx.MeetingID, Action: lendgraph.MeetingResync}); err != nil || res.Updated {
 		t.Fatalf("%v %+v", err, res)
 	}
-	_, err = c.CRM.UpdateMeeting(ctx, &lendgraph.MeetingUpdate{ID: fx.MeetingID, Action: "explode"})
+	_, err = c.CRM.UpdateMeeting(ctx, &lendgraph.UpdateMeetingRequest{ID: fx.MeetingID, Action: "explode"})
 	wantStatus(t, err, http.StatusBadRequest)
 
 	call, err := c.CRM.TranscribeCall(ctx, fx.CallID)
@@ -161,9 +161,9 @@ func TestCRMService_MeetingsCallsNotes(t *testing.T) {
 		t.Fatalf("%v %+v", err, ed)
 	}
 	srv.ResetRequests()
-	_, err = c.CRM.UpdateMeeting(ctx, &lendgraph.MeetingUpdate{Action: lendgraph.MeetingCancel})
+	_, err = c.CRM.UpdateMeeting(ctx, &lendgraph.UpdateMeetingRequest{Action: lendgraph.MeetingCancel})
 	wantInvalid(t, srv, err, "ID")
-	_, err = c.CRM.UpdateMeeting(ctx, &lendgraph.MeetingUpdate{ID: "m"})
+	_, err = c.CRM.UpdateMeeting(ctx, &lendgraph.UpdateMeetingRequest{ID: "m"})
 	wantInvalid(t, srv, err, "Action")
 	_, err = c.CRM.TranscribeCall(ctx, "")
 	wantInvalid(t, srv, err, "callID")
@@ -180,16 +180,16 @@ func TestCRMService_OrgMembers(t *testing.T) {
 	if err != nil || len(all) != 2 || all[0].Email == "" {
 		t.Fatalf("%v %+v", err, all)
 	}
-	none, err := c.CRM.OrgMembers(ctx, &lendgraph.OrgMembersQuery{Limit: lendgraph.Ptr(0)})
+	none, err := c.CRM.OrgMembers(ctx, &lendgraph.OrgMembersRequest{Limit: lendgraph.Ptr(0)})
 	if err != nil || len(none) != 0 || !strings.Contains(srv.Requests()[1].Query, "limit=0") {
 		t.Fatalf("%v %+v %q", err, none, srv.Requests()[1].Query)
 	}
-	one, err := c.CRM.OrgMembers(ctx, &lendgraph.OrgMembersQuery{Search: "default"})
+	one, err := c.CRM.OrgMembers(ctx, &lendgraph.OrgMembersRequest{Search: "default"})
 	if err != nil || len(one) != 1 {
 		t.Fatalf("%v %+v", err, one)
 	}
 	srv.ResetRequests()
-	_, err = c.CRM.OrgMembers(ctx, &lendgraph.OrgMembersQuery{Limit: lendgraph.Ptr(-1)})
+	_, err = c.CRM.OrgMembers(ctx, &lendgraph.OrgMembersRequest{Limit: lendgraph.Ptr(-1)})
 	wantInvalid(t, srv, err, "Limit")
 	wantStatus(t, c.Do(ctx, http.MethodGet, "/v1/crm/org-members?limit=-1", nil, nil), http.StatusBadRequest)
 }

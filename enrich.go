@@ -13,7 +13,7 @@ import (
 )
 
 // MaxEnrichBulk is the most property ids one bulk enrichment job takes.
-// PlanEnrichBulk and EnrichBulkAll split larger sets into several jobs.
+// PlanEnrichBulk and EnrichBulkBatched split larger sets into several jobs.
 const MaxEnrichBulk = 50_000
 
 // EnrichRequest is the query of a single enrichment.
@@ -213,7 +213,7 @@ type EnrichJob struct {
 // credit a property (*InsufficientCreditsError otherwise); the job bills
 // once, at completion, for the matches only. Use Wait, then Download or
 // ResultRows. The submit is never repeated after the server may have
-// acted. For more ids use EnrichBulkAll.
+// acted. For more ids use EnrichBulkBatched.
 func (s *PropertiesService) EnrichBulk(ctx context.Context, ids []string, req *EnrichBulkRequest, opts ...Option) (*EnrichJob, error) {
 	if len(ids) > MaxEnrichBulk {
 		return nil, invalidArg("ids", "%d property ids given; one job takes at most %d: split them (EnrichBulkBatched does)", len(ids), MaxEnrichBulk)

@@ -727,14 +727,14 @@ func (e *DownloadError) Unwrap() error {
 	return e.Err
 }
 
-// PushIncompleteError is returned by PushCRMAll when a batch failed. Done
+// PushIncompleteError is returned by PushCRMBatched when a batch failed. Done
 // holds the merged outcome of the batches the server answered; Unknown the
 // ids of the batch whose outcome is unknown (the server may have written
 // them: check the CRM before pushing them again); NotSent the ids never
 // sent. Err is the failure (errors.As reaches *InsufficientCreditsError on
 // a 402).
 type PushIncompleteError struct {
-	Done    *CRMPushResponse
+	Done    *PushCRMResult
 	Unknown []string
 	NotSent []string
 	Err     error

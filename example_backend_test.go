@@ -13,7 +13,6 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
-	"golang.org/x/time/rate"
 )
 
 // Per-call options, as openai-go's option.RequestOption and
@@ -201,7 +200,7 @@ func ExampleEnrichResult_earlierAttemptMayHaveCharged() {
 func ExampleWithRateLimit() {
 	srv := startFake(lendgraphtest.WithRows("agents", 100))
 	defer srv.Close()
-	c := srv.Client(lendgraph.WithRateLimit(rate.Limit(1), 1)) // one request a second, no burst
+	c := srv.Client(lendgraph.WithRateLimit(1, 1)) // one request a second, no burst
 
 	ctx := context.Background()
 	if _, err := c.Agents.List(ctx, nil); err != nil { // takes the only token

@@ -78,7 +78,7 @@ func ExampleIntegrationsService_PushCRM() {
 	srv := startFake(lendgraphtest.WithDefaultRows(500))
 	defer srv.Close()
 	c := srv.Client()
-	res, err := c.Integrations.PushCRM(context.Background(), &lendgraph.CRMPushRequest{
+	res, err := c.Integrations.PushCRM(context.Background(), &lendgraph.PushCRMRequest{
 		Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact,
 		IDs: []string{"agt_0000001", "agt_0000002", "agt_9999999"}, DryRun: true,
 	})
@@ -106,7 +106,7 @@ func ExampleIntegrationsService_PushCRMBatched() {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("agt_%07d", i)
 	}
-	_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{
+	_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.PushCRMRequest{
 		Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids,
 	})
 	var pe *lendgraph.PushIncompleteError
@@ -122,7 +122,7 @@ func ExampleSavedFiltersService_Create() {
 	srv := startFake(lendgraphtest.WithDefaultRows(500))
 	defer srv.Close()
 	c := srv.Client()
-	f, err := c.SavedFilters.Create(context.Background(), &lendgraph.NewSavedFilter{
+	f, err := c.SavedFilters.Create(context.Background(), &lendgraph.CreateSavedFilterRequest{
 		Name: "Texas loan officers", Target: "originators",
 		Query: &lendgraph.ListRequest{FlatFilters: map[string]any{"state": "TX"}},
 	})

@@ -90,7 +90,7 @@ var (
 		}}
 	routePush = route{name: "CRM push", method: "POST", pattern: "/v1/integrations/crm/push", reason: "crm-push", acts: true,
 		do: func(ctx context.Context, e *env) error {
-			_, err := e.c.Integrations.PushCRM(ctx, &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent,
+			_, err := e.c.Integrations.PushCRM(ctx, &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent,
 				Object: lendgraph.CRMObjectContact, IDs: []string{"agt_0000001"}})
 			return err
 		}}

@@ -11,8 +11,8 @@ import (
 
 // IntegrationsAPI is what c.Integrations offers.
 type IntegrationsAPI interface {
-	PushCRM(ctx context.Context, req *CRMPushRequest, opts ...Option) (*CRMPushResponse, error)
-	PushCRMBatched(ctx context.Context, req *CRMPushRequest, opts ...Option) (*CRMPushResponse, error)
+	PushCRM(ctx context.Context, req *PushCRMRequest, opts ...Option) (*PushCRMResult, error)
+	PushCRMBatched(ctx context.Context, req *PushCRMRequest, opts ...Option) (*PushCRMResult, error)
 	CRMStatus(ctx context.Context, opts ...Option) (*CRMStatus, error)
 }
 
@@ -57,8 +57,8 @@ type PushReason string
 // PushNotFound is the reason given when the id matches no record of the entity.
 const PushNotFound PushReason = "not_found"
 
-// CRMPushRequest is a push of records to the external CRM.
-type CRMPushRequest struct {
+// PushCRMRequest is a push of records to the external CRM.
+type PushCRMRequest struct {
 	Entity CRMEntity `json:"entity"`
 	// IDs are the records to push: 1 to 100 for PushCRM, any number for
 	// PushCRMBatched.
@@ -68,16 +68,16 @@ type CRMPushRequest struct {
 	DryRun bool `json:"dryRun"`
 }
 
-// CRMPushResponse is the outcome of a push. PushCRMBatched merges the answers of
+// PushCRMResult is the outcome of a push. PushCRMBatched merges the answers of
 // its batches into one.
-type CRMPushResponse struct {
+type PushCRMResult struct {
 	Billing        CRMBilling      `json:"billing"`
 	DryRun         bool            `json:"dryRun"`
 	Entity         CRMEntity       `json:"entity"`
 	Object         CRMObject       `json:"object"`
 	PortalID       string          `json:"portalId"`
 	PortalRecorded bool            `json:"portalRecorded"`
-	Results        []CRMPushResult `json:"results"`
+	Results        []CRMPushOutcome `json:"results"`
 	Summary        CRMPushSummary  `json:"summary"`
 	// Extra holds every other member the server sent.
 	Extra Fields `json:",unknown"`
@@ -91,8 +91,8 @@ type CRMBilling struct {
 	Extra Fields `json:",unknown"`
 }
 
-// CRMPushResult is the outcome of one id.
-type CRMPushResult struct {
+// CRMPushOutcome is the outcome of one id.
+type CRMPushOutcome struct {
 	ID          string     `json:"id"`
 	CRMRecordID string     `json:"crmRecordId"`
 	Message     string     `json:"message"`
@@ -114,7 +114,7 @@ type CRMPushSummary struct {
 	Extra Fields `json:",unknown"`
 }
 
-func (r *CRMPushRequest) validate(maxIDs int) error {
+func (r *PushCRMRequest) validate(maxIDs int) error {
 	if r == nil {
 		return invalidArg("req", "is nil")
 	}
@@ -153,7 +153,7 @@ func (r *CRMPushRequest) validate(maxIDs int) error {
 // retried). Set DryRun first to see what would be written. A short balance
 // gives *InsufficientCreditsError (402, Balance and Cost); a refused request
 // may give *ValidationError with Code and Details.
-func (s *IntegrationsService) PushCRM(ctx context.Context, req *CRMPushRequest, opts ...Option) (_ *CRMPushResponse, err error) {
+func (s *IntegrationsService) PushCRM(ctx context.Context, req *PushCRMRequest, opts ...Option) (_ *PushCRMResult, err error) {
 	if err := req.validate(MaxPushIDs); err != nil {
 		return nil, err
 	}
@@ -166,8 +166,8 @@ func (s *IntegrationsService) PushCRM(ctx context.Context, req *CRMPushRequest, 
 }
 
 // push sends one batch in operation o.
-func (s *IntegrationsService) push(ctx context.Context, o *operation, req *CRMPushRequest) (*CRMPushResponse, error) {
-	res, err := sendFor[CRMPushResponse](ctx, o, request{method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
+func (s *IntegrationsService) push(ctx context.Context, o *operation, req *PushCRMRequest) (*PushCRMResult, error) {
+	res, err := sendFor[PushCRMResult](ctx, o, request{method: http.MethodPost, path: "/v1/integrations/crm/push", body: req, kind: retry.Unrepeatable})
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func outcomeKnown(err error) bool { return !errors.Is(err, ErrOutcomeUnknown) }
 // *PushIncompleteError: at a 402 the batches already written are reported
 // and the rest not sent; a batch whose outcome is unknown (a 5xx or a cut
 // connection) is reported as Unknown and never re-sent.
-func (s *IntegrationsService) PushCRMBatched(ctx context.Context, req *CRMPushRequest, opts ...Option) (_ *CRMPushResponse, err error) {
+func (s *IntegrationsService) PushCRMBatched(ctx context.Context, req *PushCRMRequest, opts ...Option) (_ *PushCRMResult, err error) {
 	if err := req.validate(0); err != nil {
 		return nil, err
 	}
@@ -197,8 +197,8 @@ func (s *IntegrationsService) PushCRMBatched(ctx context.Context, req *CRMPushRe
 		return nil, err
 	}
 	defer func() { o.end(err) }()
-	var merged *CRMPushResponse
-	merged = &CRMPushResponse{Entity: req.Entity, Object: req.Object, DryRun: req.DryRun}
+	var merged *PushCRMResult
+	merged = &PushCRMResult{Entity: req.Entity, Object: req.Object, DryRun: req.DryRun}
 	for start := 0; start < len(req.IDs); start += MaxPushIDs {
 		end := min(start+MaxPushIDs, len(req.IDs))
 		batch := *req
@@ -219,7 +219,7 @@ func (s *IntegrationsService) PushCRMBatched(ctx context.Context, req *CRMPushRe
 }
 
 // merge adds one batch's answer to m.
-func (m *CRMPushResponse) merge(r *CRMPushResponse, first bool) {
+func (m *PushCRMResult) merge(r *PushCRMResult, first bool) {
 	if first {
 		results, summary := m.Results, m.Summary
 		*m = *r

@@ -27,7 +27,7 @@ func TestIntegrationsService_PushCRM(t *testing.T) {
 	ctx := context.Background()
 	org := srv.DefaultCaller().OrgID
 	before := srv.Credits(org)
-	req := &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: []string{"agt_0000001", "agt_0000002", "agt_9999999"}}
+	req := &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: []string{"agt_0000001", "agt_0000002", "agt_9999999"}}
 	// A dry run writes and charges nothing.
 	dry := *req
 	dry.DryRun = true
@@ -68,16 +68,16 @@ func TestIntegrationsService_PushCRMValidation(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10))
 	c := srv.Client()
 	ctx := context.Background()
-	base := lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact}
+	base := lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact}
 	for _, tc := range []struct {
-		mut func(*lendgraph.CRMPushRequest)
+		mut func(*lendgraph.PushCRMRequest)
 		arg string
 	}{
-		{func(r *lendgraph.CRMPushRequest) { r.IDs = agentIDs(101) }, "IDs"},
-		{func(r *lendgraph.CRMPushRequest) { r.IDs = nil }, "IDs"},
-		{func(r *lendgraph.CRMPushRequest) { r.IDs = []string{"a", ""} }, "IDs[1]"},
-		{func(r *lendgraph.CRMPushRequest) { r.IDs = []string{"a"}; r.Entity = "" }, "Entity"},
-		{func(r *lendgraph.CRMPushRequest) { r.IDs = []string{"a"}; r.Object = "" }, "Object"},
+		{func(r *lendgraph.PushCRMRequest) { r.IDs = agentIDs(101) }, "IDs"},
+		{func(r *lendgraph.PushCRMRequest) { r.IDs = nil }, "IDs"},
+		{func(r *lendgraph.PushCRMRequest) { r.IDs = []string{"a", ""} }, "IDs[1]"},
+		{func(r *lendgraph.PushCRMRequest) { r.IDs = []string{"a"}; r.Entity = "" }, "Entity"},
+		{func(r *lendgraph.PushCRMRequest) { r.IDs = []string{"a"}; r.Object = "" }, "Object"},
 	} {
 		r := base
 		tc.mut(&r)
@@ -98,7 +98,7 @@ func TestIntegrationsService_PushCRMInsufficientCredits(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	srv.SetCredits(lendgraphtest.DefaultOrg, 1)
 	c := srv.Client()
-	_, err := c.Integrations.PushCRM(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(3)})
+	_, err := c.Integrations.PushCRM(context.Background(), &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(3)})
 	var ic *lendgraph.InsufficientCreditsError
 	if !errors.As(err, &ic) || ic.Balance != 1 || ic.Cost != 3 || !errors.Is(err, lendgraph.ErrInsufficientCredits) {
 		t.Fatalf("%T %v", err, err)
@@ -111,7 +111,7 @@ func TestIntegrationsService_PushCRMInsufficientCredits(t *testing.T) {
 func TestIntegrationsService_PushCRMAll(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	c := srv.Client()
-	res, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(250)})
+	res, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(250)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestIntegrationsService_PushCRMAllStopsAt402(t *testing.T) {
 	srv.SetCredits(lendgraphtest.DefaultOrg, 150)
 	c := srv.Client()
 	ids := agentIDs(250)
-	res, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids})
+	res, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids})
 	var pe *lendgraph.PushIncompleteError
 	var ic *lendgraph.InsufficientCreditsError
 	if !errors.As(err, &pe) || !errors.As(err, &ic) {
@@ -151,7 +151,7 @@ func TestIntegrationsService_PushCRMAllNeverResendsUnknown(t *testing.T) {
 		c := srv.Client(lendgraph.WithMaxRetries(3))
 		srv.InjectFault(http.MethodPost, "/v1/integrations/crm/push", f)
 		ids := agentIDs(250)
-		_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids})
+		_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: ids})
 		var pe *lendgraph.PushIncompleteError
 		if !errors.As(err, &pe) {
 			t.Fatalf("%T %v", err, err)
@@ -171,7 +171,7 @@ func TestIntegrationsService_PushCRMRetriesOnlyWhenNothingHappened(t *testing.T)
 	c := srv.Client()
 	srv.InjectFault(http.MethodPost, "/v1/integrations/crm/push", lendgraphtest.Fault{Status: http.StatusTooManyRequests, Header: map[string]string{"Retry-After": "0"}})
 	before := srv.Credits(lendgraphtest.DefaultOrg)
-	res, err := c.Integrations.PushCRM(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(2)})
+	res, err := c.Integrations.PushCRM(context.Background(), &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: agentIDs(2)})
 	if err != nil || res.Summary.Created != 2 {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -181,7 +181,7 @@ func TestIntegrationsService_PushCRMRetriesOnlyWhenNothingHappened(t *testing.T)
 }
 
 func TestCRMPushResponse_KeepsUnknown(t *testing.T) {
-	var r lendgraph.CRMPushResponse
+	var r lendgraph.PushCRMResult
 	in := `{"results":[{"id":"a","status":"merged","reason":"duplicate_email","crmRecordId":"9","attempts":2}],"summary":{"requested":1,"merged":1},"billing":{"charged":1,"note":"n","rate":1},"portalRecorded":true,"region":"eu"}`
 	if err := json.Unmarshal([]byte(in), &r); err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestCRMPushResponse_KeepsUnknown(t *testing.T) {
 // refused before any request.
 func TestIntegrationsService_PushCRMDuplicateIDs(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(10))
-	_, err := srv.Client().Integrations.PushCRM(context.Background(), &lendgraph.CRMPushRequest{
+	_, err := srv.Client().Integrations.PushCRM(context.Background(), &lendgraph.PushCRMRequest{
 		Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact, IDs: []string{"agt_1", "agt_2", "agt_1"}})
 	wantInvalid(t, srv, err, "IDs[2]")
 }

@@ -12,75 +12,75 @@ import (
 // The JSON shapes of the records that keep unknown members: each has its
 // record's fields and none of its methods, which stops the recursion.
 type (
-	jsonAIAction              AIAction
-	jsonAddress               Address
-	jsonAgent                 Agent
-	jsonBranch                Branch
-	jsonBranchPage            BranchPage
-	jsonCRMBilling            CRMBilling
-	jsonCRMPushResponse       CRMPushResponse
-	jsonCRMPushResult         CRMPushResult
-	jsonCRMPushSummary        CRMPushSummary
-	jsonCRMStatus             CRMStatus
-	jsonCall                  Call
-	jsonChartCompleteness     ChartCompleteness
-	jsonChartResponse         ChartResponse
-	jsonChartRow              ChartRow
-	jsonChartSegment          ChartSegment
-	jsonCompany               Company
-	jsonCompanyRef            CompanyRef
-	jsonCount                 Count
-	jsonDeliveryStatus        DeliveryStatus
-	jsonEmail                 Email
-	jsonEnrichCounts          EnrichCounts
-	jsonEnrichData            EnrichData
-	jsonEnrichJobStatus       EnrichJobStatus
-	jsonEnrichResult          EnrichResult
-	jsonEnrichmentEntry       EnrichmentEntry
-	jsonEnrichmentResultEntry EnrichmentResultEntry
-	jsonFilterIcon            FilterIcon
-	jsonHostSearchResult      HostSearchResult
-	jsonInstantSearchResult   InstantSearchResult
-	jsonLenderChannel         LenderChannel
-	jsonLenderNormalization   LenderNormalization
-	jsonLoan                  Loan
-	jsonLocation              Location
-	jsonLocationNormalization LocationNormalization
-	jsonLocationSuggestion    LocationSuggestion
-	jsonMarketMovementRow     MarketMovementRow
-	jsonMarketRecord          MarketRecord
-	jsonMeetingResult         MeetingResult
-	jsonMostGainedResponse    MostGainedResponse
-	jsonMovementWindow        MovementWindow
-	jsonNoteEdit              NoteEdit
-	jsonOfficeOverride        OfficeOverride
-	jsonOfficeRef             OfficeRef
-	jsonOrgMember             OrgMember
-	jsonOrganizationMatch     OrganizationMatch
-	jsonOriginator            Originator
-	jsonOriginatorCount       OriginatorCount
-	jsonOriginatorHit         OriginatorHit
-	jsonPerson                Person
-	jsonPersonMatch           PersonMatch
-	jsonPersonName            PersonName
-	jsonPhoneNumber           PhoneNumber
-	jsonProperty              Property
-	jsonRecordRemoval         RecordRemoval
-	jsonRelatedRef            RelatedRef
-	jsonRelatedResponse       RelatedResponse
-	jsonSale                  Sale
-	jsonSavedFilter           SavedFilter
-	jsonSavedFilterDeletion   SavedFilterDeletion
-	jsonSearchToken           SearchToken
-	jsonShareResult           ShareResult
-	jsonTask                  Task
-	jsonTaskDisplay           TaskDisplay
-	jsonTaskOverrides         TaskOverrides
-	jsonTitleCompanyPage      TitleCompanyPage
-	jsonTitleCompanyRow       TitleCompanyRow
-	jsonTitleCompanyTotals    TitleCompanyTotals
-	jsonTranscriptLine        TranscriptLine
-	jsonWorkspaceTask         WorkspaceTask
+	jsonAIAction                AIAction
+	jsonAddress                 Address
+	jsonAgent                   Agent
+	jsonBranch                  Branch
+	jsonBranchPage              BranchPage
+	jsonCRMBilling              CRMBilling
+	jsonCRMPushOutcome          CRMPushOutcome
+	jsonCRMPushSummary          CRMPushSummary
+	jsonCRMStatus               CRMStatus
+	jsonCall                    Call
+	jsonChartCompleteness       ChartCompleteness
+	jsonChartResult             ChartResult
+	jsonChartRow                ChartRow
+	jsonChartSegment            ChartSegment
+	jsonCompany                 Company
+	jsonCompanyRef              CompanyRef
+	jsonCount                   Count
+	jsonDeleteRecordsResult     DeleteRecordsResult
+	jsonDeleteSavedFilterResult DeleteSavedFilterResult
+	jsonDeliveryStatus          DeliveryStatus
+	jsonEditNoteResult          EditNoteResult
+	jsonEmail                   Email
+	jsonEnrichCounts            EnrichCounts
+	jsonEnrichData              EnrichData
+	jsonEnrichJobStatus         EnrichJobStatus
+	jsonEnrichResult            EnrichResult
+	jsonEnrichmentEntry         EnrichmentEntry
+	jsonEnrichmentResultEntry   EnrichmentResultEntry
+	jsonFilterIcon              FilterIcon
+	jsonHostSearchResult        HostSearchResult
+	jsonInstantSearchResult     InstantSearchResult
+	jsonLenderChannel           LenderChannel
+	jsonLenderNormalization     LenderNormalization
+	jsonLoan                    Loan
+	jsonLocation                Location
+	jsonLocationNormalization   LocationNormalization
+	jsonLocationSuggestion      LocationSuggestion
+	jsonMarketMovementRow       MarketMovementRow
+	jsonMarketRecord            MarketRecord
+	jsonMostGainedResult        MostGainedResult
+	jsonMovementWindow          MovementWindow
+	jsonOfficeOverride          OfficeOverride
+	jsonOfficeRef               OfficeRef
+	jsonOrgMember               OrgMember
+	jsonOrganizationMatch       OrganizationMatch
+	jsonOriginator              Originator
+	jsonOriginatorCount         OriginatorCount
+	jsonOriginatorHit           OriginatorHit
+	jsonPerson                  Person
+	jsonPersonMatch             PersonMatch
+	jsonPersonName              PersonName
+	jsonPhoneNumber             PhoneNumber
+	jsonProperty                Property
+	jsonPushCRMResult           PushCRMResult
+	jsonRelatedRef              RelatedRef
+	jsonRelatedResult           RelatedResult
+	jsonSale                    Sale
+	jsonSavedFilter             SavedFilter
+	jsonSearchToken             SearchToken
+	jsonShareRecordResult       ShareRecordResult
+	jsonTask                    Task
+	jsonTaskDisplay             TaskDisplay
+	jsonTaskOverrides           TaskOverrides
+	jsonTitleCompanyPage        TitleCompanyPage
+	jsonTitleCompanyRow         TitleCompanyRow
+	jsonTitleCompanyTotals      TitleCompanyTotals
+	jsonTranscriptLine          TranscriptLine
+	jsonUpdateMeetingResult     UpdateMeetingResult
+	jsonWorkspaceTask           WorkspaceTask
 )
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -173,34 +173,17 @@ func (r CRMBilling) InvalidFields() []string {
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r CRMPushResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
+func (r CRMPushOutcome) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CRMPushResponse) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonCRMPushResponse)(r))
-}
+func (r *CRMPushOutcome) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMPushOutcome)(r)) }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r CRMPushResponse) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMPushResponse](), r.Extra)
-}
-
-// MarshalJSON implements json.Marshaler: the members the server sent that
-// have no typed field (Extra) are written back.
-func (r CRMPushResult) MarshalJSON() ([]byte, error) { return marshal(r) }
-
-// UnmarshalJSON implements json.Unmarshaler: members without a typed field
-// are kept in Extra.
-func (r *CRMPushResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMPushResult)(r)) }
-
-// InvalidFields returns, sorted, the members a lenient decode
-// (WithLenientDecoding) set aside because their value did not fit the
-// field: the field is zero and the value, as sent, is in Extra.
-func (r CRMPushResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMPushResult](), r.Extra)
+func (r CRMPushOutcome) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonCRMPushOutcome](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -265,17 +248,17 @@ func (r ChartCompleteness) InvalidFields() []string {
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r ChartResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
+func (r ChartResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *ChartResponse) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartResponse)(r)) }
+func (r *ChartResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartResult)(r)) }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r ChartResponse) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonChartResponse](), r.Extra)
+func (r ChartResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonChartResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -353,6 +336,40 @@ func (r Count) InvalidFields() []string { return invalidFields(reflect.TypeFor[j
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
+func (r DeleteRecordsResult) MarshalJSON() ([]byte, error) { return marshal(r) }
+
+// UnmarshalJSON implements json.Unmarshaler: members without a typed field
+// are kept in Extra.
+func (r *DeleteRecordsResult) UnmarshalJSON(b []byte) error {
+	return unmarshal(b, (*jsonDeleteRecordsResult)(r))
+}
+
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r DeleteRecordsResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonDeleteRecordsResult](), r.Extra)
+}
+
+// MarshalJSON implements json.Marshaler: the members the server sent that
+// have no typed field (Extra) are written back.
+func (r DeleteSavedFilterResult) MarshalJSON() ([]byte, error) { return marshal(r) }
+
+// UnmarshalJSON implements json.Unmarshaler: members without a typed field
+// are kept in Extra.
+func (r *DeleteSavedFilterResult) UnmarshalJSON(b []byte) error {
+	return unmarshal(b, (*jsonDeleteSavedFilterResult)(r))
+}
+
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r DeleteSavedFilterResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonDeleteSavedFilterResult](), r.Extra)
+}
+
+// MarshalJSON implements json.Marshaler: the members the server sent that
+// have no typed field (Extra) are written back.
 func (r DeliveryStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
@@ -364,6 +381,21 @@ func (r *DeliveryStatus) UnmarshalJSON(b []byte) error { return unmarshal(b, (*j
 // field: the field is zero and the value, as sent, is in Extra.
 func (r DeliveryStatus) InvalidFields() []string {
 	return invalidFields(reflect.TypeFor[jsonDeliveryStatus](), r.Extra)
+}
+
+// MarshalJSON implements json.Marshaler: the members the server sent that
+// have no typed field (Extra) are written back.
+func (r EditNoteResult) MarshalJSON() ([]byte, error) { return marshal(r) }
+
+// UnmarshalJSON implements json.Unmarshaler: members without a typed field
+// are kept in Extra.
+func (r *EditNoteResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEditNoteResult)(r)) }
+
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r EditNoteResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonEditNoteResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -652,34 +684,19 @@ func (r MarketRecord) InvalidFields() []string {
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r MeetingResult) MarshalJSON() ([]byte, error) { return marshal(r) }
+func (r MostGainedResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *MeetingResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonMeetingResult)(r)) }
-
-// InvalidFields returns, sorted, the members a lenient decode
-// (WithLenientDecoding) set aside because their value did not fit the
-// field: the field is zero and the value, as sent, is in Extra.
-func (r MeetingResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMeetingResult](), r.Extra)
-}
-
-// MarshalJSON implements json.Marshaler: the members the server sent that
-// have no typed field (Extra) are written back.
-func (r MostGainedResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
-
-// UnmarshalJSON implements json.Unmarshaler: members without a typed field
-// are kept in Extra.
-func (r *MostGainedResponse) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonMostGainedResponse)(r))
+func (r *MostGainedResult) UnmarshalJSON(b []byte) error {
+	return unmarshal(b, (*jsonMostGainedResult)(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r MostGainedResponse) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMostGainedResponse](), r.Extra)
+func (r MostGainedResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonMostGainedResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -695,21 +712,6 @@ func (r *MovementWindow) UnmarshalJSON(b []byte) error { return unmarshal(b, (*j
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MovementWindow) InvalidFields() []string {
 	return invalidFields(reflect.TypeFor[jsonMovementWindow](), r.Extra)
-}
-
-// MarshalJSON implements json.Marshaler: the members the server sent that
-// have no typed field (Extra) are written back.
-func (r NoteEdit) MarshalJSON() ([]byte, error) { return marshal(r) }
-
-// UnmarshalJSON implements json.Unmarshaler: members without a typed field
-// are kept in Extra.
-func (r *NoteEdit) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonNoteEdit)(r)) }
-
-// InvalidFields returns, sorted, the members a lenient decode
-// (WithLenientDecoding) set aside because their value did not fit the
-// field: the field is zero and the value, as sent, is in Extra.
-func (r NoteEdit) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonNoteEdit](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -898,17 +900,17 @@ func (r Property) InvalidFields() []string {
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r RecordRemoval) MarshalJSON() ([]byte, error) { return marshal(r) }
+func (r PushCRMResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *RecordRemoval) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonRecordRemoval)(r)) }
+func (r *PushCRMResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPushCRMResult)(r)) }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r RecordRemoval) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonRecordRemoval](), r.Extra)
+func (r PushCRMResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonPushCRMResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -928,19 +930,17 @@ func (r RelatedRef) InvalidFields() []string {
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r RelatedResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
+func (r RelatedResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *RelatedResponse) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonRelatedResponse)(r))
-}
+func (r *RelatedResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonRelatedResult)(r)) }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r RelatedResponse) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonRelatedResponse](), r.Extra)
+func (r RelatedResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonRelatedResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -973,23 +973,6 @@ func (r SavedFilter) InvalidFields() []string {
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r SavedFilterDeletion) MarshalJSON() ([]byte, error) { return marshal(r) }
-
-// UnmarshalJSON implements json.Unmarshaler: members without a typed field
-// are kept in Extra.
-func (r *SavedFilterDeletion) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonSavedFilterDeletion)(r))
-}
-
-// InvalidFields returns, sorted, the members a lenient decode
-// (WithLenientDecoding) set aside because their value did not fit the
-// field: the field is zero and the value, as sent, is in Extra.
-func (r SavedFilterDeletion) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonSavedFilterDeletion](), r.Extra)
-}
-
-// MarshalJSON implements json.Marshaler: the members the server sent that
-// have no typed field (Extra) are written back.
 func (r SearchToken) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
@@ -1005,17 +988,19 @@ func (r SearchToken) InvalidFields() []string {
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
-func (r ShareResult) MarshalJSON() ([]byte, error) { return marshal(r) }
+func (r ShareRecordResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *ShareResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonShareResult)(r)) }
+func (r *ShareRecordResult) UnmarshalJSON(b []byte) error {
+	return unmarshal(b, (*jsonShareRecordResult)(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r ShareResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonShareResult](), r.Extra)
+func (r ShareRecordResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonShareRecordResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1129,6 +1114,23 @@ func (r TranscriptLine) InvalidFields() []string {
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
+func (r UpdateMeetingResult) MarshalJSON() ([]byte, error) { return marshal(r) }
+
+// UnmarshalJSON implements json.Unmarshaler: members without a typed field
+// are kept in Extra.
+func (r *UpdateMeetingResult) UnmarshalJSON(b []byte) error {
+	return unmarshal(b, (*jsonUpdateMeetingResult)(r))
+}
+
+// InvalidFields returns, sorted, the members a lenient decode
+// (WithLenientDecoding) set aside because their value did not fit the
+// field: the field is zero and the value, as sent, is in Extra.
+func (r UpdateMeetingResult) InvalidFields() []string {
+	return invalidFields(reflect.TypeFor[jsonUpdateMeetingResult](), r.Extra)
+}
+
+// MarshalJSON implements json.Marshaler: the members the server sent that
+// have no typed field (Extra) are written back.
 func (r WorkspaceTask) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
@@ -1154,11 +1156,8 @@ var recordMarshalers = jsonv2.JoinMarshalers(
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Branch) error { return marshalRecord(e, (*jsonBranch)(r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *BranchPage) error { return marshalRecord(e, (*jsonBranchPage)(r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMBilling) error { return marshalRecord(e, (*jsonCRMBilling)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushResponse) error {
-		return marshalRecord(e, (*jsonCRMPushResponse)(r), r.Extra)
-	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushResult) error {
-		return marshalRecord(e, (*jsonCRMPushResult)(r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushOutcome) error {
+		return marshalRecord(e, (*jsonCRMPushOutcome)(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushSummary) error {
 		return marshalRecord(e, (*jsonCRMPushSummary)(r), r.Extra)
@@ -1168,8 +1167,8 @@ var recordMarshalers = jsonv2.JoinMarshalers(
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartCompleteness) error {
 		return marshalRecord(e, (*jsonChartCompleteness)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartResponse) error {
-		return marshalRecord(e, (*jsonChartResponse)(r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartResult) error {
+		return marshalRecord(e, (*jsonChartResult)(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartRow) error { return marshalRecord(e, (*jsonChartRow)(r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartSegment) error {
@@ -1178,8 +1177,17 @@ var recordMarshalers = jsonv2.JoinMarshalers(
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Company) error { return marshalRecord(e, (*jsonCompany)(r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CompanyRef) error { return marshalRecord(e, (*jsonCompanyRef)(r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Count) error { return marshalRecord(e, (*jsonCount)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *DeleteRecordsResult) error {
+		return marshalRecord(e, (*jsonDeleteRecordsResult)(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *DeleteSavedFilterResult) error {
+		return marshalRecord(e, (*jsonDeleteSavedFilterResult)(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *DeliveryStatus) error {
 		return marshalRecord(e, (*jsonDeliveryStatus)(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EditNoteResult) error {
+		return marshalRecord(e, (*jsonEditNoteResult)(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Email) error { return marshalRecord(e, (*jsonEmail)(r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichCounts) error {
@@ -1225,16 +1233,12 @@ var recordMarshalers = jsonv2.JoinMarshalers(
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MarketRecord) error {
 		return marshalRecord(e, (*jsonMarketRecord)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MeetingResult) error {
-		return marshalRecord(e, (*jsonMeetingResult)(r), r.Extra)
-	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MostGainedResponse) error {
-		return marshalRecord(e, (*jsonMostGainedResponse)(r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MostGainedResult) error {
+		return marshalRecord(e, (*jsonMostGainedResult)(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MovementWindow) error {
 		return marshalRecord(e, (*jsonMovementWindow)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *NoteEdit) error { return marshalRecord(e, (*jsonNoteEdit)(r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OfficeOverride) error {
 		return marshalRecord(e, (*jsonOfficeOverride)(r), r.Extra)
 	}),
@@ -1259,25 +1263,22 @@ var recordMarshalers = jsonv2.JoinMarshalers(
 		return marshalRecord(e, (*jsonPhoneNumber)(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Property) error { return marshalRecord(e, (*jsonProperty)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RecordRemoval) error {
-		return marshalRecord(e, (*jsonRecordRemoval)(r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PushCRMResult) error {
+		return marshalRecord(e, (*jsonPushCRMResult)(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedRef) error { return marshalRecord(e, (*jsonRelatedRef)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedResponse) error {
-		return marshalRecord(e, (*jsonRelatedResponse)(r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedResult) error {
+		return marshalRecord(e, (*jsonRelatedResult)(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Sale) error { return marshalRecord(e, (*jsonSale)(r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SavedFilter) error {
 		return marshalRecord(e, (*jsonSavedFilter)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SavedFilterDeletion) error {
-		return marshalRecord(e, (*jsonSavedFilterDeletion)(r), r.Extra)
-	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SearchToken) error {
 		return marshalRecord(e, (*jsonSearchToken)(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ShareResult) error {
-		return marshalRecord(e, (*jsonShareResult)(r), r.Extra)
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ShareRecordResult) error {
+		return marshalRecord(e, (*jsonShareRecordResult)(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Task) error { return marshalRecord(e, (*jsonTask)(r), r.Extra) }),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TaskDisplay) error {
@@ -1298,6 +1299,9 @@ var recordMarshalers = jsonv2.JoinMarshalers(
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TranscriptLine) error {
 		return marshalRecord(e, (*jsonTranscriptLine)(r), r.Extra)
 	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *UpdateMeetingResult) error {
+		return marshalRecord(e, (*jsonUpdateMeetingResult)(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *WorkspaceTask) error {
 		return marshalRecord(e, (*jsonWorkspaceTask)(r), r.Extra)
 	}),
@@ -1312,11 +1316,8 @@ var recordUnmarshalers = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error { return jsonv2.UnmarshalDecode(d, (*jsonBranch)(r)) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *BranchPage) error { return jsonv2.UnmarshalDecode(d, (*jsonBranchPage)(r)) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMBilling) error { return jsonv2.UnmarshalDecode(d, (*jsonCRMBilling)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResponse) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonCRMPushResponse)(r))
-	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonCRMPushResult)(r))
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushOutcome) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonCRMPushOutcome)(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushSummary) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonCRMPushSummary)(r))
@@ -1326,8 +1327,8 @@ var recordUnmarshalers = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartCompleteness) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonChartCompleteness)(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartResponse) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonChartResponse)(r))
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartResult) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonChartResult)(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error { return jsonv2.UnmarshalDecode(d, (*jsonChartRow)(r)) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartSegment) error {
@@ -1336,8 +1337,17 @@ var recordUnmarshalers = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error { return jsonv2.UnmarshalDecode(d, (*jsonCompany)(r)) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CompanyRef) error { return jsonv2.UnmarshalDecode(d, (*jsonCompanyRef)(r)) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error { return jsonv2.UnmarshalDecode(d, (*jsonCount)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeleteRecordsResult) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonDeleteRecordsResult)(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeleteSavedFilterResult) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonDeleteSavedFilterResult)(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeliveryStatus) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonDeliveryStatus)(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EditNoteResult) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonEditNoteResult)(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error { return jsonv2.UnmarshalDecode(d, (*jsonEmail)(r)) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichCounts) error {
@@ -1383,16 +1393,12 @@ var recordUnmarshalers = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketRecord) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonMarketRecord)(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MeetingResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMeetingResult)(r))
-	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MostGainedResponse) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMostGainedResponse)(r))
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MostGainedResult) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonMostGainedResult)(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MovementWindow) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonMovementWindow)(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *NoteEdit) error { return jsonv2.UnmarshalDecode(d, (*jsonNoteEdit)(r)) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeOverride) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonOfficeOverride)(r))
 	}),
@@ -1417,25 +1423,22 @@ var recordUnmarshalers = jsonv2.JoinUnmarshalers(
 		return jsonv2.UnmarshalDecode(d, (*jsonPhoneNumber)(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error { return jsonv2.UnmarshalDecode(d, (*jsonProperty)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RecordRemoval) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonRecordRemoval)(r))
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PushCRMResult) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonPushCRMResult)(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedRef) error { return jsonv2.UnmarshalDecode(d, (*jsonRelatedRef)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedResponse) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonRelatedResponse)(r))
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedResult) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonRelatedResult)(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error { return jsonv2.UnmarshalDecode(d, (*jsonSale)(r)) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilter) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonSavedFilter)(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilterDeletion) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonSavedFilterDeletion)(r))
-	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SearchToken) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonSearchToken)(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ShareResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonShareResult)(r))
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ShareRecordResult) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonShareRecordResult)(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error { return jsonv2.UnmarshalDecode(d, (*jsonTask)(r)) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskDisplay) error {
@@ -1456,6 +1459,9 @@ var recordUnmarshalers = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TranscriptLine) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonTranscriptLine)(r))
 	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *UpdateMeetingResult) error {
+		return jsonv2.UnmarshalDecode(d, (*jsonUpdateMeetingResult)(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *WorkspaceTask) error {
 		return jsonv2.UnmarshalDecode(d, (*jsonWorkspaceTask)(r))
 	}),
@@ -1474,11 +1480,8 @@ var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMBilling) error {
 		return lenientDecode(d, (*jsonCRMBilling)(r), &r.Extra)
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResponse) error {
-		return lenientDecode(d, (*jsonCRMPushResponse)(r), &r.Extra)
-	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResult) error {
-		return lenientDecode(d, (*jsonCRMPushResult)(r), &r.Extra)
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushOutcome) error {
+		return lenientDecode(d, (*jsonCRMPushOutcome)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushSummary) error {
 		return lenientDecode(d, (*jsonCRMPushSummary)(r), &r.Extra)
@@ -1488,8 +1491,8 @@ var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartCompleteness) error {
 		return lenientDecode(d, (*jsonChartCompleteness)(r), &r.Extra)
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartResponse) error {
-		return lenientDecode(d, (*jsonChartResponse)(r), &r.Extra)
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartResult) error {
+		return lenientDecode(d, (*jsonChartResult)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error { return lenientDecode(d, (*jsonChartRow)(r), &r.Extra) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartSegment) error {
@@ -1500,8 +1503,17 @@ var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
 		return lenientDecode(d, (*jsonCompanyRef)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error { return lenientDecode(d, (*jsonCount)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeleteRecordsResult) error {
+		return lenientDecode(d, (*jsonDeleteRecordsResult)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeleteSavedFilterResult) error {
+		return lenientDecode(d, (*jsonDeleteSavedFilterResult)(r), &r.Extra)
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeliveryStatus) error {
 		return lenientDecode(d, (*jsonDeliveryStatus)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EditNoteResult) error {
+		return lenientDecode(d, (*jsonEditNoteResult)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error { return lenientDecode(d, (*jsonEmail)(r), &r.Extra) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichCounts) error {
@@ -1551,16 +1563,12 @@ var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketRecord) error {
 		return lenientDecode(d, (*jsonMarketRecord)(r), &r.Extra)
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MeetingResult) error {
-		return lenientDecode(d, (*jsonMeetingResult)(r), &r.Extra)
-	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MostGainedResponse) error {
-		return lenientDecode(d, (*jsonMostGainedResponse)(r), &r.Extra)
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MostGainedResult) error {
+		return lenientDecode(d, (*jsonMostGainedResult)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MovementWindow) error {
 		return lenientDecode(d, (*jsonMovementWindow)(r), &r.Extra)
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *NoteEdit) error { return lenientDecode(d, (*jsonNoteEdit)(r), &r.Extra) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeOverride) error {
 		return lenientDecode(d, (*jsonOfficeOverride)(r), &r.Extra)
 	}),
@@ -1589,27 +1597,24 @@ var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
 		return lenientDecode(d, (*jsonPhoneNumber)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error { return lenientDecode(d, (*jsonProperty)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RecordRemoval) error {
-		return lenientDecode(d, (*jsonRecordRemoval)(r), &r.Extra)
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PushCRMResult) error {
+		return lenientDecode(d, (*jsonPushCRMResult)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedRef) error {
 		return lenientDecode(d, (*jsonRelatedRef)(r), &r.Extra)
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedResponse) error {
-		return lenientDecode(d, (*jsonRelatedResponse)(r), &r.Extra)
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedResult) error {
+		return lenientDecode(d, (*jsonRelatedResult)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error { return lenientDecode(d, (*jsonSale)(r), &r.Extra) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilter) error {
 		return lenientDecode(d, (*jsonSavedFilter)(r), &r.Extra)
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilterDeletion) error {
-		return lenientDecode(d, (*jsonSavedFilterDeletion)(r), &r.Extra)
-	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SearchToken) error {
 		return lenientDecode(d, (*jsonSearchToken)(r), &r.Extra)
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ShareResult) error {
-		return lenientDecode(d, (*jsonShareResult)(r), &r.Extra)
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ShareRecordResult) error {
+		return lenientDecode(d, (*jsonShareRecordResult)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error { return lenientDecode(d, (*jsonTask)(r), &r.Extra) }),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskDisplay) error {
@@ -1629,6 +1634,9 @@ var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TranscriptLine) error {
 		return lenientDecode(d, (*jsonTranscriptLine)(r), &r.Extra)
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *UpdateMeetingResult) error {
+		return lenientDecode(d, (*jsonUpdateMeetingResult)(r), &r.Extra)
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *WorkspaceTask) error {
 		return lenientDecode(d, (*jsonWorkspaceTask)(r), &r.Extra)

@@ -167,8 +167,8 @@ func (p *MostGainedRequest) Validate() error {
 	return nil
 }
 
-// MostGainedResponse is the ranked list of companies that gained loan officers.
-type MostGainedResponse struct {
+// MostGainedResult is the ranked list of companies that gained loan officers.
+type MostGainedResult struct {
 	Data []MarketMovementRow `json:"data"`
 	// Truncated reports that the ranking was cut short by the server.
 	Truncated bool `json:"truncated"`
@@ -225,7 +225,7 @@ type computingBody struct {
 // returns a *RateLimitError carrying it at once. Without a usable
 // retryAfterMs (absent, zero, negative) it waits a second. The parameters
 // are checked before any request.
-func (s *MarketService) MostGained(ctx context.Context, req *MostGainedRequest, opts ...MostGainedOption) (_ *MostGainedResponse, err error) {
+func (s *MarketService) MostGained(ctx context.Context, req *MostGainedRequest, opts ...MostGainedOption) (_ *MostGainedResult, err error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -236,7 +236,7 @@ func (s *MarketService) MostGained(ctx context.Context, req *MostGainedRequest, 
 	}
 	defer func() { o.end(err) }()
 	r := request{method: http.MethodGet, path: "/v1/market/movement/most-gained", query: req, kind: retry.Idempotent}
-	var out *MostGainedResponse
+	var out *MostGainedResult
 	err = poll.Until(ctx, poll.Config{Factor: 1}, func(ctx context.Context) (bool, poll.Hint, error) {
 		var raw json.RawMessage
 		status, err := o.send(ctx, r, &raw)
@@ -260,7 +260,7 @@ func (s *MarketService) MostGained(ctx context.Context, req *MostGainedRequest, 
 			o.obs.event(Event{Kind: EventServerWait, Reason: "still computing", Wait: wait})
 			return false, poll.Hint{AtLeast: wait}, nil
 		}
-		var rows MostGainedResponse
+		var rows MostGainedResult
 		if err := unmarshal(raw, &rows); err != nil {
 			return false, poll.Hint{}, &DecodeError{Method: r.method, Path: r.path, StatusCode: status,
 				Err: redactError(err, string(*s.r.c.key))}

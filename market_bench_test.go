@@ -41,7 +41,7 @@ func BenchmarkMovementDecode(b *testing.B) {
 	body := movementBody()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
-		var r lendgraph.MostGainedResponse
+		var r lendgraph.MostGainedResult
 		if err := r.UnmarshalJSON(body); err != nil {
 			b.Fatal(err)
 		}

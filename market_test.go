@@ -145,7 +145,7 @@ func TestMarketService_FakeMostGainedValidates(t *testing.T) {
 }
 
 func TestMostGainedResponse_KeepsUnknown(t *testing.T) {
-	var r lendgraph.MostGainedResponse
+	var r lendgraph.MostGainedResult
 	in := `{"data":[{"companyName":"A","companyNmlsId":"1","gained":3,"lost":1,"net":2,"units":4,"volume":1.5,"avgLoanSize":0.4,"volumeTruncated":true,"rank":1}],"truncated":true,"window":{"startDate":"2025-01-01","endDate":"2025-12-31","months":12,"tz":"UTC"},"asOf":"x"}`
 	if err := r.UnmarshalJSON([]byte(in)); err != nil {
 		t.Fatal(err)

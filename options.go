@@ -347,19 +347,20 @@ func WithAttemptTimeout(d time.Duration) Option {
 	}
 }
 
-// WithRateLimit limits the requests this client sends to the API host to r
-// per second with bursts of burst (a client setting). Every attempt,
-// retries included, takes a token; waiting honours the call's context.
-// When the next token comes after the context's deadline, the call fails
-// at once with a *ClientRateLimitError: nothing was sent.
-func WithRateLimit(r rate.Limit, burst int) Option {
+// WithRateLimit limits the requests this client sends to the API host to
+// perSecond a second with bursts of burst (a client setting), with
+// golang.org/x/time/rate's token bucket. Every attempt, retries included,
+// takes a token; waiting honours the call's context. When the next token
+// comes after the context's deadline, the call fails at once with a
+// *ClientRateLimitError: nothing was sent.
+func WithRateLimit(perSecond float64, burst int) Option {
 	return func(c *config) {
 		c.use("WithRateLimit", scopeClient)
-		if r <= 0 || burst < 1 {
-			c.fail(invalidArg("WithRateLimit", "rate %v and burst %d let no request through; use a positive rate and a burst of at least 1, or leave the option out", r, burst))
+		if !(perSecond > 0) || burst < 1 {
+			c.fail(invalidArg("WithRateLimit", "%v a second with a burst of %d lets no request through; use a positive rate and a burst of at least 1, or leave the option out", perSecond, burst))
 			return
 		}
-		c.client.limiter = rate.NewLimiter(r, burst)
+		c.client.limiter = rate.NewLimiter(rate.Limit(perSecond), burst)
 	}
 }
 

@@ -30,9 +30,9 @@ func (s *PropertiesService) Count(ctx context.Context, req *ListRequest, opts ..
 	return call[Count](ctx, s.r.c, "Properties.Count", opts, postList("/v1/properties/count", body))
 }
 
-// ChartResponse is one page of a chart (Chart of properties and of the
+// ChartResult is one page of a chart (Chart of properties and of the
 // resources with analytics).
-type ChartResponse struct {
+type ChartResult struct {
 	Completeness ChartCompleteness `json:"completeness"`
 	Data         []ChartRow        `json:"data"`
 	Measure      string            `json:"measure"`
@@ -114,8 +114,8 @@ const (
 	DefaultRelatedLimit = 25
 )
 
-// RelatedResponse lists the ids of records linked to a property.
-type RelatedResponse struct {
+// RelatedResult lists the ids of records linked to a property.
+type RelatedResult struct {
 	Data []RelatedRef `json:"data"`
 	From string       `json:"from"`
 	To   RelatedTo    `json:"to"`
@@ -136,7 +136,7 @@ type RelatedRef struct {
 // Related returns the ids and count of the records of kind to linked to
 // property id (GET /v1/properties/{id}/related). limit is 1 to 200; 0 asks
 // for the default of 25.
-func (s *PropertiesService) Related(ctx context.Context, id string, to RelatedTo, limit int, opts ...Option) (*RelatedResponse, error) {
+func (s *PropertiesService) Related(ctx context.Context, id string, to RelatedTo, limit int, opts ...Option) (*RelatedResult, error) {
 	if id == "" {
 		return nil, invalidArg("id", "must not be empty")
 	}
@@ -152,6 +152,6 @@ func (s *PropertiesService) Related(ctx context.Context, id string, to RelatedTo
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	return call[RelatedResponse](ctx, s.r.c, "Properties.Related", opts, request{method: http.MethodGet,
+	return call[RelatedResult](ctx, s.r.c, "Properties.Related", opts, request{method: http.MethodGet,
 		path: fmt.Sprintf("/v1/properties/%s/related", url.PathEscape(id)), query: q, kind: retry.Idempotent})
 }

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
@@ -243,7 +241,7 @@ func TestRetry_RateLimitInside(t *testing.T) {
 	srv.InjectFault("POST", "/v1/agents", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 503, Times: -1})
 	// Three tokens, then one an hour: the fourth attempt cannot happen
 	// before the deadline.
-	c := srv.Client(lendgraph.WithMaxRetries(5), lendgraph.WithRateLimit(rate.Every(time.Hour), 3))
+	c := srv.Client(lendgraph.WithMaxRetries(5), lendgraph.WithRateLimit(1.0/3600, 3))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := c.Agents.List(ctx, nil)

@@ -109,12 +109,12 @@ func (r resource[T]) chartRequest(body *ChartRequest) request {
 	return request{method: http.MethodPost, path: "/v1/" + r.path + "/analytics/chart", body: body, kind: retry.Idempotent}
 }
 
-func (r resource[T]) chart(ctx context.Context, req *ChartRequest, opts []Option) (*ChartResponse, error) {
+func (r resource[T]) chart(ctx context.Context, req *ChartRequest, opts []Option) (*ChartResult, error) {
 	body, err := r.preparedChart(req)
 	if err != nil {
 		return nil, err
 	}
-	return call[ChartResponse](ctx, r.c, r.op("Chart"), opts, r.chartRequest(body))
+	return call[ChartResult](ctx, r.c, r.op("Chart"), opts, r.chartRequest(body))
 }
 
 // preparedChart checks a chart request: a property chart must name its
@@ -138,7 +138,7 @@ func (r resource[T]) chartPager(req *ChartRequest, name string, opts []Option) (
 	return listPager(r.c, name, opts, &body.ListRequest, func(ctx context.Context, o *operation, lr *ListRequest) ([]ChartRow, string, error) {
 		b := *body
 		b.ListRequest = *lr
-		page, err := sendFor[ChartResponse](ctx, o, r.chartRequest(&b))
+		page, err := sendFor[ChartResult](ctx, o, r.chartRequest(&b))
 		if err != nil {
 			return nil, "", err
 		}

@@ -218,7 +218,7 @@ func TestResource_CapabilitiesInTheTypes(t *testing.T) {
 		}
 	}
 	// Properties have their own typed chart, not the analytics one.
-	if m, ok := reflect.TypeOf(c.Properties).MethodByName("Chart"); !ok || m.Type.Out(0) != reflect.TypeFor[*lendgraph.ChartResponse]() {
+	if m, ok := reflect.TypeOf(c.Properties).MethodByName("Chart"); !ok || m.Type.Out(0) != reflect.TypeFor[*lendgraph.ChartResult]() {
 		t.Errorf("Properties.Chart: %v", m.Type)
 	}
 }

@@ -13,10 +13,10 @@ import (
 
 // SavedFiltersAPI is what c.SavedFilters offers.
 type SavedFiltersAPI interface {
-	List(ctx context.Context, q *SavedFilterQuery, opts ...Option) ([]SavedFilter, error)
-	Create(ctx context.Context, f *NewSavedFilter, opts ...Option) (*SavedFilter, error)
-	Update(ctx context.Context, id string, u *SavedFilterUpdate, opts ...Option) (*SavedFilter, error)
-	Delete(ctx context.Context, id string, opts ...Option) (*SavedFilterDeletion, error)
+	List(ctx context.Context, q *SavedFiltersRequest, opts ...Option) ([]SavedFilter, error)
+	Create(ctx context.Context, f *CreateSavedFilterRequest, opts ...Option) (*SavedFilter, error)
+	Update(ctx context.Context, id string, u *UpdateSavedFilterRequest, opts ...Option) (*SavedFilter, error)
+	Delete(ctx context.Context, id string, opts ...Option) (*DeleteSavedFilterResult, error)
 }
 
 var _ SavedFiltersAPI = (*SavedFiltersService)(nil)
@@ -87,15 +87,15 @@ type SavedFilter struct {
 	Extra Fields `json:",unknown"`
 }
 
-// SavedFilterQuery narrows List.
-type SavedFilterQuery struct {
+// SavedFiltersRequest narrows List.
+type SavedFiltersRequest struct {
 	Target string          `url:"target,omitempty"`
 	Kind   SavedFilterKind `url:"kind,omitempty"`
 }
 
-// NewSavedFilter is the body of Create. Its field names follow the saved
+// CreateSavedFilterRequest is the body of Create. Its field names follow the saved
 // filter record (the reference does not show the create body).
-type NewSavedFilter struct {
+type CreateSavedFilterRequest struct {
 	Name        string          `json:"name"`
 	Icon        *FilterIcon     `json:"icon,omitempty"`
 	Kind        SavedFilterKind `json:"kind,omitempty"`
@@ -107,18 +107,18 @@ type NewSavedFilter struct {
 	Visibility Visibility `json:"visibility,omitempty"`
 }
 
-// SavedFilterUpdate is the body of Update: rename, change the icon, or
+// UpdateSavedFilterRequest is the body of Update: rename, change the icon, or
 // replace the query and UI state. Nil and empty fields are left unchanged.
 // It has no Target: the target of a saved filter cannot change.
-type SavedFilterUpdate struct {
+type UpdateSavedFilterRequest struct {
 	Name    string      `json:"name,omitempty"`
 	Icon    *FilterIcon `json:"icon,omitempty"`
 	Query   any         `json:"query,omitempty"`
 	UIState any         `json:"uiState,omitempty"`
 }
 
-// SavedFilterDeletion is the answer of Delete.
-type SavedFilterDeletion struct {
+// DeleteSavedFilterResult is the answer of Delete.
+type DeleteSavedFilterResult struct {
 	Deleted bool `json:"deleted"`
 	// Extra holds every other member the server sent.
 	Extra Fields `json:",unknown"`
@@ -135,7 +135,7 @@ func savedFilterPath(id string) (string, error) {
 
 // List returns the caller's saved filters and saved CRM views in the active
 // organization, oldest first, narrowed by q's target and kind.
-func (s *SavedFiltersService) List(ctx context.Context, q *SavedFilterQuery, opts ...Option) ([]SavedFilter, error) {
+func (s *SavedFiltersService) List(ctx context.Context, q *SavedFiltersRequest, opts ...Option) ([]SavedFilter, error) {
 	out, err := call[[]SavedFilter](ctx, s.client, "SavedFilters.List", opts, request{data: true, method: http.MethodGet, path: "/v1/saved-filters", query: q, kind: retry.Idempotent})
 	if err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func (s *SavedFiltersService) List(ctx context.Context, q *SavedFilterQuery, opt
 // Create saves a filter. The query is validated by the server as on every
 // write. A create repeated after the server acted would save two filters,
 // so it is not retried then.
-func (s *SavedFiltersService) Create(ctx context.Context, f *NewSavedFilter, opts ...Option) (*SavedFilter, error) {
+func (s *SavedFiltersService) Create(ctx context.Context, f *CreateSavedFilterRequest, opts ...Option) (*SavedFilter, error) {
 	if f == nil || f.Name == "" {
 		return nil, invalidArg("Name", "is required")
 	}
@@ -162,7 +162,7 @@ func (s *SavedFiltersService) Create(ctx context.Context, f *NewSavedFilter, opt
 // Update renames a saved filter, changes its icon, or replaces its query
 // and UI state (PATCH /v1/saved-filters/{id}). A new query is validated as
 // on create. It replaces values, so repeating it is harmless.
-func (s *SavedFiltersService) Update(ctx context.Context, id string, u *SavedFilterUpdate, opts ...Option) (*SavedFilter, error) {
+func (s *SavedFiltersService) Update(ctx context.Context, id string, u *UpdateSavedFilterRequest, opts ...Option) (*SavedFilter, error) {
 	path, err := savedFilterPath(id)
 	if err != nil {
 		return nil, err
@@ -174,10 +174,10 @@ func (s *SavedFiltersService) Update(ctx context.Context, id string, u *SavedFil
 }
 
 // Delete deletes a saved filter (DELETE /v1/saved-filters/{id}).
-func (s *SavedFiltersService) Delete(ctx context.Context, id string, opts ...Option) (*SavedFilterDeletion, error) {
+func (s *SavedFiltersService) Delete(ctx context.Context, id string, opts ...Option) (*DeleteSavedFilterResult, error) {
 	path, err := savedFilterPath(id)
 	if err != nil {
 		return nil, err
 	}
-	return call[SavedFilterDeletion](ctx, s.client, "SavedFilters.Delete", opts, request{data: true, method: http.MethodDelete, path: path, kind: retry.Idempotent})
+	return call[DeleteSavedFilterResult](ctx, s.client, "SavedFilters.Delete", opts, request{data: true, method: http.MethodDelete, path: path, kind: retry.Idempotent})
 }

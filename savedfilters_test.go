@@ -16,7 +16,7 @@ func TestSavedFiltersService_Lifecycle(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
 	c := srv.Client()
 	ctx := context.Background()
-	first, err := c.SavedFilters.Create(ctx, &lendgraph.NewSavedFilter{Name: "Texas LOs", Target: "originators",
+	first, err := c.SavedFilters.Create(ctx, &lendgraph.CreateSavedFilterRequest{Name: "Texas LOs", Target: "originators",
 		Icon:  &lendgraph.FilterIcon{Type: "emoji", Color: "blue"},
 		Query: &lendgraph.ListRequest{FlatFilters: map[string]any{"state": "TX"}}, UIState: map[string]any{"tab": "map"}})
 	if err != nil {
@@ -31,7 +31,7 @@ func TestSavedFiltersService_Lifecycle(t *testing.T) {
 		t.Fatalf("%v %s", err, first.Query)
 	}
 	// A filter on a field the target lacks is kept but stale; unknown query members are unmapped.
-	second, err := c.SavedFilters.Create(ctx, &lendgraph.NewSavedFilter{Name: "Old", Target: "agents",
+	second, err := c.SavedFilters.Create(ctx, &lendgraph.CreateSavedFilterRequest{Name: "Old", Target: "agents",
 		Query: map[string]any{"flatFilters": map[string]any{"favoriteColor": "red"}, "legacyScope": "x"}})
 	if err != nil {
 		t.Fatal(err)
@@ -44,11 +44,11 @@ func TestSavedFiltersService_Lifecycle(t *testing.T) {
 	if err != nil || len(list) != 2 || list[0].ID != first.ID {
 		t.Fatalf("oldest first: %v %+v", err, list)
 	}
-	list, err = c.SavedFilters.List(ctx, &lendgraph.SavedFilterQuery{Target: "agents", Kind: lendgraph.KindFilter})
+	list, err = c.SavedFilters.List(ctx, &lendgraph.SavedFiltersRequest{Target: "agents", Kind: lendgraph.KindFilter})
 	if err != nil || len(list) != 1 || list[0].ID != second.ID {
 		t.Fatalf("narrowed: %v %+v", err, list)
 	}
-	up, err := c.SavedFilters.Update(ctx, first.ID, &lendgraph.SavedFilterUpdate{Name: "Texas", Query: map[string]any{"period": "2024"}})
+	up, err := c.SavedFilters.Update(ctx, first.ID, &lendgraph.UpdateSavedFilterRequest{Name: "Texas", Query: map[string]any{"period": "2024"}})
 	if err != nil || up.Name != "Texas" || up.QueryVersion != 2 || up.UIStateVersion != 1 || up.Target != "originators" {
 		t.Fatalf("%v %+v", err, up)
 	}
@@ -64,7 +64,7 @@ func TestSavedFiltersService_ValidationErrors(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(50))
 	c := srv.Client()
 	ctx := context.Background()
-	_, err := c.SavedFilters.Create(ctx, &lendgraph.NewSavedFilter{Name: "Bad", Target: "originators",
+	_, err := c.SavedFilters.Create(ctx, &lendgraph.CreateSavedFilterRequest{Name: "Bad", Target: "originators",
 		Query: map[string]any{"period": "someday", "advancedFilters": map[string]any{"field": "x", "op": "like"}}})
 	var ve *lendgraph.ValidationError
 	if !errors.As(err, &ve) || ve.Code != "invalid_saved_filter" || len(ve.Issues) != 2 {
@@ -74,16 +74,16 @@ func TestSavedFiltersService_ValidationErrors(t *testing.T) {
 	if !strings.Contains(paths, "query.period") || !strings.Contains(paths, "query.advancedFilters") {
 		t.Fatalf("paths %s", paths)
 	}
-	f, err := c.SavedFilters.Create(ctx, &lendgraph.NewSavedFilter{Name: "ok", Target: "loans", Query: map[string]any{}})
+	f, err := c.SavedFilters.Create(ctx, &lendgraph.CreateSavedFilterRequest{Name: "ok", Target: "loans", Query: map[string]any{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A new query is validated as on create.
-	_, err = c.SavedFilters.Update(ctx, f.ID, &lendgraph.SavedFilterUpdate{Query: map[string]any{"period": "soon"}})
+	_, err = c.SavedFilters.Update(ctx, f.ID, &lendgraph.UpdateSavedFilterRequest{Query: map[string]any{"period": "soon"}})
 	if !errors.As(err, &ve) || ve.Issues[0].PathString() != "query.period" {
 		t.Fatalf("%v", err)
 	}
-	// The target cannot change: SavedFilterUpdate has no Target, and the
+	// The target cannot change: UpdateSavedFilterRequest has no Target, and the
 	// fake refuses a raw attempt.
 	err = c.Do(ctx, http.MethodPatch, "/v1/saved-filters/"+f.ID, map[string]any{"target": "agents"}, nil)
 	if !errors.As(err, &ve) || ve.Code != "target_immutable" {
@@ -109,14 +109,14 @@ func TestSavedFiltersService_ClientChecks(t *testing.T) {
 	for _, id := range []string{"", "has space", "a/b", strings.Repeat("x", 33), "ünï"} {
 		_, err := c.SavedFilters.Delete(ctx, id)
 		wantInvalid(t, srv, err, "id")
-		_, err = c.SavedFilters.Update(ctx, id, &lendgraph.SavedFilterUpdate{Name: "x"})
+		_, err = c.SavedFilters.Update(ctx, id, &lendgraph.UpdateSavedFilterRequest{Name: "x"})
 		wantInvalid(t, srv, err, "id")
 	}
-	_, err := c.SavedFilters.Update(ctx, "ok_id-1", &lendgraph.SavedFilterUpdate{})
+	_, err := c.SavedFilters.Update(ctx, "ok_id-1", &lendgraph.UpdateSavedFilterRequest{})
 	wantInvalid(t, srv, err, "update")
-	_, err = c.SavedFilters.Create(ctx, &lendgraph.NewSavedFilter{Target: "x", Query: map[string]any{}})
+	_, err = c.SavedFilters.Create(ctx, &lendgraph.CreateSavedFilterRequest{Target: "x", Query: map[string]any{}})
 	wantInvalid(t, srv, err, "Name")
-	_, err = c.SavedFilters.Create(ctx, &lendgraph.NewSavedFilter{Name: "x", Query: map[string]any{}})
+	_, err = c.SavedFilters.Create(ctx, &lendgraph.CreateSavedFilterRequest{Name: "x", Query: map[string]any{}})
 	wantInvalid(t, srv, err, "Target")
 	// The fake checks ids too.
 	err = c.Do(ctx, http.MethodDelete, "/v1/saved-filters/"+strings.Repeat("x", 33), nil, nil)

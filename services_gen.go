@@ -17,7 +17,7 @@ type AgentsAPI interface {
 	Get(ctx context.Context, id string, opts ...Option) (*Agent, error)
 	Summary(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
 	TimeSeries(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
-	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error)
+	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error)
 	ChartPager(req *ChartRequest, opts ...Option) (*Pager[ChartRow], error)
 	AllChart(ctx context.Context, req *ChartRequest, opts ...Option) iter.Seq2[ChartRow, error]
 	Deliver(ctx context.Context, req *DeliveryRequest, opts ...Option) (*DeliveryJob[Agent], error)
@@ -77,7 +77,7 @@ func (s *AgentsService) TimeSeries(ctx context.Context, req *ListRequest, opts .
 // POST /v1/agents/analytics/chart.
 // Continue it with req.Pagination.Cursor set to the answer's NextCursor,
 // or use AllChart.
-func (s *AgentsService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error) {
+func (s *AgentsService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error) {
 	return s.r.chart(ctx, req, opts)
 }
 
@@ -125,7 +125,7 @@ type OriginatorsAPI interface {
 	Get(ctx context.Context, id string, opts ...Option) (*Originator, error)
 	Summary(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
 	TimeSeries(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
-	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error)
+	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error)
 	ChartPager(req *ChartRequest, opts ...Option) (*Pager[ChartRow], error)
 	AllChart(ctx context.Context, req *ChartRequest, opts ...Option) iter.Seq2[ChartRow, error]
 	Deliver(ctx context.Context, req *DeliveryRequest, opts ...Option) (*DeliveryJob[Originator], error)
@@ -189,7 +189,7 @@ func (s *OriginatorsService) TimeSeries(ctx context.Context, req *ListRequest, o
 // POST /v1/originators/analytics/chart.
 // Continue it with req.Pagination.Cursor set to the answer's NextCursor,
 // or use AllChart.
-func (s *OriginatorsService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error) {
+func (s *OriginatorsService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error) {
 	return s.r.chart(ctx, req, opts)
 }
 
@@ -311,7 +311,7 @@ type LoansAPI interface {
 	Get(ctx context.Context, id string, opts ...Option) (*Loan, error)
 	Summary(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
 	TimeSeries(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
-	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error)
+	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error)
 	ChartPager(req *ChartRequest, opts ...Option) (*Pager[ChartRow], error)
 	AllChart(ctx context.Context, req *ChartRequest, opts ...Option) iter.Seq2[ChartRow, error]
 	Deliver(ctx context.Context, req *DeliveryRequest, opts ...Option) (*DeliveryJob[Loan], error)
@@ -371,7 +371,7 @@ func (s *LoansService) TimeSeries(ctx context.Context, req *ListRequest, opts ..
 // POST /v1/loans/analytics/chart.
 // Continue it with req.Pagination.Cursor set to the answer's NextCursor,
 // or use AllChart.
-func (s *LoansService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error) {
+func (s *LoansService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error) {
 	return s.r.chart(ctx, req, opts)
 }
 
@@ -417,14 +417,14 @@ type PropertiesAPI interface {
 	All(ctx context.Context, req *ListRequest, opts ...Option) iter.Seq2[Property, error]
 	Pager(req *ListRequest, opts ...Option) (*Pager[Property], error)
 	Get(ctx context.Context, id string, opts ...Option) (*Property, error)
-	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error)
+	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error)
 	ChartPager(req *ChartRequest, opts ...Option) (*Pager[ChartRow], error)
 	AllChart(ctx context.Context, req *ChartRequest, opts ...Option) iter.Seq2[ChartRow, error]
 	Deliver(ctx context.Context, req *DeliveryRequest, opts ...Option) (*DeliveryJob[Property], error)
 	DeliveryJob(id string) *DeliveryJob[Property]
 	Resource() string
 	Count(ctx context.Context, req *ListRequest, opts ...Option) (*Count, error)
-	Related(ctx context.Context, id string, to RelatedTo, limit int, opts ...Option) (*RelatedResponse, error)
+	Related(ctx context.Context, id string, to RelatedTo, limit int, opts ...Option) (*RelatedResult, error)
 	Enrich(ctx context.Context, id string, req *EnrichRequest, opts ...Option) (*EnrichResult, error)
 	EnrichBulk(ctx context.Context, ids []string, req *EnrichBulkRequest, opts ...Option) (*EnrichJob, error)
 	EnrichJob(id string) *EnrichJob
@@ -475,7 +475,7 @@ func (s *PropertiesService) Get(ctx context.Context, id string, opts ...Option) 
 // POST /v1/properties/analytics/chart. req.Slice is required.
 // Continue it with req.Pagination.Cursor set to the answer's NextCursor,
 // or use AllChart.
-func (s *PropertiesService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error) {
+func (s *PropertiesService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error) {
 	return s.r.chart(ctx, req, opts)
 }
 
@@ -593,7 +593,7 @@ type SalesAPI interface {
 	Get(ctx context.Context, id string, opts ...Option) (*Sale, error)
 	Summary(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
 	TimeSeries(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
-	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error)
+	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error)
 	ChartPager(req *ChartRequest, opts ...Option) (*Pager[ChartRow], error)
 	AllChart(ctx context.Context, req *ChartRequest, opts ...Option) iter.Seq2[ChartRow, error]
 	Resource() string
@@ -651,7 +651,7 @@ func (s *SalesService) TimeSeries(ctx context.Context, req *ListRequest, opts ..
 // POST /v1/sales/analytics/chart.
 // Continue it with req.Pagination.Cursor set to the answer's NextCursor,
 // or use AllChart.
-func (s *SalesService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error) {
+func (s *SalesService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error) {
 	return s.r.chart(ctx, req, opts)
 }
 
@@ -678,11 +678,11 @@ type MarketAPI interface {
 	Get(ctx context.Context, id string, opts ...Option) (*MarketRecord, error)
 	Summary(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
 	TimeSeries(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
-	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error)
+	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error)
 	ChartPager(req *ChartRequest, opts ...Option) (*Pager[ChartRow], error)
 	AllChart(ctx context.Context, req *ChartRequest, opts ...Option) iter.Seq2[ChartRow, error]
 	Resource() string
-	MostGained(ctx context.Context, req *MostGainedRequest, opts ...MostGainedOption) (*MostGainedResponse, error)
+	MostGained(ctx context.Context, req *MostGainedRequest, opts ...MostGainedOption) (*MostGainedResult, error)
 }
 
 var _ MarketAPI = (*MarketService)(nil)
@@ -737,7 +737,7 @@ func (s *MarketService) TimeSeries(ctx context.Context, req *ListRequest, opts .
 // POST /v1/market/analytics/chart.
 // Continue it with req.Pagination.Cursor set to the answer's NextCursor,
 // or use AllChart.
-func (s *MarketService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error) {
+func (s *MarketService) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error) {
 	return s.r.chart(ctx, req, opts)
 }
 

@@ -179,7 +179,7 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 			return proxyFault{}
 		})
 		defer proxy.setScript(nil)
-		_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent,
+		_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent,
 			Object: lendgraph.CRMObjectContact, IDs: ids})
 		var pe *lendgraph.PushIncompleteError
 		if !errors.As(err, &pe) || len(pe.Unknown) != 100 || len(pe.NotSent) != 50 || !errors.Is(err, lendgraph.ErrOutcomeUnknown) {

@@ -126,13 +126,13 @@ func (searchDouble) Instant(ctx context.Context, req *lendgraph.InstantSearchReq
 	return &lendgraph.InstantSearchResult{Agents: []lendgraph.PersonMatch{{ID: "agt_1", LastName: req.Query + "th"}}}, nil
 }
 
-func (marketDouble) MostGained(ctx context.Context, p *lendgraph.MostGainedRequest, opts ...lendgraph.MostGainedOption) (*lendgraph.MostGainedResponse, error) {
-	return &lendgraph.MostGainedResponse{Data: []lendgraph.MarketMovementRow{{CompanyName: "Acme Lending", Gained: 12, Lost: 2, Net: 10}}}, nil
+func (marketDouble) MostGained(ctx context.Context, p *lendgraph.MostGainedRequest, opts ...lendgraph.MostGainedOption) (*lendgraph.MostGainedResult, error) {
+	return &lendgraph.MostGainedResult{Data: []lendgraph.MarketMovementRow{{CompanyName: "Acme Lending", Gained: 12, Lost: 2, Net: 10}}}, nil
 }
 
-func (d *integrationsDouble) PushCRM(ctx context.Context, req *lendgraph.CRMPushRequest, opts ...lendgraph.Option) (*lendgraph.CRMPushResponse, error) {
+func (d *integrationsDouble) PushCRM(ctx context.Context, req *lendgraph.PushCRMRequest, opts ...lendgraph.Option) (*lendgraph.PushCRMResult, error) {
 	d.pushed = append(d.pushed, req.IDs...)
-	return &lendgraph.CRMPushResponse{Summary: lendgraph.CRMPushSummary{Created: int64(len(req.IDs))}}, nil
+	return &lendgraph.PushCRMResult{Summary: lendgraph.CRMPushSummary{Created: int64(len(req.IDs))}}, nil
 }
 
 // Instant search, market movement and a CRM push, stubbed.
@@ -144,7 +144,7 @@ func Example_stubSearchMarketAndCRM() {
 	fmt.Println(mv.Data[0].CompanyName, mv.Data[0].Net)
 	crm := &integrationsDouble{}
 	var api lendgraph.IntegrationsAPI = crm
-	out, _ := api.PushCRM(ctx, &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent, IDs: []string{"agt_1", "agt_2"}})
+	out, _ := api.PushCRM(ctx, &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent, IDs: []string{"agt_1", "agt_2"}})
 	fmt.Println(out.Summary.Created, crm.pushed)
 	// Output:
 	// smith

@@ -313,7 +313,7 @@ func opCases(t *testing.T) []opCase {
 			return err
 		}},
 		{"CRM.UpdateMeeting", false, "/v1/crm/meetings", "PATCH", func(ctx context.Context, c *lendgraph.Client, srv *lendgraphtest.Server) error {
-			_, err := c.CRM.UpdateMeeting(ctx, &lendgraph.MeetingUpdate{ID: srv.CRMFixtures(srv.DefaultCaller()).MeetingID, Action: lendgraph.MeetingResync})
+			_, err := c.CRM.UpdateMeeting(ctx, &lendgraph.UpdateMeetingRequest{ID: srv.CRMFixtures(srv.DefaultCaller()).MeetingID, Action: lendgraph.MeetingResync})
 			return err
 		}},
 		{"CRM.DeleteRecords", false, "/v1/crm/records/delete", "POST", func(ctx context.Context, c *lendgraph.Client, srv *lendgraphtest.Server) error {
@@ -336,7 +336,7 @@ func opCases(t *testing.T) []opCase {
 			return err
 		}},
 		{"Integrations.PushCRM", false, "/v1/integrations/crm/push", "POST", func(ctx context.Context, c *lendgraph.Client, srv *lendgraphtest.Server) error {
-			_, err := c.Integrations.PushCRM(ctx, &lendgraph.CRMPushRequest{Entity: lendgraph.CRMEntityAgent,
+			_, err := c.Integrations.PushCRM(ctx, &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent,
 				Object: lendgraph.CRMObjectContact, IDs: []string{srv.Dataset().ID("agents", 0)}})
 			return err
 		}},

@@ -647,7 +647,7 @@ func TestSearchAndMarket(t *testing.T) {
 
 	r = c.run("--json", "market", "most-gained", "--state", "TX", "--limit", "3", "--rank-by", "net")
 	wantCode(t, r, 0)
-	var mg lendgraph.MostGainedResponse
+	var mg lendgraph.MostGainedResult
 	if err := json.Unmarshal([]byte(r.stdout), &mg); err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func tourMore(t tour) error {
 	}
 
 	fmt.Fprintln(t.out, "\n== External CRM push, dry run (nothing written or charged)")
-	push, err := t.c.Integrations.PushCRM(t.ctx, &lendgraph.CRMPushRequest{
+	push, err := t.c.Integrations.PushCRM(t.ctx, &lendgraph.PushCRMRequest{
 		Entity: lendgraph.CRMEntityAgent, Object: lendgraph.CRMObjectContact,
 		IDs: []string{"agt_0000001", "agt_0000002"}, DryRun: true,
 	})

@@ -62,7 +62,7 @@ var services = []service{
 		Records: true, Chart: true, Delivery: true,
 		Extras: []string{
 			"Count(ctx context.Context, req *ListRequest, opts ...Option) (*Count, error)",
-			"Related(ctx context.Context, id string, to RelatedTo, limit int, opts ...Option) (*RelatedResponse, error)",
+			"Related(ctx context.Context, id string, to RelatedTo, limit int, opts ...Option) (*RelatedResult, error)",
 			"Enrich(ctx context.Context, id string, req *EnrichRequest, opts ...Option) (*EnrichResult, error)",
 			"EnrichBulk(ctx context.Context, ids []string, req *EnrichBulkRequest, opts ...Option) (*EnrichJob, error)",
 			"EnrichJob(id string) *EnrichJob",
@@ -79,7 +79,7 @@ var services = []service{
 	{Name: "Market", Path: "market", Record: "MarketRecord", Noun: "market records",
 		Records: true, Summary: true, Chart: true,
 		Extras: []string{
-			"MostGained(ctx context.Context, req *MostGainedRequest, opts ...MostGainedOption) (*MostGainedResponse, error)",
+			"MostGained(ctx context.Context, req *MostGainedRequest, opts ...MostGainedOption) (*MostGainedResult, error)",
 		}},
 }
 
@@ -107,7 +107,7 @@ type {{.Name}}API interface {
 	TimeSeries(ctx context.Context, req *ListRequest, opts ...Option) (*AnalyticsResult, error)
 {{- end}}
 {{- if .Chart}}
-	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error)
+	Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error)
 	ChartPager(req *ChartRequest, opts ...Option) (*Pager[ChartRow], error)
 	AllChart(ctx context.Context, req *ChartRequest, opts ...Option) iter.Seq2[ChartRow, error]
 {{- end}}
@@ -173,7 +173,7 @@ func (s *{{.Name}}Service) TimeSeries(ctx context.Context, req *ListRequest, opt
 // POST /v1/{{.Path}}/analytics/chart.{{if eq .Path "properties"}} req.Slice is required.{{end}}
 // Continue it with req.Pagination.Cursor set to the answer's NextCursor,
 // or use AllChart.
-func (s *{{.Name}}Service) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResponse, error) {
+func (s *{{.Name}}Service) Chart(ctx context.Context, req *ChartRequest, opts ...Option) (*ChartResult, error) {
 	return s.r.chart(ctx, req, opts)
 }
 

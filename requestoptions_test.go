@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -521,5 +522,38 @@ func TestRetryBudget_TransportCostAndRefundCap(t *testing.T) {
 	_, _ = c.Agents.Get(context.Background(), id)
 	if n := len(apiRequests(srv, http.MethodGet, path)); n != 3+6+6 {
 		t.Fatalf("after 30 successes the server saw %d more attempts, want 6: the refunds stop at the size (25)", n-9)
+	}
+}
+
+// Calls made at once on one client, each with a header of its own, never
+// see each other's: every request the server sees carries exactly its own
+// call's value.
+func TestCallOptions_HeadersOfConcurrentCallsStayApart(t *testing.T) {
+	srv := smallServer(t)
+	c := srv.Client(lendgraph.WithHeader("X-App", "a1"))
+	id := srv.Dataset().ID("agents", 0)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 5 {
+				if _, err := c.Agents.Get(context.Background(), id, lendgraph.WithHeader("X-Call", strconv.Itoa(i))); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for _, r := range apiRequests(srv, http.MethodGet, "/v1/agents/"+id) {
+		calls, apps := r.Header.Values("X-Call"), r.Header.Values("X-App")
+		if len(calls) != 1 || len(apps) != 1 || apps[0] != "a1" {
+			t.Fatalf("a request carried X-Call %q and X-App %q", calls, apps)
+		}
+		seen[calls[0]]++
+	}
+	for i := range 8 {
+		if seen[strconv.Itoa(i)] != 5 {
+			t.Fatalf("call headers seen %v, want 5 of each", seen)
+		}
 	}
 }

@@ -189,7 +189,7 @@ func (s *SearchService) clock() time.Time {
 
 func (s *SearchService) init() {
 	s.once.Do(func() {
-		s.tokens = &SearchTokenSource{mint: s.Token, now: s.clock}
+		s.tokens = &SearchTokenSource{mint: s.mint, now: s.clock, maxWait: s.client.retryPolicy().MaxServerWait}
 		s.host = newSearchHost(s.client, s.tokens)
 	})
 }

@@ -289,7 +289,7 @@ func (h *SearchHost) do(ctx context.Context, hc hostCall, out any) (int, error) 
 	// Expired or revoked: mint a new token (unless another query already
 	// did) and try once more.
 	old := tok
-	if tok, err = h.tokens.renew(ctx, old); err != nil {
+	if tok, err = h.tokens.renew(ctx, old, false); err != nil {
 		return 0, err
 	}
 	if tok == old {

@@ -189,7 +189,7 @@ func (s *SearchService) clock() time.Time {
 
 func (s *SearchService) init() {
 	s.once.Do(func() {
-		s.tokens = &SearchTokenSource{mint: s.token, now: s.clock}
+		s.tokens = &SearchTokenSource{mint: s.token, now: s.clock, maxWait: s.client.defaults.maxServerWait}
 		s.host = newSearchHost(s.client, s.tokens)
 	})
 }

@@ -288,7 +288,7 @@ func (h *SearchHost) do(ctx context.Context, o *operation, hc hostCall, out any)
 	// Expired or revoked: mint a new token (unless another query already
 	// did) and try once more.
 	old := tok
-	if tok, err = h.tokens.renew(ctx, old, o.cfg); err != nil {
+	if tok, err = h.tokens.renew(ctx, old, o.cfg, false); err != nil {
 		return 0, err
 	}
 	if tok == old {

@@ -11,10 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
@@ -33,6 +36,103 @@ func chromium() string {
 		}
 	}
 	return ""
+}
+
+// startBrowser starts headless Chromium through chromedp, with a fresh
+// profile that chromedp removes, fetching nothing on its own, and returns
+// the context of its first tab; the browser is stopped when the test ends,
+// its output logged if the test failed. Console messages and uncaught
+// exceptions of the page are collected for failure reports.
+func startBrowser(t *testing.T, bin string) (context.Context, *pageLog) {
+	t.Helper()
+	var output lockedBuffer
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(bin),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.CombinedOutput(&output),
+	)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc() // waits for the browser to exit and its profile to be removed
+		if t.Failed() {
+			t.Logf("chromium output:\n%s", output.String())
+		}
+	})
+	log := &pageLog{}
+	chromedp.ListenTarget(ctx, log.record)
+	return ctx, log
+}
+
+// pageLog keeps the page's console messages and uncaught exceptions.
+type pageLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+// record is the event listener: it runs on chromedp's reading goroutine,
+// so it only appends.
+func (l *pageLog) record(ev any) {
+	var line string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		line = "exception: " + ev.ExceptionDetails.Text
+		if ev.ExceptionDetails.Exception != nil {
+			line += " " + ev.ExceptionDetails.Exception.Description
+		}
+	case *runtime.EventConsoleAPICalled:
+		line = "console." + string(ev.Type) + ":"
+		for _, a := range ev.Args {
+			if a.Value != nil {
+				line += " " + string(a.Value)
+			} else {
+				line += " " + a.Description
+			}
+		}
+	default:
+		return
+	}
+	l.mu.Lock()
+	l.events = append(l.events, line)
+	l.mu.Unlock()
+}
+
+func (l *pageLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.events, "\n")
+}
+
+// eval evaluates a JavaScript expression in the page (awaiting a promise)
+// and decodes its value into out (nil: the value is dropped).
+func eval(ctx context.Context, expr string, out any) error {
+	return chromedp.Run(ctx, chromedp.Evaluate(expr, out, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	}))
+}
+
+// waitFor polls a boolean expression until it is true, every 100ms, until
+// ctx ends. An expression that throws (the page is still loading) counts
+// as false.
+func waitFor(ctx context.Context, what, expr string) error {
+	var ok bool
+	err := chromedp.Run(ctx, chromedp.Poll("(() => { try { return Boolean("+expr+"); } catch (e) { return false; } })()", &ok,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(0)))
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+// typeText types text into the focused element, a key at a time, as a
+// keyboard would.
+func typeText(ctx context.Context, text string) error {
+	return chromedp.Run(ctx, chromedp.KeyEvent(text))
 }
 
 // TestBrowserSearch drives the page in headless Chromium: it types a
@@ -58,44 +158,39 @@ func TestBrowserSearch(t *testing.T) {
 	}))
 	defer app.Close()
 
-	b := startBrowser(t, bin)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	browser, log := startBrowser(t, bin)
+	ctx, cancel := context.WithTimeout(browser, 60*time.Second)
 	defer cancel()
-	p, err := b.openPage(ctx, app.URL+"/", 960, 620)
-	if err != nil {
-		t.Fatal(err)
-	}
 	fail := func(err error) {
 		t.Helper()
 		var status string
-		_ = p.eval(ctx, `document.getElementById("status").textContent`, &status)
-		b.mu.Lock()
-		events := strings.Join(b.events, "\n")
-		b.mu.Unlock()
-		t.Fatalf("%v\npage status: %q\nbrowser events:\n%s", err, status, events)
+		_ = eval(ctx, `document.getElementById("status").textContent`, &status)
+		t.Fatalf("%v\npage status: %q\nbrowser events:\n%s", err, status, log)
 	}
-	if err := p.waitFor(ctx, "the first token", `document.body.dataset.ready === "1"`); err != nil {
+	if err := chromedp.Run(ctx, chromedp.EmulateViewport(960, 620), chromedp.Navigate(app.URL+"/")); err != nil {
 		fail(err)
 	}
-	if err := p.eval(ctx, `document.getElementById("q").focus()`, nil); err != nil {
+	if err := waitFor(ctx, "the first token", `document.body.dataset.ready === "1"`); err != nil {
 		fail(err)
 	}
-	if err := p.typeText(ctx, "smi"); err != nil {
+	if err := eval(ctx, `document.getElementById("q").focus()`, nil); err != nil {
 		fail(err)
 	}
-	if err := p.waitFor(ctx, "hits for smi", `document.body.dataset.query === "smi" && document.querySelectorAll("#originators li").length > 0`); err != nil {
+	if err := typeText(ctx, "smi"); err != nil {
+		fail(err)
+	}
+	if err := waitFor(ctx, "hits for smi", `document.body.dataset.query === "smi" && document.querySelectorAll("#originators li").length > 0`); err != nil {
 		fail(err)
 	}
 	var first []string
-	if err := p.eval(ctx, `[...document.querySelectorAll("#originators li mark")].map(m => m.textContent)`, &first); err != nil {
+	if err := eval(ctx, `[...document.querySelectorAll("#originators li mark")].map(m => m.textContent)`, &first); err != nil {
 		fail(err)
 	}
 	if len(first) == 0 || !strings.EqualFold(first[0], "smi") {
 		fail(fmt.Errorf("highlighted matches %q, want Smi", first))
 	}
 	var tokens string
-	_ = p.eval(ctx, `document.body.dataset.tokens`, &tokens)
-	if tokens != "1" {
+	if _ = eval(ctx, `document.body.dataset.tokens`, &tokens); tokens != "1" {
 		fail(fmt.Errorf("%s tokens before any expiry, want 1", tokens))
 	}
 
@@ -103,17 +198,17 @@ func TestBrowserSearch(t *testing.T) {
 	// token before the first expires, and searches with it.
 	renew, cancelRenew := context.WithTimeout(ctx, ttl+5*time.Second)
 	defer cancelRenew()
-	if err := p.waitFor(renew, "a renewed token", `Number(document.body.dataset.tokens) >= 2`); err != nil {
+	if err := waitFor(renew, "a renewed token", `Number(document.body.dataset.tokens) >= 2`); err != nil {
 		fail(err)
 	}
-	if err := p.typeText(ctx, "th"); err != nil {
+	if err := typeText(ctx, "th"); err != nil {
 		fail(err)
 	}
-	if err := p.waitFor(ctx, "hits for smith", `document.body.dataset.query === "smith" && document.querySelectorAll("#originators li").length > 0`); err != nil {
+	if err := waitFor(ctx, "hits for smith", `document.body.dataset.query === "smith" && document.querySelectorAll("#originators li").length > 0`); err != nil {
 		fail(err)
 	}
 	var pageErr string
-	if err := p.eval(ctx, `document.body.dataset.error ?? ""`, &pageErr); err != nil || pageErr != "" {
+	if err := eval(ctx, `document.body.dataset.error ?? ""`, &pageErr); err != nil || pageErr != "" {
 		fail(fmt.Errorf("the page reported an error: %q (%v)", pageErr, err))
 	}
 
@@ -153,17 +248,17 @@ func TestBrowserSearch(t *testing.T) {
 	}
 
 	// A new query over the old one: both indexes answer (the screenshot).
-	if err := p.eval(ctx, `document.getElementById("q").select()`, nil); err != nil {
+	if err := eval(ctx, `document.getElementById("q").select()`, nil); err != nil {
 		fail(err)
 	}
-	if err := p.typeText(ctx, "su"); err != nil {
+	if err := typeText(ctx, "su"); err != nil {
 		fail(err)
 	}
-	if err := p.waitFor(ctx, "hits for su", `document.body.dataset.query === "su" && document.querySelectorAll("#originators li").length > 0 && document.querySelectorAll("#companies li").length > 0`); err != nil {
+	if err := waitFor(ctx, "hits for su", `document.body.dataset.query === "su" && document.querySelectorAll("#originators li").length > 0 && document.querySelectorAll("#companies li").length > 0`); err != nil {
 		fail(err)
 	}
-	shot, err := p.screenshot(ctx)
-	if err != nil {
+	var shot []byte
+	if err := chromedp.Run(ctx, chromedp.CaptureScreenshot(&shot)); err != nil {
 		fail(err)
 	}
 	img, err := png.Decode(bytes.NewReader(shot))
@@ -225,4 +320,25 @@ func (w *syncWriter) Write(p []byte) (int, error) {
 	default:
 	}
 	return len(p), nil
+}
+
+// lockedBuffer is a bytes buffer safe for the browser's output and the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) < 1<<20 {
+		l.buf = append(l.buf, p...)
+	}
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.buf)
 }

@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, e env) int {
 	err := root.ExecuteContext(ctx)
 	if a.tel != nil {
 		if terr := a.tel.end(err); terr != nil {
-			fmt.Fprintf(e.stderr, "lendgraph: exporting telemetry: %v\n", terr)
+			a.say("lendgraph: exporting telemetry: %v", terr)
 		}
 	}
 	if err == nil {
@@ -189,7 +189,7 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 int
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			a.started, a.cmdPath = true, cmd.CommandPath()
 			if telemetryWanted(a.getenv) {
-				ctx, tel, err := startTelemetry(cmd.Context(), a.getenv, cmd.CommandPath())
+				ctx, tel, err := startTelemetry(cmd.Context(), a.getenv, cmd.CommandPath(), func(msg string) { a.say("%s", msg) })
 				if err != nil {
 					a.say("telemetry is off: %v", err)
 					return

@@ -203,8 +203,8 @@ func startTelemetry(ctx context.Context, getenv func(string) string, command str
 	}
 	t := &telemetry{
 		red: red,
-		tp: sdktrace.NewTracerProvider(sdktrace.WithBatcher(te), sdktrace.WithResource(res)),
-		mp: sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me)), sdkmetric.WithResource(res)),
+		tp:  sdktrace.NewTracerProvider(sdktrace.WithBatcher(te), sdktrace.WithResource(res)),
+		mp:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(me)), sdkmetric.WithResource(res)),
 	}
 	t.obs = lendgraphotel.New(t.tp, t.mp, propagation.TraceContext{})
 	ctx, t.root = t.tp.Tracer(lendgraphotel.ScopeName).Start(ctx, command, trace.WithSpanKind(trace.SpanKindInternal))

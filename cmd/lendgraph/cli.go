@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -175,13 +177,16 @@ fake API as a standalone server.
 The API key is read from $LENDGRAPH_API_KEY or from the file named by --api-key-file.
 Data goes to stdout, messages to stderr.
 
-Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 interrupted.`,
+Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits,
+75 an export run task whose shards another task is submitting (retry it
+later), 130 interrupted.`,
 		Example: `  export LENDGRAPH_API_KEY="$(cat ~/.lendgraph/key)"
   lendgraph deliver agents --format parquet --filter state=TX -o agents.parquet
   lendgraph export agents --by state,city --out agents/
   lendgraph rows agents.parquet --to csv > agents.csv
   lendgraph enrich --ids property-ids.txt -o owners.ndjson
   lendgraph search smi --json`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Every error before this runs is cobra's: an unknown command, a bad
@@ -205,8 +210,20 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 int
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(a.deliverCommand(), a.exportCommand(), a.rowsCommand(), a.enrichCommand(), a.searchCommand(),
-		a.marketCommand(), a.listCommand(), a.getCommand(), a.countCommand(), a.apiCommand(), a.fakeCommand())
+		a.marketCommand(), a.listCommand(), a.getCommand(), a.countCommand(), a.fieldsCommand(), a.apiCommand(), a.fakeCommand())
+	root.SetVersionTemplate("lendgraph {{.Version}}\n")
 	return root
+}
+
+// version is what --version prints: the tool's module version (as go
+// install recorded it; "(devel)" for a build from a checkout), the SDK's
+// and Go's.
+func version() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	return fmt.Sprintf("%s (SDK %s, %s)", v, lendgraph.Version, runtime.Version())
 }
 
 // clientFor builds the API client from the global flags and the environment.

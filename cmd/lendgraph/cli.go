@@ -65,6 +65,7 @@ type app struct {
 	cmdPath    string             // the command that ran, for the usage hint
 	in         *bufio.Reader      // stdin, buffered on first use
 	tel        *telemetry         // OTLP export (OTEL_EXPORTER_OTLP_*), nil when off
+	blame      blame              // the flags behind the SDK's arguments and the API's fields
 }
 
 // usageError marks a mistake in how the command was called.
@@ -78,7 +79,7 @@ func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // run executes the command line and returns the exit code.
 func run(ctx context.Context, args []string, e env) int {
-	a := &app{env: e, cmdPath: "lendgraph"}
+	a := &app{env: e, cmdPath: "lendgraph", blame: blame{flags: map[string]string{}, words: map[string]string{}}}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(e.stdin)
@@ -105,6 +106,9 @@ func (a *app) report(ctx context.Context, err error) int {
 	var bad *lendgraph.InvalidArgumentError
 	var credits *lendgraph.InsufficientCreditsError
 	var busy *busyError
+	if m, ok := a.blame.explain(err); ok {
+		msg = m
+	}
 	switch {
 	case errors.As(err, &busy):
 		code = exitBusy

@@ -69,15 +69,23 @@ running and its id is printed.`,
 			var req *lendgraph.DeliveryRequest
 			if jobID == "" {
 				if !slices.Contains(deliveryFormats, format) {
-					return usagef("--format must be one of %s", strings.Join(deliveryFormats, ", "))
+					return usagef("--format %q: use one of %s", format, strings.Join(deliveryFormats, ", "))
 				}
 				flat, adv, period, sort, err := q.parts()
 				if err != nil {
 					return err
 				}
 				if limit < 0 {
-					return usagef("--limit must be >= 0")
+					return usagef("--limit %d: give 0 for no cap or a number of rows", limit)
 				}
+				q.blame(a)
+				for i, f := range fields {
+					a.blameAPI(fmt.Sprintf("fields[%d]", i), "--fields "+f)
+				}
+				if limit > 0 {
+					a.blameAPI("limit", fmt.Sprintf("--limit %d", limit))
+				}
+				a.blameFlags(cmd, map[string]string{"Limit": "limit", "Format": "format", "Fields": "fields"})
 				req = &lendgraph.DeliveryRequest{FlatFilters: flat, AdvancedFilters: adv, Period: period, Sort: sort,
 					Format: lendgraph.Format(format), Fields: fields, Limit: limit}
 			} else if q.set() || format != "" || len(fields) > 0 || limit != 0 {

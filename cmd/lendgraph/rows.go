@@ -68,13 +68,13 @@ _manifest.json.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains([]string{"auto", "ndjson", "json", "csv", "parquet"}, format) {
-				return usagef("--format must be auto, ndjson, json, csv or parquet")
+				return usagef("--format %q: use auto, ndjson, json, csv or parquet", format)
 			}
 			if !slices.Contains([]string{"ndjson", "csv", "json", "parquet"}, to) {
-				return usagef("--to must be ndjson, csv, json or parquet")
+				return usagef("--to %q: use ndjson, csv, json or parquet", to)
 			}
 			if groupRows < 1 {
-				return usagef("--row-group-size must be at least 1")
+				return usagef("--row-group-size %d: give 1 or more rows", groupRows)
 			}
 			for _, f := range fields {
 				if f == "" {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lendgraph/lendgraph-go/internal/safefile"
 )
 
 // Downloads to a path, resumable across restarts. The bytes go to
@@ -25,6 +27,14 @@ import (
 // atomically (written aside, fsynced, renamed), so after a crash or a kill
 // every span it names is on disk. The next download to the same path
 // continues from those spans, once the host's answer shows the same file.
+//
+// No name is written through a symbolic link, and no file the download did
+// not create is truncated (internal/safefile): a new part file is created
+// exclusively, 0600 until it becomes the output; a part file continued is
+// checked to be a regular file of this user; the record goes to a new
+// temporary file renamed over it. Before the part file grows, the size the
+// API declared is checked against WithMaxDownloadBytes and the space free
+// where it goes.
 
 // partialVersion is the layout of PATH.part.meta.
 const partialVersion = 1
@@ -55,9 +65,9 @@ func openPartial(path, job string) (*partial, error) {
 		return nil, invalidArg("path", "is empty; name the file to write")
 	}
 	p := &partial{path: path, part: path + ".part", meta: path + ".part.meta", job: job}
-	b, err := os.ReadFile(p.meta)
-	if errors.Is(err, fs.ErrNotExist) {
-		return p, nil
+	b, err := safefile.ReadFile(p.meta)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefile.ErrUnsafe) {
+		return p, nil // no record this user wrote: start over
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lendgraph: reading %s: %w", p.meta, err)
@@ -121,11 +131,16 @@ func (o *operation) downloadFile(ctx context.Context, p *partial, first SignedUR
 	if obj.size >= 0 {
 		size = obj.size
 	}
-	flags := os.O_RDWR | os.O_CREATE
-	if len(done) == 0 {
-		flags |= os.O_TRUNC
+	limit, over, err := spaceFor(p.path, size, done, o.cfg.maxDownloadBytes)
+	if err != nil {
+		return 0, err
 	}
-	f, err := os.OpenFile(p.part, flags, 0o666)
+	var f *os.File
+	if len(done) == 0 {
+		f, err = safefile.Recreate(p.part)
+	} else {
+		f, err = safefile.Open(p.part)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("lendgraph: %w", err)
 	}
@@ -145,6 +160,7 @@ func (o *operation) downloadFile(ctx context.Context, p *partial, first SignedUR
 	}
 	st := newFillState(size, done)
 	st.progress = progress
+	st.limit, st.over = limit, over
 	record := func() error {
 		spans := st.snapshot() // before the sync: every span named is written
 		if err := f.Sync(); err != nil {
@@ -182,15 +198,47 @@ func (o *operation) downloadFile(ctx context.Context, p *partial, first SignedUR
 	if err := f.Sync(); err != nil {
 		return 0, fmt.Errorf("lendgraph: %w", err)
 	}
+	if err := safefile.Publish(f, p.part, p.path); err != nil {
+		return 0, fmt.Errorf("lendgraph: %w", err)
+	}
 	if err := closeFile(); err != nil {
 		return 0, fmt.Errorf("lendgraph: %w", err)
 	}
-	if err := os.Rename(p.part, p.path); err != nil {
-		return 0, fmt.Errorf("lendgraph: %w", err)
-	}
 	_ = os.Remove(p.meta)
-	syncDir(filepath.Dir(p.path))
+	safefile.SyncDir(filepath.Dir(p.path))
 	return n, nil
+}
+
+// spaceFor checks that a file of size bytes (-1: unknown), of which the
+// spans done are on disk, may be written at path: within maxBytes (0: no
+// cap) and the space free on its file system. For a file of unknown size
+// it returns the offset writes must stay below (0: no bound) and the error
+// a write past it fails with.
+func spaceFor(path string, size int64, done []span, maxBytes int64) (limit int64, over error, err error) {
+	var have int64
+	for _, d := range done {
+		have += d.end - d.off
+	}
+	free, known := safefile.Free(filepath.Dir(path))
+	if !known {
+		free = -1
+	}
+	if size >= 0 {
+		if maxBytes > 0 && size > maxBytes {
+			return 0, nil, &DownloadSpaceError{Path: path, Size: size, MaxBytes: maxBytes, Free: free}
+		}
+		if known && size-have > free {
+			return 0, nil, &DownloadSpaceError{Path: path, Size: size, Free: free}
+		}
+		return 0, nil, nil
+	}
+	if known && (maxBytes == 0 || have+free < maxBytes) {
+		return max(have+free, 1), &DownloadSpaceError{Path: path, Size: -1, Free: free}, nil
+	}
+	if maxBytes > 0 {
+		return maxBytes, &DownloadSpaceError{Path: path, Size: -1, MaxBytes: maxBytes, Free: free}, nil
+	}
+	return 0, nil, nil
 }
 
 // downloadTo downloads the object into f in place (a temporary file: no
@@ -318,6 +366,10 @@ type spanWriter struct {
 
 func (w *spanWriter) Write(b []byte) (int, error) {
 	at, k := w.a.c.claim(int64(len(b)))
+	if lim := w.st.limit; lim > 0 && at+k > lim {
+		w.a.c.commit(0)
+		return 0, &writeError{w.st.over}
+	}
 	n, err := w.f.WriteAt(b[:k], at)
 	w.a.c.commit(int64(n))
 	w.a.n.Add(int64(n))
@@ -341,6 +393,8 @@ type fillState struct {
 	active map[*activeSpan]struct{}
 	have   atomic.Int64 // bytes written, counting those on disk at the start
 	size   int64        // -1: unknown
+	limit  int64        // writes stay below this offset (0: no bound): the cap and the free space, for a file of unknown size
+	over   error        // what a write past limit fails with
 
 	progress   func(*DownloadProgress)
 	progressMu sync.Mutex
@@ -479,41 +533,12 @@ func (st *fillState) wrote(n int64) {
 	}
 }
 
-// writeFileSynced replaces path with v as JSON: written aside, fsynced,
-// renamed over path, and the directory fsynced.
+// writeFileSynced replaces path with v as JSON: written to a new temporary
+// file beside it, fsynced, renamed over path, and the directory fsynced.
 func writeFileSynced(path string, v any) error {
 	b, err := marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	syncDir(filepath.Dir(path))
-	return nil
-}
-
-// syncDir makes a rename in dir durable where the system allows it (not on
-// Windows, where directories cannot be opened for syncing).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
+	return safefile.WriteAtomic(path, b)
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -156,5 +158,173 @@ func TestDeliveryJob_DownloadFileRefusesForeignPart(t *testing.T) {
 	}
 	if _, err := job.DownloadFile(ctx, ""); err == nil {
 		t.Fatal("an empty path was accepted")
+	}
+}
+
+// plantLink makes name a symbolic link to a victim file outside the
+// download's directory and returns the victim's path and bytes.
+func plantLink(t *testing.T, name string) (victim string, was []byte) {
+	t.Helper()
+	victim = filepath.Join(t.TempDir(), "victim")
+	was = []byte("the user's own file, which no download may touch\n")
+	if err := os.WriteFile(victim, was, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, name); err != nil {
+		t.Skipf("no symbolic links here: %v", err)
+	}
+	return victim, was
+}
+
+func wantVictim(t *testing.T, what, victim string, was []byte) {
+	t.Helper()
+	if got, err := os.ReadFile(victim); err != nil || !bytes.Equal(got, was) {
+		t.Errorf("%s: the victim holds %d bytes %q (%v), want its own %d", what, len(got), trim(got), err, len(was))
+	}
+}
+
+func trim(b []byte) []byte { return b[:min(len(b), 40)] }
+
+// TestDeliveryJob_DownloadFilePlantedLinks plants a symbolic link at every
+// name a download writes (the part file, fresh and resumed; its record;
+// the record's old temporary name) and finds the file it points to
+// unchanged.
+func TestDeliveryJob_DownloadFilePlantedLinks(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
+	ctx := context.Background()
+	c, _ := parallelClient(srv, 4)
+	job, st := largeDelivery(t, srv, c, lendgraph.FormatCSV)
+	var want bytes.Buffer
+	if _, err := job.Download(ctx, &want); err != nil {
+		t.Fatal(err)
+	}
+	resumable := func(path string) {
+		b, _ := json.Marshal(map[string]any{"version": 1, "job": job.ID, "size": st.Bytes, "etag": `"x"`, "done": [][2]int64{{0, 10}}})
+		if err := os.WriteFile(path+".part.meta", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		suffix  string
+		prepare func(path string)
+		refused bool // the link is refused (else it is replaced, never followed)
+	}{
+		{name: "fresh part", suffix: ".part", refused: true},
+		{name: "resumed part", suffix: ".part", prepare: resumable, refused: true},
+		{name: "record", suffix: ".part.meta"},
+		{name: "record's temporary file", suffix: ".part.meta.tmp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "agents.csv")
+			if tc.prepare != nil {
+				tc.prepare(path)
+			}
+			victim, was := plantLink(t, path+tc.suffix)
+			n, err := job.DownloadFile(ctx, path)
+			wantVictim(t, tc.name, victim, was)
+			if tc.refused {
+				if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+					t.Fatalf("DownloadFile through a planted link: %d, %v; want it refused", n, err)
+				}
+				return
+			}
+			if err != nil || n != st.Bytes {
+				t.Fatalf("DownloadFile: %d, %v", n, err)
+			}
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, want.Bytes()) {
+				t.Fatal("the file differs from the delivery")
+			}
+		})
+	}
+}
+
+// TestDeliveryJob_DownloadFileModes: the part file is the user's alone
+// while it grows, and the output gets the mode of any new file.
+func TestDeliveryJob_DownloadFileModes(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix modes")
+	}
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
+	c, _ := parallelClient(srv, 1)
+	job, _ := largeDelivery(t, srv, c, lendgraph.FormatCSV)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "agents.csv")
+	var partMode atomic.Uint32
+	if _, err := job.DownloadFile(context.Background(), path, lendgraph.WithProgress(func(*lendgraph.DownloadProgress) {
+		if fi, err := os.Stat(path + ".part"); err == nil {
+			partMode.Store(uint32(fi.Mode().Perm()))
+		}
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if m := partMode.Load(); m != 0o600 {
+		t.Errorf("the part file's mode %o while downloading, want 600", m)
+	}
+	probe := filepath.Join(dir, "probe")
+	_ = os.WriteFile(probe, nil, 0o666)
+	pfi, _ := os.Stat(probe)
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != pfi.Mode().Perm() {
+		t.Errorf("the output's mode %v (%v), want %v like any new file", fi.Mode().Perm(), err, pfi.Mode().Perm())
+	}
+}
+
+// TestDeliveryJob_DownloadFileSpace: a declared size beyond the cap, or
+// beyond the free space, fails before anything is fetched or written, with
+// a *DownloadSpaceError carrying the size and the bound; a file of unknown
+// size stops at the cap.
+func TestDeliveryJob_DownloadFileSpace(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
+	ctx := context.Background()
+	c := srv.Client()
+	job, st := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
+	storage := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.Listener == "storage" {
+				n++
+			}
+		}
+		return n
+	}
+	refused := func(what string, err error, size, maxBytes int64, dir string) {
+		t.Helper()
+		var se *lendgraph.DownloadSpaceError
+		if !errors.As(err, &se) || se.Size != size || se.MaxBytes != maxBytes || (maxBytes == 0) != (se.Free > 0 && se.Free < size) {
+			t.Fatalf("%s: %v (%+v), want a *DownloadSpaceError of %d bytes, cap %d", what, err, se, size, maxBytes)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Fatalf("%s: %d files written", what, len(ents))
+		}
+	}
+
+	// A cap below the declared size.
+	dir := t.TempDir()
+	before := storage()
+	_, err := job.DownloadFile(ctx, filepath.Join(dir, "agents.csv"), lendgraph.WithMaxDownloadBytes(st.Bytes-1))
+	refused("cap", err, st.Bytes, st.Bytes-1, dir)
+	if n := storage() - before; n != 0 {
+		t.Fatalf("cap: %d requests reached the storage host", n)
+	}
+	if n, err := job.DownloadFile(ctx, filepath.Join(dir, "agents.csv"), lendgraph.WithMaxDownloadBytes(st.Bytes)); err != nil || n != st.Bytes {
+		t.Fatalf("a cap of the file's size: %d, %v", n, err)
+	}
+
+	// A status declaring 10 TB: no sparse file, nothing fetched.
+	declared := *st
+	declared.Bytes = 10_000_000_000_000
+	status, err := json.Marshal(&declared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault("GET", "/v1/agents/bulk-delivery/{jobId}", lendgraphtest.Fault{Status: 200, Body: string(status), Times: -1,
+		Header: map[string]string{"Content-Type": "application/json"}})
+	dir = t.TempDir()
+	before = storage()
+	big := c.Agents.DeliveryJob(job.ID)
+	_, err = big.DownloadFile(ctx, filepath.Join(dir, "agents.csv"))
+	refused("10 TB", err, 10_000_000_000_000, 0, dir)
+	if n := storage() - before; n != 0 {
+		t.Fatalf("10 TB: %d requests reached the storage host", n)
 	}
 }

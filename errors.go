@@ -727,6 +727,38 @@ func (e *DownloadError) Unwrap() error {
 	return e.Err
 }
 
+// DownloadSpaceError is a file DownloadFile refused to grow: larger than
+// the cap WithMaxDownloadBytes set, or than the space free on the file
+// system it goes to. A size declared up front is refused before anything
+// is written; a file of unknown size fails when its bytes reach the bound
+// (then inside a *DownloadError).
+type DownloadSpaceError struct {
+	// Path is the file that was to be written.
+	Path string
+	// Size is the file's declared size in bytes; -1 when unknown.
+	Size int64
+	// MaxBytes is the cap that refused it; 0 when the free space did.
+	MaxBytes int64
+	// Free is the bytes free on the file system holding Path; -1 when the
+	// system cannot tell.
+	Free int64
+}
+
+// Error implements the error interface.
+func (e *DownloadSpaceError) Error() string {
+	if e == nil {
+		return "lendgraph: no room for the download"
+	}
+	size := "a file of unknown size"
+	if e.Size >= 0 {
+		size = "a file of " + strconv.FormatInt(e.Size, 10) + " bytes"
+	}
+	if e.MaxBytes > 0 {
+		return fmt.Sprintf("lendgraph: %s: %s is over the cap of %d bytes (WithMaxDownloadBytes)", e.Path, size, e.MaxBytes)
+	}
+	return fmt.Sprintf("lendgraph: %s: %s does not fit in the %d bytes free on its file system", e.Path, size, e.Free)
+}
+
 // PushIncompleteError is returned by PushCRMBatched when a batch failed. Done
 // holds the merged outcome of the batches the server answered; Unknown the
 // ids of the batch whose outcome is unknown (the server may have written

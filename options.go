@@ -413,10 +413,11 @@ func WithDownloadConnections(n int) Option {
 	}
 }
 
-// WithMaxDownloadBytes caps the bytes a download may write (0, the
-// default: no cap). A file whose declared size is above the cap fails
-// before a byte is written, and one that grows past it fails when it does,
-// either way with a *DownloadTooLargeError.
+// WithMaxDownloadBytes caps the file DownloadFile may write at n bytes (0,
+// the default: no cap). A delivery declaring more fails before anything is
+// written, and one of unknown size fails when it reaches the cap; either
+// way with an error matching *DownloadSpaceError. The space free on the
+// file system is checked whatever the cap.
 func WithMaxDownloadBytes(n int64) Option {
 	return func(c *config) {
 		c.use("WithMaxDownloadBytes", anyCall)

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"sort"
@@ -294,8 +297,15 @@ const ControlPrefix = "/_fake/"
 // API's address, so a harness in any language can drive the fake over
 // HTTP ("lendgraph fake" turns it on). It takes no key, and its requests
 // are neither logged nor subject to injected faults. Every body is JSON;
-// errors are 400 {"error": "..."} naming the member. GET /_fake/ lists the
-// routes:
+// errors are 400 {"error": "..."} naming the member.
+//
+// As it takes no key, it refuses what a web page in a browser beside it
+// could send: a POST, PUT or PATCH without "Content-Type:
+// application/json" (a cross-site form or text/plain request) answers
+// 415, and a Host header naming anything but "localhost", a loopback
+// address or the address the server listens on (any of the machine's
+// addresses when it listens on all of them) answers 403: a name a DNS
+// rebinding points here is refused. GET /_fake/ lists the routes:
 //
 //	GET    /_fake/settings                       current Settings
 //	PATCH  /_fake/settings                       apply Settings (run-time members)
@@ -333,6 +343,53 @@ var controlRoutes = []string{
 	"GET /_fake/faults", "POST /_fake/faults", "DELETE /_fake/faults",
 	"GET /_fake/requests", "DELETE /_fake/requests",
 	"GET /_fake/jobs", "POST /_fake/callers", "POST /_fake/clock",
+}
+
+// controlHandler serves the control endpoint behind the checks that keep
+// a web page from driving it (see WithControlEndpoint).
+func (s *Server) controlHandler() http.Handler {
+	mux := s.controlMux()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var served netip.Addr // the address the API listens on
+		if ta, ok := s.api.Listener.Addr().(*net.TCPAddr); ok {
+			served = ta.AddrPort().Addr().Unmap()
+		}
+		if !controlHostAllowed(r.Host, served) {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("Host %q: the control endpoint answers only requests to localhost or the address it listens on, never to a name a web page could point here", r.Host), nil)
+			return
+		}
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch:
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, fmt.Sprintf("Content-Type %q: send the body as application/json (the control endpoint refuses what a cross-site form can send)", r.Header.Get("Content-Type")), nil)
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// controlHostAllowed tells whether a request's Host (with or without a
+// port) may reach the control endpoint of a server listening on served:
+// "localhost" and names under it, a loopback address, served itself, or,
+// when served is unspecified (every interface), any IP address. A DNS
+// rebinding attack reaches the server under a name of its own, which is
+// refused.
+func controlHostAllowed(host string, served netip.Addr) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.TrimSuffix(strings.ToLower(strings.Trim(h, "[]")), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
+		return false
+	}
+	ip = ip.Unmap()
+	return ip.IsLoopback() || ip == served || served.IsUnspecified()
 }
 
 func (s *Server) controlMux() *http.ServeMux {

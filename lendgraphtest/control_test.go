@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,9 @@ import (
 func ctl(t *testing.T, s *Server, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -223,4 +227,106 @@ func waitJob(t *testing.T, s *Server, id string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("job %s did not end", id)
+}
+
+// TestControlEndpoint_RefusesBrowsers: what a web page can make a browser
+// send cross-site (a form or text/plain POST, no preflight) and a request
+// under a name a DNS rebinding points at the fake change nothing; the
+// harness's own requests (JSON, to 127.0.0.1 or localhost) still work.
+func TestControlEndpoint_RefusesBrowsers(t *testing.T) {
+	s := NewServer(t, WithControlEndpoint())
+	callers := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.callers)
+	}
+	armed := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.faults)
+	}
+	send := func(method, path, host, ctype, body string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(body))
+		if host != "" {
+			req.Host = host
+		}
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		req.Header.Set("Origin", "https://evil.example")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	nCallers := callers()
+	port := strings.TrimPrefix(s.URL, "http://127.0.0.1:")
+	for _, tc := range []struct {
+		host, ctype string
+		want        int
+	}{
+		{"", "text/plain", 415},
+		{"", "text/plain;charset=UTF-8", 415},
+		{"", "application/x-www-form-urlencoded", 415},
+		{"", "multipart/form-data; boundary=x", 415},
+		{"", "", 415},
+		{"evil.example:" + port, "application/json", 403},
+		{"rebind.evil.example", "application/json", 403},
+		{"10.1.2.3:" + port, "application/json", 403},
+	} {
+		if code := send("POST", "/_fake/callers", tc.host, tc.ctype, `{"orgId":"org_evil"}`); code != tc.want {
+			t.Errorf("POST /_fake/callers Host %q Content-Type %q: %d, want %d", tc.host, tc.ctype, code, tc.want)
+		}
+		if code := send("POST", "/_fake/faults", tc.host, tc.ctype, `{"path":"/v1/agents","status":500,"times":-1}`); code != tc.want {
+			t.Errorf("POST /_fake/faults Host %q Content-Type %q: %d, want %d", tc.host, tc.ctype, code, tc.want)
+		}
+	}
+	if code := send("GET", "/_fake/settings", "evil.example:"+port, "", ""); code != 403 {
+		t.Errorf("GET under a rebound name: %d, want 403", code)
+	}
+	if n := callers() - nCallers; n != 0 {
+		t.Errorf("%d callers minted by refused requests", n)
+	}
+	if n := armed(); n != 0 {
+		t.Errorf("%d faults armed by refused requests", n)
+	}
+	for _, host := range []string{"", "localhost:" + port, "LOCALHOST.:" + port, "[::1]:" + port} {
+		if code := send("POST", "/_fake/callers", host, "application/json; charset=utf-8", `{}`); code != 201 {
+			t.Errorf("POST /_fake/callers Host %q as JSON: %d, want 201", host, code)
+		}
+	}
+	if n := callers() - nCallers; n != 4 {
+		t.Errorf("%d callers minted by the harness's requests, want 4", n)
+	}
+}
+
+func TestControlHostAllowed(t *testing.T) {
+	lo, any4, any6, lan := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("0.0.0.0"), netip.MustParseAddr("::"), netip.MustParseAddr("192.168.1.5")
+	for _, tc := range []struct {
+		host   string
+		served netip.Addr
+		want   bool
+	}{
+		{"127.0.0.1:8080", lo, true},
+		{"localhost:8080", lo, true},
+		{"app.localhost", lo, true},
+		{"[::1]:8080", lo, true},
+		{"127.0.0.2", lo, true},
+		{"192.168.1.5:8080", lo, false},
+		{"evil.example:8080", lo, false},
+		{"192.168.1.5:8080", lan, true},
+		{"192.168.1.6:8080", lan, false},
+		{"192.168.1.6:8080", any4, true},
+		{"[fe80::1]:8080", any6, true},
+		{"evil.example", any4, false},
+		{"", lo, false},
+	} {
+		if got := controlHostAllowed(tc.host, tc.served); got != tc.want {
+			t.Errorf("controlHostAllowed(%q, %v) = %v, want %v", tc.host, tc.served, got, tc.want)
+		}
+	}
 }

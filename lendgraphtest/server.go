@@ -92,6 +92,8 @@ func WithCredits(n float64) Option { return func(c *config) { c.credits = n } }
 func WithLinkTTL(d time.Duration) Option { return func(c *config) { c.linkTTL = d } }
 
 // WithAddr makes the API listen on addr (default 127.0.0.1:0, a free port).
+// Listening on every interface (":8080", "0.0.0.0:8080"), Server.URL names
+// 127.0.0.1, an address a client dials.
 func WithAddr(addr string) Option { return func(c *config) { c.addr = addr } }
 
 // WithJobRate sets how many rows a second the workers of a job kind
@@ -221,7 +223,7 @@ func Start(opts ...Option) (*Server, error) {
 	}
 	s.api = &httptest.Server{Listener: ln, Config: &http.Server{Handler: s.wrap("api", s.apiMux())}}
 	s.api.Start()
-	s.URL = s.api.URL
+	s.URL = "http://" + reachableAddr(ln.Addr())
 	s.storage = httptest.NewServer(s.wrap("storage", http.HandlerFunc(s.serveStorage)))
 	s.startAreaListeners()
 	for _, st := range cfg.settings {
@@ -232,6 +234,18 @@ func Start(opts ...Option) (*Server, error) {
 		}
 	}
 	return s, nil
+}
+
+// reachableAddr is the address a client on this machine dials for a
+// listener: its own, or loopback when it listens on every interface
+// ("0.0.0.0:8080" and "[::]:8080", which Go listens on for both IPv4 and
+// IPv6, are not addresses to send requests to).
+func reachableAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return a.String()
+	}
+	return (&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: ta.Port}).String()
 }
 
 // Close stops the listeners and every job worker, and waits for them.
@@ -509,7 +523,7 @@ func (s *Server) wrap(listener string, h http.Handler) http.Handler {
 	}
 	var control http.Handler
 	if listener == "api" && s.cfg.control {
-		control = s.controlMux()
+		control = s.controlHandler()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if control != nil && (strings.HasPrefix(r.URL.Path, ControlPrefix) || r.URL.Path+"/" == ControlPrefix) {

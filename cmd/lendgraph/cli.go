@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +65,7 @@ type app struct {
 	cmdPath    string             // the command that ran, for the usage hint
 	in         *bufio.Reader      // stdin, buffered on first use
 	tel        *telemetry         // OTLP export (OTEL_EXPORTER_OTLP_*), nil when off
+	blame      blame              // the flags behind the SDK's arguments and the API's fields
 }
 
 // usageError marks a mistake in how the command was called.
@@ -76,7 +79,7 @@ func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // run executes the command line and returns the exit code.
 func run(ctx context.Context, args []string, e env) int {
-	a := &app{env: e, cmdPath: "lendgraph"}
+	a := &app{env: e, cmdPath: "lendgraph", blame: blame{flags: map[string]string{}, words: map[string]string{}}}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(e.stdin)
@@ -85,7 +88,7 @@ func run(ctx context.Context, args []string, e env) int {
 	err := root.ExecuteContext(ctx)
 	if a.tel != nil {
 		if terr := a.tel.end(err); terr != nil {
-			fmt.Fprintf(e.stderr, "lendgraph: exporting telemetry: %v\n", terr)
+			a.say("lendgraph: exporting telemetry: %v", terr)
 		}
 	}
 	if err == nil {
@@ -103,6 +106,9 @@ func (a *app) report(ctx context.Context, err error) int {
 	var bad *lendgraph.InvalidArgumentError
 	var credits *lendgraph.InsufficientCreditsError
 	var busy *busyError
+	if m, ok := a.blame.explain(err); ok {
+		msg = m
+	}
 	switch {
 	case errors.As(err, &busy):
 		code = exitBusy
@@ -175,13 +181,16 @@ fake API as a standalone server.
 The API key is read from $LENDGRAPH_API_KEY or from the file named by --api-key-file.
 Data goes to stdout, messages to stderr.
 
-Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 interrupted.`,
+Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits,
+75 an export run task whose shards another task is submitting (retry it
+later), 130 interrupted.`,
 		Example: `  export LENDGRAPH_API_KEY="$(cat ~/.lendgraph/key)"
   lendgraph deliver agents --format parquet --filter state=TX -o agents.parquet
   lendgraph export agents --by state,city --out agents/
   lendgraph rows agents.parquet --to csv > agents.csv
   lendgraph enrich --ids property-ids.txt -o owners.ndjson
   lendgraph search smi --json`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Every error before this runs is cobra's: an unknown command, a bad
@@ -189,7 +198,7 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 int
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			a.started, a.cmdPath = true, cmd.CommandPath()
 			if telemetryWanted(a.getenv) {
-				ctx, tel, err := startTelemetry(cmd.Context(), a.getenv, cmd.CommandPath())
+				ctx, tel, err := startTelemetry(cmd.Context(), a.getenv, cmd.CommandPath(), func(msg string) { a.say("%s", msg) })
 				if err != nil {
 					a.say("telemetry is off: %v", err)
 					return
@@ -205,8 +214,20 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 insufficient credits, 130 int
 	pf.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(a.deliverCommand(), a.exportCommand(), a.rowsCommand(), a.enrichCommand(), a.searchCommand(),
-		a.marketCommand(), a.listCommand(), a.getCommand(), a.countCommand(), a.apiCommand(), a.fakeCommand())
+		a.marketCommand(), a.listCommand(), a.getCommand(), a.countCommand(), a.fieldsCommand(), a.apiCommand(), a.fakeCommand())
+	root.SetVersionTemplate("lendgraph {{.Version}}\n")
 	return root
+}
+
+// version is what --version prints: the tool's module version (as go
+// install recorded it; "(devel)" for a build from a checkout), the SDK's
+// and Go's.
+func version() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	return fmt.Sprintf("%s (SDK %s, %s)", v, lendgraph.Version, runtime.Version())
 }
 
 // clientFor builds the API client from the global flags and the environment.

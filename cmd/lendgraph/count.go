@@ -50,6 +50,7 @@ bound is said so).`,
 			if err != nil {
 				return err
 			}
+			q.blame(a)
 			c, err := a.clientFor()
 			if err != nil {
 				return err

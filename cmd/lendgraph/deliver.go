@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
+	"github.com/lendgraph/lendgraph-go/internal/safefile"
 )
 
 var deliveryFormats = []string{"parquet", "csv", "json", "ndjson"}
@@ -25,6 +26,7 @@ func (a *app) deliverCommand() *cobra.Command {
 	var limit int64
 	var cancelOnInterrupt bool
 	var connections int
+	var maxBytes int64
 	cmd := &cobra.Command{
 		Use:   "deliver RESOURCE -o FILE",
 		Short: "Deliver every matching record of a resource to one file",
@@ -36,6 +38,8 @@ stdout). Progress goes to stderr: a bar on a terminal, plain lines elsewhere.
 A large file comes down over several connections at once (--connections,
 default 8). The bytes go to FILE.part, renamed to FILE when complete; beside
 it FILE.part.meta records the job, the file's ETag and the ranges on disk.
+The file is checked against the space free where it goes, and against
+--max-bytes, before it grows: a delivery too large fails at once.
 When the download is interrupted (Ctrl-C, a lost network, a killed
 process), FILE.part stays and the same command with --job ID continues from
 it. A FILE.part of another job or another file is refused; remove it to
@@ -65,19 +69,30 @@ running and its id is printed.`,
 			var req *lendgraph.DeliveryRequest
 			if jobID == "" {
 				if !slices.Contains(deliveryFormats, format) {
-					return usagef("--format must be one of %s", strings.Join(deliveryFormats, ", "))
+					return usagef("--format %q: use one of %s", format, strings.Join(deliveryFormats, ", "))
 				}
 				flat, adv, period, sort, err := q.parts()
 				if err != nil {
 					return err
 				}
 				if limit < 0 {
-					return usagef("--limit must be >= 0")
+					return usagef("--limit %d: give 0 for no cap or a number of rows", limit)
 				}
+				q.blame(a)
+				for i, f := range fields {
+					a.blameAPI(fmt.Sprintf("fields[%d]", i), "--fields "+f)
+				}
+				if limit > 0 {
+					a.blameAPI("limit", fmt.Sprintf("--limit %d", limit))
+				}
+				a.blameFlags(cmd, map[string]string{"Limit": "limit", "Format": "format", "Fields": "fields"})
 				req = &lendgraph.DeliveryRequest{FlatFilters: flat, AdvancedFilters: adv, Period: period, Sort: sort,
 					Format: lendgraph.Format(format), Fields: fields, Limit: limit}
 			} else if q.set() || format != "" || len(fields) > 0 || limit != 0 {
 				return usagef("--job re-attaches to a submitted job: drop the query flags (--format, --filter, --where, --period, --sort, --fields, --limit)")
+			}
+			if maxBytes < 0 {
+				return usagef("--max-bytes %d: give a number of bytes, or 0 for no cap", maxBytes)
 			}
 			if cmd.Flags().Changed("connections") {
 				a.clientOpts = append(a.clientOpts, lendgraph.WithDownloadConnections(connections))
@@ -87,7 +102,7 @@ running and its id is printed.`,
 				return err
 			}
 			res, _ := resourceOf(c, name)
-			d := &delivery{app: a, resource: name, out: out, cancelOnInterrupt: cancelOnInterrupt}
+			d := &delivery{app: a, resource: name, out: out, cancelOnInterrupt: cancelOnInterrupt, maxBytes: maxBytes}
 			return d.run(cmd.Context(), res, req, jobID)
 		},
 	}
@@ -99,6 +114,7 @@ running and its id is printed.`,
 	f.StringVarP(&out, "output", "o", "", "write the file here (- for stdout)")
 	f.StringVar(&jobID, "job", "", "re-attach to this delivery job instead of submitting")
 	f.BoolVar(&cancelOnInterrupt, "cancel-on-interrupt", false, "on Ctrl-C cancel the job on the server without asking")
+	f.Int64Var(&maxBytes, "max-bytes", 0, "refuse a file larger than N bytes (0: no cap; the free space is checked either way)")
 	f.IntVar(&connections, "connections", lendgraph.DefaultDownloadConnections, "download a large file over up to N connections at once (1: a single connection)")
 	return cmd
 }
@@ -109,6 +125,7 @@ type delivery struct {
 	resource          string
 	out               string
 	cancelOnInterrupt bool
+	maxBytes          int64 // 0: no cap
 }
 
 // deliveryResult is deliver's --json output.
@@ -159,16 +176,22 @@ func (d *delivery) run(ctx context.Context, res records, req *lendgraph.Delivery
 
 	m = d.newMeter("download", true)
 	var n int64
-	if toFile {
-		n, err = job.DownloadFile(ctx, d.out, lendgraph.WithProgress(func(p *lendgraph.DownloadProgress) { m.set(p.Done, p.Total) }))
-	} else {
-		n, err = job.Download(ctx, &countingWriter{w: d.stdout, m: m, total: st.Bytes})
+	switch {
+	case toFile:
+		n, err = job.DownloadFile(ctx, d.out, lendgraph.WithProgress(func(p *lendgraph.DownloadProgress) { m.set(p.Done, p.Total) }), lendgraph.WithMaxDownloadBytes(d.maxBytes))
+	case d.maxBytes > 0 && st.Bytes > d.maxBytes:
+		err = &lendgraph.DownloadSpaceError{Path: "-", Size: st.Bytes, MaxBytes: d.maxBytes, Free: -1}
+	default:
+		n, err = job.Download(ctx, &countingWriter{w: d.stdout, m: m, total: st.Bytes, max: d.maxBytes})
 	}
 	m.end(err == nil)
 	if err != nil {
 		again := fmt.Sprintf("lendgraph deliver %s --job %s -o %s", d.resource, job.ID, d.out)
 		var de *lendgraph.DownloadError
+		var space *lendgraph.DownloadSpaceError
 		switch {
+		case errors.As(err, &space):
+			return d.noRoom(space, job.ID)
 		case ctx.Err() != nil && toFile:
 			return &interruptedError{fmt.Sprintf("download interrupted; %s.part keeps what came down; continue with: %s", d.out, again)}
 		case ctx.Err() != nil:
@@ -191,6 +214,22 @@ func (d *delivery) run(ctx context.Context, res records, req *lendgraph.Delivery
 	}
 	d.say("wrote %s: %d rows, %s%s", d.out, r.Rows, humanBytes(n), charged)
 	return nil
+}
+
+// noRoom says why a delivery's file was refused before it grew, in the
+// command's own terms, and how to go on.
+func (d *delivery) noRoom(e *lendgraph.DownloadSpaceError, job string) error {
+	size := "a file of unknown size"
+	if e.Size >= 0 {
+		size = fmt.Sprintf("a file of %s (%d bytes)", humanBytes(e.Size), e.Size)
+	}
+	again := fmt.Sprintf("lendgraph deliver %s --job %s -o FILE", d.resource, job)
+	if e.MaxBytes > 0 {
+		return fmt.Errorf("--max-bytes %d: delivery job %s is %s, over the cap; nothing was written. Raise --max-bytes and download it with: %s",
+			e.MaxBytes, job, size, again)
+	}
+	return fmt.Errorf("-o %s: delivery job %s is %s, and the file system there has %s free; nothing was written. Free some space, or download it elsewhere with: %s",
+		d.out, job, size, humanBytes(e.Free), again)
 }
 
 // checkOutput makes sure a new delivery can be written to path: its
@@ -217,27 +256,30 @@ func checkOutput(path, resource string) error {
 	return os.Remove(part)
 }
 
-// openOutput opens path.part for writing (stdout for "-"); commit closes it
-// and renames it to path; discard (safe after commit) removes it.
+// openOutput opens path.part for writing (stdout for "-"): a new file of
+// mode 0600, never written through a link planted at that name (a regular
+// file of the user's left there is replaced; anything else is refused).
+// commit gives it the mode of a new file, closes it and renames it to
+// path; discard (safe after commit) removes it.
 func openOutput(a *app, path string) (w io.Writer, commit func() error, discard func(), err error) {
 	if path == "-" {
 		return a.stdout, func() error { return nil }, func() {}, nil
 	}
 	part := path + ".part"
-	f, err := os.Create(part)
+	f, err := safefile.Recreate(part)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("output: %w", err)
+		return nil, nil, nil, fmt.Errorf("-o %s: %w", path, err)
 	}
 	done := false
 	commit = func() error {
 		done = true
-		if err := f.Close(); err != nil {
-			_ = os.Remove(part)
-			return fmt.Errorf("output: %w", err)
+		err := safefile.Publish(f, part, path)
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
-		if err := os.Rename(part, path); err != nil {
+		if err != nil {
 			_ = os.Remove(part)
-			return fmt.Errorf("output: %w", err)
+			return fmt.Errorf("-o %s: %w", path, err)
 		}
 		return nil
 	}

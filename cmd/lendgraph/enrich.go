@@ -58,6 +58,7 @@ with exit code 3 and the balance against the cost.`,
 			if err != nil {
 				return err
 			}
+			a.blameFlags(cmd, map[string]string{"ids": "ids"})
 			plan, err := c.Properties.PlanEnrichBulk(ids, &lendgraph.EnrichBulkRequest{Refresh: refresh})
 			if err != nil {
 				return err

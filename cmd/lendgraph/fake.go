@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -31,6 +33,7 @@ type fakeFlags struct {
 
 func (a *app) fakeCommand() *cobra.Command {
 	var addr string
+	var allowRemote bool
 	var ff fakeFlags
 	cmd := &cobra.Command{
 		Use:   "fake",
@@ -49,7 +52,11 @@ The dataset (--rows, --seed) is fixed at start. Everything else can also be
 changed while it runs through the control endpoint on the same address,
 which takes no key: GET /_fake/ lists its routes (settings, credits,
 entitlements, the ledger, faults, the request log, jobs, new keys, the
-clock). --config FILE is the same JSON that PATCH /_fake/settings takes:
+clock). It takes writes only as application/json and only under localhost
+or an IP address of the machine, so a web page in a browser beside it
+cannot drive it. It listens on loopback: an --addr other machines can reach
+(":8080", "0.0.0.0:8080", a LAN address) exposes the fake's keys, data and
+control endpoint to them, and is refused unless --allow-remote says so. --config FILE is the same JSON that PATCH /_fake/settings takes:
 
   {"rows": 30000, "seed": 7, "credits": 5000,
    "entitlements": {"agents": {"maxRows": 2000, "columns": ["id", "fullName", "state"]}},
@@ -64,9 +71,19 @@ Flags override the file.`,
   lendgraph fake --config fake.json --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			remote, err := remoteAddr(addr)
+			if err != nil {
+				return err
+			}
+			if remote && !allowRemote {
+				return usagef("--addr %s: other machines could reach the fake, and its control endpoint takes no key (anyone reaching it can mint keys and arm faults); listen on loopback (--addr 127.0.0.1:%s), or pass --allow-remote", addr, portOf(addr))
+			}
 			st, err := ff.settings(cmd)
 			if err != nil {
 				return err
+			}
+			if remote {
+				a.say("warning: --addr %s --allow-remote: the fake's keys, data and control endpoint (no key) are open to every machine that reaches this one", addr)
 			}
 			srv, err := lendgraphtest.Start(lendgraphtest.WithAddr(addr), lendgraphtest.WithControlEndpoint(), lendgraphtest.WithSettings(st))
 			if err != nil {
@@ -99,7 +116,8 @@ Flags override the file.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0: a free port)")
+	f.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0: a free port); loopback unless --allow-remote")
+	f.BoolVar(&allowRemote, "allow-remote", false, "let --addr be one other machines can reach (every interface, a LAN address)")
 	f.StringVar(&ff.config, "config", "", "read settings from this JSON file (the body of PATCH /_fake/settings, plus rows and seed)")
 	f.StringArrayVar(&ff.rows, "rows", nil, "records per resource: N for every resource, RESOURCE=N for one (repeatable; default 10000)")
 	f.Int64Var(&ff.seed, "seed", 1, "dataset seed")
@@ -110,6 +128,27 @@ Flags override the file.`,
 	f.StringVar(&ff.computeDelay, "compute-delay", "", "how long a new most-gained query answers 202 computing, e.g. 0s (default 20ms)")
 	f.StringArrayVar(&ff.faults, "fault", nil, `arm a fault, as JSON: {"method","path","kind","status","headers","body","delay","rate","times","stream"}; kind is respond (default), drop-before-response, drop-mid-body, stall, trickle or throttle (repeatable)`)
 	return cmd
+}
+
+// remoteAddr tells whether listening on addr (HOST:PORT) lets other
+// machines in: any host but "localhost" and a loopback address, the empty
+// host (every interface) included.
+func remoteAddr(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, usagef("--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080 (port 0: a free port)", addr)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return false, nil
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsLoopback(), nil
+}
+
+// portOf is the port of a HOST:PORT address.
+func portOf(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
 }
 
 // settings reads --config and lays the flags given over it.

@@ -112,3 +112,39 @@ func TestFakeCommandRefusesBadSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestFakeRemoteAddr: an --addr other machines can reach is refused
+// without --allow-remote; with it the fake warns, and advertises an
+// address a client can dial, never http://[::]:PORT or 0.0.0.0.
+func TestFakeRemoteAddr(t *testing.T) {
+	c := newCLI(t)
+	for _, addr := range []string{":0", "0.0.0.0:0", "[::]:0", "192.0.2.1:0", "example.com:0"} {
+		r := c.run("fake", "--addr", addr)
+		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "--allow-remote") {
+			t.Errorf("fake --addr %s: exit %d, stdout %q\n%s", addr, r.code, r.stdout, r.stderr)
+		}
+	}
+	for _, addr := range []string{":0", "0.0.0.0:0"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, binary, "fake", "--addr", addr, "--allow-remote", "--rows", "10")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+		cancel()
+		if err != nil || !strings.HasPrefix(line, "LENDGRAPH_BASE_URL=http://127.0.0.1:") || strings.Contains(line, "[::]") || strings.Contains(line, "0.0.0.0") {
+			t.Errorf("fake --addr %s --allow-remote: line %q (%v)", addr, line, err)
+		}
+		if !strings.Contains(stderr.String(), "warning: --addr "+addr+" --allow-remote") {
+			t.Errorf("fake --addr %s --allow-remote: no warning on stderr:\n%s", addr, stderr.String())
+		}
+	}
+}

@@ -25,11 +25,13 @@ func (a *app) listCommand() *cobra.Command {
 				return err
 			}
 			if size < 0 || size > lendgraph.MaxPageSize {
-				return usagef("--size must be 1..%d", lendgraph.MaxPageSize)
+				return usagef("--size %d: a page holds 1 to %d records", size, lendgraph.MaxPageSize)
 			}
 			if limit < 0 {
-				return usagef("--limit must be >= 0")
+				return usagef("--limit %d: give 0 or more records", limit)
 			}
+			q.blame(a)
+			a.blameFlags(cmd, map[string]string{"Pagination.Size": "size"})
 			c, err := a.clientFor()
 			if err != nil {
 				return err
@@ -82,6 +84,7 @@ func (a *app) getCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			a.blameArg("id", "ID", args[1])
 			res, _ := resourceOf(c, args[0])
 			r, err := res.get(cmd.Context(), args[1])
 			if err != nil {

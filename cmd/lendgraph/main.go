@@ -8,7 +8,8 @@
 // messages to stderr.
 //
 // Exit codes: 0 success, 1 failure (API or I/O), 2 usage error,
-// 3 insufficient credits (top up and retry), 130 interrupted.
+// 3 insufficient credits (top up and retry), 75 an export run task whose
+// shards another task is submitting (retry later), 130 interrupted.
 //
 // Prompts and progress bars appear when stdin and stderr are terminals;
 // elsewhere progress is plain lines on stderr and commands that would ask

@@ -41,6 +41,8 @@ the command waits until the ranking is ready (Ctrl-C stops waiting).`,
 			for _, c := range categories {
 				p.CompanyCategories = append(p.CompanyCategories, lendgraph.CompanyCategory(strings.ToUpper(c)))
 			}
+			a.blameFlags(cmd, map[string]string{"State": "state", "States": "states", "City": "city", "DateRange": "date-range",
+				"RankBy": "rank-by", "Limit": "limit", "CompanyCategories": "category"})
 			if err := p.Validate(); err != nil {
 				return err
 			}

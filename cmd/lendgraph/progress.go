@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	lendgraph "github.com/lendgraph/lendgraph-go"
 )
 
 // meter shows the progress of one phase of a command: a job's rows or a
@@ -180,15 +182,24 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }
 
-// countingWriter reports every write's running total to a meter.
+// countingWriter reports every write's running total to a meter, and
+// refuses to write past max bytes (0: no cap).
 type countingWriter struct {
 	w     io.Writer
 	m     meter
 	n     int64
 	total int64
+	max   int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.max > 0 && c.n+int64(len(p)) > c.max {
+		size := c.total
+		if size <= 0 {
+			size = -1 // not declared
+		}
+		return 0, &lendgraph.DownloadSpaceError{Path: "-", Size: size, MaxBytes: c.max, Free: -1}
+	}
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	c.m.set(c.n, c.total)

@@ -56,10 +56,10 @@ func (q *queryFlags) parts() (flat map[string]any, adv *lendgraph.Filter, period
 		}
 		adv = new(lendgraph.Filter)
 		if err := json.Unmarshal([]byte(q.where), adv); err != nil {
-			return nil, nil, "", nil, usagef("--where: %v", err)
+			return nil, nil, "", nil, usagef("--where %q: not a filter in JSON: %v", q.where, err)
 		}
 		if err := adv.Validate(); err != nil {
-			return nil, nil, "", nil, usagef("--where: %v", err)
+			return nil, nil, "", nil, usagef("--where %q: %v", q.where, err)
 		}
 	}
 	for _, s := range q.sorts {

@@ -68,13 +68,13 @@ _manifest.json.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains([]string{"auto", "ndjson", "json", "csv", "parquet"}, format) {
-				return usagef("--format must be auto, ndjson, json, csv or parquet")
+				return usagef("--format %q: use auto, ndjson, json, csv or parquet", format)
 			}
 			if !slices.Contains([]string{"ndjson", "csv", "json", "parquet"}, to) {
-				return usagef("--to must be ndjson, csv, json or parquet")
+				return usagef("--to %q: use ndjson, csv, json or parquet", to)
 			}
 			if groupRows < 1 {
-				return usagef("--row-group-size must be at least 1")
+				return usagef("--row-group-size %d: give 1 or more rows", groupRows)
 			}
 			for _, f := range fields {
 				if f == "" {
@@ -90,7 +90,8 @@ _manifest.json.
 				return err
 			}
 			var rows iter.Seq2[lendgraph.Row, error]
-			if ds, err := openDataset(cmd.Context(), args[0], format, incomplete); err != nil {
+			ds, err := openDataset(cmd.Context(), args[0], format, incomplete)
+			if err != nil {
 				return err
 			} else if ds != nil {
 				defer ds.close()
@@ -112,6 +113,9 @@ _manifest.json.
 			}
 			bw := bufio.NewWriterSize(a.stdout, 64<<10)
 			rw := newRowWriter(to, bw, fields, a.say)
+			if ds != nil {
+				rw.empty = ds.header
+			}
 			for row, err := range rows {
 				if err != nil {
 					_ = bw.Flush()
@@ -140,6 +144,7 @@ _manifest.json.
 // opened for reading.
 type dataset struct {
 	format lendgraph.Format
+	header []string                        // the columns of its rows: the csv header of a dataset of no rows
 	rows   iter.Seq2[lendgraph.Row, error] // every row, as export.Rows reads them; ranging it again reads again
 	close  func() error
 }
@@ -176,7 +181,7 @@ func openDataset(ctx context.Context, path, format string, incomplete bool) (*da
 		return nil, fmt.Errorf("input: the export in %s is not complete (%d of %d shards landed, no %s): run the export again to finish it, or read what landed with --allow-incomplete",
 			path, landed, len(m.Shards), export.SuccessFile)
 	}
-	return &dataset{format: m.Plan.Request.Format, rows: export.Rows[lendgraph.Row](ctx, path, opts...), close: func() error { return nil }}, nil
+	return &dataset{format: m.Plan.Request.Format, header: planColumns(m.Plan), rows: export.Rows[lendgraph.Row](ctx, path, opts...), close: func() error { return nil }}, nil
 }
 
 // openBucketDataset opens an export in an object store (export --out URL):
@@ -205,7 +210,18 @@ func openBucketDataset(ctx context.Context, url, format string, incomplete bool)
 		return nil, fmt.Errorf("input: the export in %s is not committed (no %s): run the shards left and lendgraph export commit --plan URL, or read what landed with --allow-incomplete",
 			redactedOut(url), export.SuccessFile)
 	}
-	return &dataset{format: p.Request.Format, rows: export.BucketRows[lendgraph.Row](ctx, b, opts...), close: b.Close}, nil
+	return &dataset{format: p.Request.Format, header: planColumns(p), rows: export.BucketRows[lendgraph.Row](ctx, b, opts...), close: b.Close}, nil
+}
+
+// planColumns are the columns of an export's rows, as its plan tells: the
+// fields it delivers, or without --fields the fields the reference shows
+// for its resource (lendgraph fields RESOURCE), sorted as rows sorts a
+// header.
+func planColumns(p *export.Plan) []string {
+	if len(p.Request.Fields) > 0 {
+		return p.Request.Fields
+	}
+	return slices.Sorted(slices.Values(fieldNames(referenceFields(p.Resource))))
 }
 
 // notManifest refuses path when it is an export's manifest, whose rows are
@@ -263,8 +279,47 @@ func (c *fieldCheck) err() error {
 			missing = append(missing, strconv.Quote(f))
 		}
 	}
-	return fmt.Errorf("--fields: no row has the field %s (the %d rows have: %s)",
-		strings.Join(missing, ", "), c.rows, strings.Join(slices.Sorted(maps.Keys(c.seen)), ", "))
+	have := slices.Sorted(maps.Keys(c.seen))
+	return fmt.Errorf("--fields: no row has the field %s%s (the %d rows have: %s)",
+		strings.Join(missing, ", "), meant(c.fields, c.missing, have), c.rows, strings.Join(have, ", "))
+}
+
+// first checks the --fields names against the first row, before anything
+// is written: a name the row lacks that is a near miss of a column it has
+// ("FullName" for fullName) is a typo, reported at once rather than after
+// every row was written with an empty column.
+func (c *fieldCheck) first(row lendgraph.Row) error {
+	have := row.Names()
+	var typos []string
+	lacks := map[string]bool{}
+	for _, f := range c.fields {
+		if _, ok := row[f]; !ok && suggestField(f, have) != "" {
+			typos = append(typos, strconv.Quote(f))
+			lacks[f] = true
+		}
+	}
+	if len(typos) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--fields: the first row has no field %s%s (it has: %s); nothing was written",
+		strings.Join(typos, ", "), meant(c.fields, lacks, have), strings.Join(have, ", "))
+}
+
+// meant is "; did you mean X?" for the names in lacks with a near miss in
+// have, in the order of fields ("" when there is none).
+func meant(fields []string, lacks map[string]bool, have []string) string {
+	var s []string
+	for _, f := range fields {
+		if lacks[f] {
+			if m := suggestField(f, have); m != "" {
+				s = append(s, m)
+			}
+		}
+	}
+	if len(s) == 0 {
+		return ""
+	}
+	return "; did you mean " + strings.Join(s, ", ") + "?"
 }
 
 // openRows opens a delivery file (stdin for "-") and returns its rows.
@@ -347,6 +402,7 @@ type rowWriter struct {
 	n      int
 	csv    *csv.Writer
 	header map[string]bool
+	empty  []string // the csv header when there are no rows and no --fields; nil: none
 	warned map[string]bool
 	buf    []byte
 	cells  []string
@@ -357,6 +413,11 @@ func newRowWriter(to string, w *bufio.Writer, fields []string, warn func(string,
 }
 
 func (rw *rowWriter) write(row lendgraph.Row) error {
+	if rw.n == 0 && rw.named {
+		if err := rw.check.first(row); err != nil {
+			return err
+		}
+	}
 	defer func() { rw.n++ }()
 	rw.check.see(row)
 	if rw.to == "csv" {
@@ -428,11 +489,15 @@ func (rw *rowWriter) end() error {
 		return err
 	case "csv":
 		if rw.csv == nil {
-			if rw.fields == nil {
-				return nil // no rows, no header
+			header := rw.fields
+			if header == nil {
+				header = rw.empty
+			}
+			if header == nil {
+				return nil // no rows, and nothing tells the columns: no header
 			}
 			rw.csv = csv.NewWriter(rw.w)
-			_ = rw.csv.Write(rw.fields)
+			_ = rw.csv.Write(header)
 		}
 		rw.csv.Flush()
 		return rw.csv.Error()

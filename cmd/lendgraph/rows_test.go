@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -252,5 +253,45 @@ func TestRows_UnknownFields(t *testing.T) {
 	r := c.run("rows", filepath.Join(dir, export.ManifestFile))
 	if r.code != exitUsage || !strings.Contains(r.stderr, "manifest") || !strings.Contains(r.stderr, "lendgraph rows "+dir) {
 		t.Errorf("rows DIR/_manifest.json: exit %d, stderr: %s", r.code, r.stderr)
+	}
+}
+
+// TestRows_EmptyDatasetCSVHeader: an export of no rows (--allow-empty)
+// read as csv is a header line, the columns its plan delivers: the
+// --fields it was planned with, else the fields the reference shows.
+func TestRows_EmptyDatasetCSVHeader(t *testing.T) {
+	c := newCLI(t)
+	for _, tc := range []struct {
+		fields []string
+		want   string
+	}{
+		{nil, "city,fullName,id,state,transactionCount\n"},
+		{[]string{"--fields", "fullName"}, "id,fullName,state\n"},
+	} {
+		dir := c.path(fmt.Sprintf("empty%d", len(tc.fields)))
+		r := c.run(append([]string{"export", "agents", "--by", "state", "--filter", "state=ZZ", "--allow-empty", "--out", dir}, tc.fields...)...)
+		wantCode(t, r, 0)
+		r = c.run("rows", dir, "--to", "csv")
+		wantCode(t, r, 0)
+		if r.stdout != tc.want {
+			t.Errorf("rows of an empty export %v --to csv: %q, want the header %q", tc.fields, r.stdout, tc.want)
+		}
+	}
+}
+
+// TestRows_FieldsTypo: a --fields name that differs from a column only by
+// case or a letter or two fails before a byte is written, saying which
+// column was meant.
+func TestRows_FieldsTypo(t *testing.T) {
+	c, src, dir := rowsInputs(t, 300, 100)
+	for _, in := range []string{src, dir} {
+		for _, to := range []string{"ndjson", "json", "csv"} {
+			for typo, meant := range map[string]string{"FullName": "fullName", "fulName": "fullName"} {
+				r := c.run("rows", in, "--to", to, "--fields", "id,"+typo)
+				if r.code != exitFailure || r.stdout != "" || !strings.Contains(r.stderr, "did you mean "+meant+"?") {
+					t.Errorf("%s --to %s --fields id,%s: exit %d, %d bytes written\n%s", filepath.Base(in), to, typo, r.code, len(r.stdout), r.stderr)
+				}
+			}
+		}
 	}
 }

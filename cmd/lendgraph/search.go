@@ -33,6 +33,8 @@ answer as one JSON object.`,
 				}
 				req.Entities = append(req.Entities, lendgraph.SearchEntity(e))
 			}
+			a.blameArg("Query", "QUERY", args[0])
+			a.blameFlags(cmd, map[string]string{"Limit": "limit", "Entities": "entity"})
 			c, err := a.clientFor()
 			if err != nil {
 				return err

@@ -291,3 +291,56 @@ func up(url string, exited <-chan struct{}) bool {
 	}
 	return false
 }
+
+// TestTelemetry_NoSecretOnStderr: the secrets of the OTLP configuration
+// reach neither stderr nor stdout, whether the headers variable has the
+// common typo, a malformed %-escape, or the collector answers 401 echoing
+// the header it was sent; with --json every line on stderr is JSON.
+func TestTelemetry_NoSecretOnStderr(t *testing.T) {
+	const secret = "s3cr3t-otlp-token-0042"
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, "unauthorized: %q is not a valid credential (token %s)", r.Header.Get("Authorization"),
+			strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	}))
+	t.Cleanup(echo.Close)
+	c := newCLI(t)
+	for _, tc := range []struct {
+		name, headers string
+		want          string // on stderr
+	}{
+		{"typo", "Authorization: Bearer " + secret, "OTEL_EXPORTER_OTLP_HEADERS: entry 1 of 1 has no"},
+		{"bad escape", "X-Team=data,Authorization=Bearer%zz" + secret, "entry 2 of 2 (Authorization): the value has a malformed %-escape"},
+		{"collector echoes the header", "Authorization=Bearer%20" + secret, "401 Unauthorized"},
+		// A trailing comma: OpenTelemetry's own parser logs the empty
+		// entry, through the tool's messages.
+		{"OpenTelemetry's logger", "Authorization=Bearer%20" + secret + ",", "telemetry: parse headers"},
+	} {
+		for _, jsonOut := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s json=%v", tc.name, jsonOut), func(t *testing.T) {
+				c.env = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + echo.URL, "OTEL_EXPORTER_OTLP_HEADERS=" + tc.headers, "OTEL_METRIC_EXPORT_INTERVAL=50"}
+				args := []string{"count", "agents"}
+				if jsonOut {
+					args = append([]string{"--json"}, args...)
+				}
+				r := c.run(args...)
+				wantCode(t, r, 0)
+				if n := strings.Count(r.stderr+r.stdout, secret); n != 0 {
+					t.Fatalf("the secret reached the output %d times:\n%s", n, r.stderr)
+				}
+				if !strings.Contains(r.stderr, tc.want) {
+					t.Errorf("stderr lacks %q:\n%s", tc.want, r.stderr)
+				}
+				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+				t.Logf("%d lines on stderr:\n%s", len(lines), r.stderr)
+				for _, line := range lines {
+					if jsonOut && !json.Valid([]byte(line)) {
+						t.Errorf("--json: stderr line %q is not JSON", line)
+					}
+				}
+			})
+		}
+	}
+}

@@ -293,8 +293,13 @@ func (j *DeliveryJob[T]) Download(ctx context.Context, w io.Writer, opts ...Down
 // path continues from the bytes on disk. A part file of another job, or
 // of a file the host now describes differently (size, ETag,
 // Last-Modified), is refused with an error matching ErrPartialMismatch
-// and left as it is; remove it to download from the start. A part file
-// without a readable record is overwritten. One download at a time may
+// and left as it is; remove it to download from the start. A part file of
+// this user's without a readable record is overwritten. No name is written
+// through a symbolic link or into a file that is not this user's: such a
+// file is left as it is, with an error matching ErrUnsafeFile; a new part
+// file is 0600 until it becomes the output. Before the file grows, its
+// declared size is checked against WithMaxDownloadBytes and the space
+// free where it goes (*DownloadSpaceError). One download at a time may
 // write to a path.
 func (j *DeliveryJob[T]) DownloadFile(ctx context.Context, path string, opts ...DownloadOption) (_ int64, err error) {
 	plain, progress := splitOptions[DownloadProgress](opts)

@@ -224,7 +224,7 @@ func TestDeliveryJob_DownloadFilePlantedLinks(t *testing.T) {
 			n, err := job.DownloadFile(ctx, path)
 			wantVictim(t, tc.name, victim, was)
 			if tc.refused {
-				if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+				if !errors.Is(err, lendgraph.ErrUnsafeFile) || !strings.Contains(err.Error(), "symbolic link") {
 					t.Fatalf("DownloadFile through a planted link: %d, %v; want it refused", n, err)
 				}
 				return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lendgraph/lendgraph-go/internal/formats"
 	"github.com/lendgraph/lendgraph-go/internal/retry"
+	"github.com/lendgraph/lendgraph-go/internal/safefile"
 )
 
 // Sentinel errors for errors.Is. Every *APIError matches the sentinel of its
@@ -77,6 +78,11 @@ var (
 	// ErrClientClosed matches the error of a call made after Client.Close.
 	// Nothing was sent.
 	ErrClientClosed = errors.New("lendgraph: client closed")
+	// ErrUnsafeFile matches the error of DownloadFile when a name it would
+	// write (the part file, its record) is a symbolic link, or a file that
+	// is not a regular file of this user: it is left as it is and nothing
+	// is written through it.
+	ErrUnsafeFile = safefile.ErrUnsafe
 )
 
 // maxErrorBody caps how much of an error response is read and kept.

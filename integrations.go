@@ -71,14 +71,14 @@ type PushCRMRequest struct {
 // PushCRMResult is the outcome of a push. PushCRMBatched merges the answers of
 // its batches into one.
 type PushCRMResult struct {
-	Billing        CRMBilling      `json:"billing"`
-	DryRun         bool            `json:"dryRun"`
-	Entity         CRMEntity       `json:"entity"`
-	Object         CRMObject       `json:"object"`
-	PortalID       string          `json:"portalId"`
-	PortalRecorded bool            `json:"portalRecorded"`
+	Billing        CRMBilling       `json:"billing"`
+	DryRun         bool             `json:"dryRun"`
+	Entity         CRMEntity        `json:"entity"`
+	Object         CRMObject        `json:"object"`
+	PortalID       string           `json:"portalId"`
+	PortalRecorded bool             `json:"portalRecorded"`
 	Results        []CRMPushOutcome `json:"results"`
-	Summary        CRMPushSummary  `json:"summary"`
+	Summary        CRMPushSummary   `json:"summary"`
 	// Extra holds every other member the server sent.
 	Extra Fields `json:",unknown"`
 }

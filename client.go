@@ -265,8 +265,10 @@ func (c *Client) String() string {
 // GoString is String: %#v must not print the key either.
 func (c *Client) GoString() string { return c.String() }
 
-// Format makes every verb (%v, %+v, %#v, %s) print String.
-func (c *Client) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
+// Format makes every verb (%v, %+v, %#v, %s) print String, for a *Client
+// and for a Client copied by value alike: fmt never walks its fields (the
+// connection pool's among them, which other goroutines change).
+func (c Client) Format(f fmt.State, _ rune) { io.WriteString(f, c.String()) }
 
 // secret is a credential that prints as [redacted] with every verb, so even
 // a Client copied by value and printed with %v does not show it.

@@ -290,7 +290,8 @@ func TestParallel_ParquetRows(t *testing.T) {
 // parquet.Rows, and the downloaded file decoded with parquet.Decode, the
 // same rows.
 func TestContract_ParquetDelivery(t *testing.T) {
-	srv := lendgraphtest.NewServer(t)
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
+	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 10_000})
 	c := srv.Client()
 	ctx := context.Background()
 	dj, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{

@@ -234,6 +234,9 @@ func prepare(top, version string) (*work, error) {
 	for _, m := range w.mods {
 		if slices.Contains(released, m.dir) {
 			paths[m.path] = true
+			if err := forget(m.path, version); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, m := range w.mods {
@@ -325,6 +328,44 @@ func setSiblings(gomod string, released map[string]bool, version string) error {
 		return err
 	}
 	return os.WriteFile(gomod, out, 0o644)
+}
+
+// forget removes module path at version from the module cache, where an
+// earlier run (a -check, a release prepared and abandoned) may have left
+// other contents under the same version, which the go command would use
+// instead of the local proxy's.
+func forget(p, version string) error {
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return err
+	}
+	cache := strings.TrimSpace(string(out))
+	esc, err := module.EscapePath(p)
+	if err != nil {
+		return err
+	}
+	ev, err := module.EscapeVersion(version)
+	if err != nil {
+		return err
+	}
+	extracted := filepath.Join(cache, filepath.FromSlash(esc)+"@"+ev)
+	// The go command makes what it extracts read-only.
+	_ = filepath.WalkDir(extracted, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	if err := os.RemoveAll(extracted); err != nil {
+		return err
+	}
+	downloads, _ := filepath.Glob(filepath.Join(cache, "cache", "download", filepath.FromSlash(esc), "@v", ev+".*"))
+	for _, f := range downloads {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // serve zips the module in dir of the copy into the local proxy at the

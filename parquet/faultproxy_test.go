@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -272,30 +271,4 @@ func writeTrickle(w http.ResponseWriter, r *http.Request, resp *http.Response, b
 			return
 		}
 	}
-}
-
-// firstN faults the first n requests whose method and path match (path
-// may end in * to match a prefix) with f, and passes everything else.
-func firstN(method, path string, n int, f proxyFault) func(*http.Request, int) proxyFault {
-	var mu sync.Mutex
-	left := n
-	return func(r *http.Request, _ int) proxyFault {
-		if r.Method != method || !pathMatch(path, r.URL.Path) {
-			return proxyFault{}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if left == 0 {
-			return proxyFault{}
-		}
-		left--
-		return f
-	}
-}
-
-func pathMatch(pattern, p string) bool {
-	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
-		return strings.HasPrefix(p, prefix)
-	}
-	return p == pattern
 }

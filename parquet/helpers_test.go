@@ -2,7 +2,6 @@ package parquet_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"iter"
 	"math/rand/v2"
@@ -97,14 +96,6 @@ func readTestFile(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func gzipBytes(s string) []byte {
-	var b bytes.Buffer
-	zw := gzip.NewWriter(&b)
-	_, _ = zw.Write([]byte(s))
-	_ = zw.Close()
-	return b.Bytes()
 }
 
 // partSize is the part size of the parallel downloads of tests that want

@@ -236,20 +236,44 @@ func eqPtr[T comparable](p *T, w any) bool {
 	return *p == w.(T)
 }
 
-// TestPqwrite_RefusesBadInput: a value of the wrong type, a row of the
-// wrong length and a repeated column are errors, not a corrupt file.
-func TestPqwrite_RefusesBadInput(t *testing.T) {
-	if _, err := pqwrite.NewWriter(io.Discard, "rows", []pqwrite.Column{{Name: "a"}, {Name: "a"}}, pqwrite.Options{}); err == nil {
-		t.Error("a repeated column was accepted")
-	}
-	w, err := pqwrite.NewWriter(io.Discard, "rows", pqwriteColumns, pqwrite.Options{})
+// TestPqwrite_RefusedRowLeavesNoTrace: a row the writer refuses (a value of
+// the wrong type after a good one) is refused whole: parquet-go reads the
+// rows around it, their columns aligned.
+func TestPqwrite_RefusedRowLeavesNoTrace(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := pqwrite.NewWriter(&buf, "rows", pqwriteColumns, pqwrite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write([]any{true}); err == nil {
-		t.Error("a short row was accepted")
+	good := [][]any{{true, int64(1), "a", `{"n":1}`, 1.5}, {false, int64(2), "b", nil, 2.5}}
+	if err := w.Write(good[0]); err != nil {
+		t.Fatal(err)
 	}
-	if err := w.Write([]any{true, "seven", nil, nil, nil}); err == nil || !strings.Contains(err.Error(), `"count"`) {
-		t.Errorf("a string in an int64 column: %v", err)
+	if err := w.Write([]any{true, "seven", "x", nil, nil}); err == nil || !strings.Contains(err.Error(), `"count"`) {
+		t.Fatalf("a string in an int64 column: %v", err)
+	}
+	if err := w.Write(good[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parquetgo.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]parquetgo.Row, 3)
+	r := parquetgo.NewReader(f)
+	defer r.Close()
+	n, err := r.ReadRows(rows)
+	if n != 2 || (err != nil && err != io.EOF) {
+		t.Fatalf("%d rows, %v", n, err)
+	}
+	for i, row := range rows[:n] {
+		for j, v := range row {
+			if d := pqwriteDiff(good[i][j], v); d != "" {
+				t.Fatalf("row %d column %s: %s", i, pqwriteColumns[j].Name, d)
+			}
+		}
 	}
 }

@@ -136,7 +136,8 @@ func NewWriter(w io.Writer, name string, cols []Column, opts Options) (*Writer, 
 }
 
 // Write adds a row: one value a column, in the columns' order; nil is a
-// null. A value of the wrong type for its column is an error.
+// null. A row with a value of the wrong type for its column is refused
+// whole, with an error; the writer goes on.
 func (p *Writer) Write(row []any) error {
 	if p.err != nil {
 		return p.err
@@ -148,10 +149,12 @@ func (p *Writer) Write(row []any) error {
 		return fmt.Errorf("pqwrite: a row of %d values for %d columns", len(row), len(p.cols))
 	}
 	for i, v := range row {
-		if err := p.bufs[i].add(p.cols[i], v); err != nil {
-			p.err = err
-			return err
+		if !fits(p.cols[i].Kind, v) {
+			return fmt.Errorf("pqwrite: column %q takes %s values, not %T", p.cols[i].Name, kindNames[p.cols[i].Kind], v)
 		}
+	}
+	for i, v := range row {
+		p.bufs[i].add(p.cols[i].Kind, v)
 	}
 	p.rows++
 	if p.rows == p.opts.RowGroupRows {
@@ -160,54 +163,46 @@ func (p *Writer) Write(row []any) error {
 	return nil
 }
 
-func (c *column) add(col Column, v any) error {
-	if v == nil {
-		c.defs = append(c.defs, 0)
-		return nil
+// fits reports whether v is a value of a column of kind k (nil fits all).
+func fits(k Kind, v any) bool {
+	switch v.(type) {
+	case nil:
+		return true
+	case string, []byte:
+		return k == String || k == JSON
+	case int64, int:
+		return k == Int64
+	case float64:
+		return k == Double
+	case bool:
+		return k == Boolean
 	}
-	switch col.Kind {
-	case String, JSON:
-		var b []byte
-		switch x := v.(type) {
-		case string:
-			b = []byte(x)
-		case []byte:
-			b = x
-		default:
-			return typeError(col, v)
-		}
-		c.values = binary.LittleEndian.AppendUint32(c.values, uint32(len(b)))
-		c.values = append(c.values, b...)
-	case Int64:
-		var n int64
-		switch x := v.(type) {
-		case int64:
-			n = x
-		case int:
-			n = int64(x)
-		default:
-			return typeError(col, v)
-		}
-		c.values = binary.LittleEndian.AppendUint64(c.values, uint64(n))
-	case Double:
-		f, ok := v.(float64)
-		if !ok {
-			return typeError(col, v)
-		}
-		c.values = binary.LittleEndian.AppendUint64(c.values, math.Float64bits(f))
-	case Boolean:
-		b, ok := v.(bool)
-		if !ok {
-			return typeError(col, v)
-		}
-		c.bools = append(c.bools, b)
-	}
-	c.defs = append(c.defs, 1)
-	return nil
+	return false
 }
 
-func typeError(col Column, v any) error {
-	return fmt.Errorf("pqwrite: column %q takes %s values, not %T", col.Name, kindNames[col.Kind], v)
+// add appends v, a value that fits the column's kind.
+func (c *column) add(k Kind, v any) {
+	if v == nil {
+		c.defs = append(c.defs, 0)
+		return
+	}
+	c.defs = append(c.defs, 1)
+	switch x := v.(type) {
+	case string:
+		c.values = binary.LittleEndian.AppendUint32(c.values, uint32(len(x)))
+		c.values = append(c.values, x...)
+	case []byte:
+		c.values = binary.LittleEndian.AppendUint32(c.values, uint32(len(x)))
+		c.values = append(c.values, x...)
+	case int64:
+		c.values = binary.LittleEndian.AppendUint64(c.values, uint64(x))
+	case int:
+		c.values = binary.LittleEndian.AppendUint64(c.values, uint64(int64(x)))
+	case float64:
+		c.values = binary.LittleEndian.AppendUint64(c.values, math.Float64bits(x))
+	case bool:
+		c.bools = append(c.bools, x)
+	}
 }
 
 var kindNames = [...]string{String: "string", Int64: "int64", Double: "float64", Boolean: "bool", JSON: "JSON text"}
@@ -314,7 +309,7 @@ func appendBools(dst []byte, bs []bool) []byte {
 // Close writes the last row group and the footer, and flushes. It does not
 // close the underlying writer.
 func (p *Writer) Close() error {
-	if p.closed {
+	if p.closed || p.err != nil {
 		return p.err
 	}
 	if err := p.flush(); err != nil {

@@ -13,7 +13,6 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
-	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // TestContract_CardFiles checks the design card's files: each exists and
@@ -143,7 +142,7 @@ func TestContract_Design(t *testing.T) {
 	}
 
 	dj, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{
-		FlatFilters: map[string]any{"state": "CA"}, Format: lendgraph.FormatParquet, Fields: []string{"id", "fullName"}, Limit: 5000,
+		FlatFilters: map[string]any{"state": "CA"}, Format: lendgraph.FormatCSV, Fields: []string{"id", "fullName"}, Limit: 5000,
 	})
 	must(t, err)
 	var _ *lendgraph.DeliveryJob[lendgraph.Agent] = dj
@@ -156,7 +155,7 @@ func TestContract_Design(t *testing.T) {
 		t.Fatalf("downloaded %d bytes, status says %d", nb, dst.Bytes)
 	}
 	rows := 0
-	for a, err := range parquet.Rows(ctx, dj) {
+	for a, err := range dj.Rows(ctx) {
 		must(t, err)
 		if a.ID == "" || a.FullName == "" {
 			t.Fatalf("row %+v", a)
@@ -164,7 +163,7 @@ func TestContract_Design(t *testing.T) {
 		rows++
 	}
 	fromFile := 0
-	for a, err := range parquet.Decode[lendgraph.Agent](bytes.NewReader(file.Bytes()), int64(file.Len())) {
+	for a, err := range lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(file.Bytes()), lendgraph.FormatCSV) {
 		must(t, err)
 		_ = a
 		fromFile++

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
-	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // The fuzz targets check that no input panics or hangs a decoder, and that
@@ -16,12 +15,7 @@ func fuzzDecode(f *testing.F, format lendgraph.Format, seeds ...[]byte) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var seq func(func(lendgraph.Row, error) bool)
-		if format == lendgraph.FormatParquet {
-			seq = parquet.Decode[lendgraph.Row](bytes.NewReader(b), int64(len(b)))
-		} else {
-			seq = lendgraph.DecodeRows[lendgraph.Row](bytes.NewReader(b), format, lendgraph.WithMaxLineSize(1<<16))
-		}
+		seq := lendgraph.DecodeRows[lendgraph.Row](bytes.NewReader(b), format, lendgraph.WithMaxLineSize(1<<16))
 		errs := 0
 		for _, err := range seq {
 			if err != nil {
@@ -32,9 +26,7 @@ func fuzzDecode(f *testing.F, format lendgraph.Format, seeds ...[]byte) {
 			}
 		}
 		// A typed row type goes through the same paths.
-		if format != lendgraph.FormatParquet {
-			for range lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(b), format) {
-			}
+		for range lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(b), format) {
 		}
 	})
 }
@@ -51,9 +43,4 @@ func FuzzDecodeJSON(f *testing.F) {
 func FuzzDecodeCSV(f *testing.F) {
 	fuzzDecode(f, lendgraph.FormatCSV, readTestFile(f, "agents.csv"), []byte("id\n\"a\"\"b\"\n"), []byte("id,transactionCount\na,1\n"),
 		[]byte("\xef\xbb\xbfid\na\n"), []byte("id,x\na,1,2\n"), []byte("id\n\"a\n"), []byte("id\na\"b\n"))
-}
-
-func FuzzDecodeParquet(f *testing.F) {
-	pq := readTestFile(f, "agents.parquet")
-	fuzzDecode(f, lendgraph.FormatParquet, pq, pq[:len(pq)/2], pq[len(pq)/2:], []byte("PAR1\x00\x00\x00\x00PAR1"))
 }

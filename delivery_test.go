@@ -17,7 +17,6 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
-	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // agentRow is every member of the fake's agent summary, typed: the row
@@ -102,9 +101,9 @@ type wireRow struct {
 // gives rows that marshal to the same JSON, nested members (office, tags)
 // and booleans (isTeamLead) kept in Extra included. A member a row lacks
 // (some agents have no state) is absent in ndjson and json and null in csv
-// (an empty cell) and parquet, which have a column for every row: the two
-// columnar formats marshal alike as they are, and all four once null
-// members are dropped (Decode leaves the zero value for both). 1,000 rows:
+// (an empty cell), which has a column for every row: all three marshal
+// alike once null members are dropped (Decode leaves the zero value for
+// both); parquet's case, in the parquet module, marshals as csv. 1,000 rows:
 // past the csv decoder's first batch of 512, on which it decides which
 // columns are boolean.
 func TestDeliveryJob_RowsMarshalAlike(t *testing.T) {
@@ -146,7 +145,6 @@ func TestDeliveryJob_RowsMarshalAlike(t *testing.T) {
 		}
 	}
 	same(raw, 0, 1) // json as ndjson
-	same(raw, 3, 2) // csv as parquet
 	for i := 1; i < len(allFormats); i++ {
 		same(noNull, 0, i)
 	}
@@ -417,27 +415,16 @@ func sameExtra(t *testing.T, row int, want, got lendgraph.Fields) {
 
 // TestDeliveryJob_ParquetNeedsParquetPackage: the root package does not
 // read parquet (it does not link a parquet library); its errors name the
-// call to use, and parquet.Rows refuses other formats.
+// call to use (parquet.Rows, tested in the parquet module).
 func TestDeliveryJob_ParquetNeedsParquetPackage(t *testing.T) {
 	_, c := newDeliveryServer(t)
 	ctx := context.Background()
 	pq, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Limit: 10})
-	csv, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10})
 	var ia *lendgraph.InvalidArgumentError
 	for _, job := range []*lendgraph.DeliveryJob[lendgraph.Agent]{pq, c.Agents.DeliveryJob(pq.ID)} { // known format, re-attached
 		for _, err := range job.Rows(ctx) {
 			if !errors.As(err, &ia) || !strings.Contains(err.Error(), "parquet.Rows") {
 				t.Fatalf("job.Rows on parquet: %v", err)
-			}
-		}
-	}
-	if rows := collect(t, parquet.Rows(ctx, c.Agents.DeliveryJob(pq.ID))); len(rows) != 10 || rows[0].ID == "" {
-		t.Fatalf("parquet.Rows: %d rows", len(rows))
-	}
-	for _, job := range []*lendgraph.DeliveryJob[lendgraph.Agent]{csv, c.Agents.DeliveryJob(csv.ID), nil} {
-		for _, err := range parquet.Rows(ctx, job) {
-			if !errors.As(err, &ia) {
-				t.Fatalf("parquet.Rows on csv: %v", err)
 			}
 		}
 	}

@@ -30,7 +30,6 @@ import (
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/internal/toxitest"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
-	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // wantInvalid checks that err is an *InvalidArgumentError naming arg and
@@ -59,13 +58,13 @@ func wantStatus(t *testing.T, err error, status int) *lendgraph.APIError {
 	return ae
 }
 
-var allFormats = []lendgraph.Format{lendgraph.FormatNDJSON, lendgraph.FormatJSON, lendgraph.FormatCSV, lendgraph.FormatParquet}
+// allFormats are the formats the root package reads. Parquet is read by
+// package parquet, a module of its own: its cases of these tests are in
+// that module's tests (parquet/sdk_test.go).
+var allFormats = []lendgraph.Format{lendgraph.FormatNDJSON, lendgraph.FormatJSON, lendgraph.FormatCSV}
 
-// jobRows is job.Rows, or parquet.Rows for a parquet job.
-func jobRows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T], f lendgraph.Format) iter.Seq2[T, error] {
-	if f == lendgraph.FormatParquet {
-		return parquet.Rows(ctx, job)
-	}
+// jobRows is job.Rows, for a job delivered in format f (one of allFormats).
+func jobRows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T], _ lendgraph.Format) iter.Seq2[T, error] {
 	return job.Rows(ctx)
 }
 
@@ -719,11 +718,7 @@ func decodeAll[T any](t *testing.T, b []byte, f lendgraph.Format) ([]T, error) {
 	t.Helper()
 	var out []T
 	var err error
-	seq := lendgraph.DecodeRows[T](bytes.NewReader(b), f)
-	if f == lendgraph.FormatParquet {
-		seq = parquet.Decode[T](bytes.NewReader(b), int64(len(b)))
-	}
-	for r, e := range seq {
+	for r, e := range lendgraph.DecodeRows[T](bytes.NewReader(b), f) {
 		if e != nil {
 			err = e
 			break

@@ -20,7 +20,6 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
-	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // The iterator contract (doc.go), held for every iter.Seq2 the SDK
@@ -142,17 +141,10 @@ func (f *iterFixture) cases(t *testing.T) []iterCase {
 	for _, format := range allFormats {
 		cs = append(cs, iterCase{name: "DeliveryJob.Rows/" + string(format), want: f.rowIDs, seq: func(ctx context.Context) iter.Seq2[string, error] {
 			return keyed(jobRows(ctx, c.Agents.DeliveryJob(f.jobs[format].ID), format), agentID)
-		}}, iterCase{name: "DecodeRows/" + string(format), want: f.rowIDs, shared: format != lendgraph.FormatParquet, seq: func(context.Context) iter.Seq2[string, error] {
-			if format == lendgraph.FormatParquet {
-				return keyed(parquet.Decode[lendgraph.Agent](bytes.NewReader(f.files[format]), int64(len(f.files[format]))), agentID)
-			}
+		}}, iterCase{name: "DecodeRows/" + string(format), want: f.rowIDs, shared: true, seq: func(context.Context) iter.Seq2[string, error] {
 			return keyed(lendgraph.DecodeRows[lendgraph.Agent](bytes.NewReader(f.files[format]), format), agentID)
 		}})
 	}
-	cs = append(cs, iterCase{name: "DecodeParquet", want: f.rowIDs, seq: func(context.Context) iter.Seq2[string, error] {
-		b := f.files[lendgraph.FormatParquet]
-		return keyed(parquet.Decode[lendgraph.Agent](bytes.NewReader(b), int64(len(b))), agentID)
-	}})
 	for i := range cs {
 		if cs[i].want == nil {
 			cs[i].want = list(cs[i].seq(ctx))
@@ -407,43 +399,6 @@ func TestIterators_CancelGivesTheCause(t *testing.T) {
 				t.Fatalf("expired context: %v", err)
 			}
 		})
-	}
-}
-
-// TestIterators_ParquetRowsLeaveNothing: the temporary file of a
-// parquet delivery is removed on break, panic and cancel.
-func TestIterators_ParquetRowsLeaveNothing(t *testing.T) {
-	noLeaks(t)
-	_, c := newDeliveryServer(t)
-	job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Limit: 500})
-	// After the fake wrote its files: the SDK's alone land here.
-	dir := t.TempDir()
-	t.Setenv("TMPDIR", dir)
-	for _, how := range []string{"break", "panic", "cancel"} {
-		ctx, cancel := context.WithCancel(context.Background())
-		func() {
-			defer func() { _ = recover() }()
-			n := 0
-			for _, err := range parquet.Rows(ctx, job) {
-				if err != nil {
-					break
-				}
-				if n++; n == 7 {
-					switch how {
-					case "break":
-						return
-					case "panic":
-						panic("boom")
-					default:
-						cancel()
-					}
-				}
-			}
-		}()
-		cancel()
-		if left, _ := os.ReadDir(dir); len(left) != 0 {
-			t.Fatalf("%s: %d files left in the temporary directory", how, len(left))
-		}
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
-	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // TestMisuse_SaysWhatToDo (item 9): a zero Client, nil readers, nil jobs
@@ -40,8 +39,6 @@ func TestMisuse_SaysWhatToDo(t *testing.T) {
 	for _, f := range allFormats {
 		wantFix(t, "DecodeRows(nil, "+string(f)+")", firstErr(lendgraph.DecodeRows[lendgraph.Agent](nil, f)), "pass the file's reader")
 	}
-	wantFix(t, "parquet.Decode(nil)", firstErr(parquet.Decode[lendgraph.Agent](nil, 10)), "pass the file's reader")
-	wantFix(t, "parquet.Decode(r, -1)", firstErr(parquet.Decode[lendgraph.Agent](strings.NewReader(""), -1)), "the file's size")
 	wantFix(t, "DecodeEnrichmentResults(nil)", firstErr(lendgraph.DecodeEnrichmentResults(nil)), "pass the file's reader")
 	_, err := (&lendgraph.EnrichBatch{Jobs: []*lendgraph.EnrichJob{nil}}).Wait(ctx)
 	wantFix(t, "EnrichBatch with a nil job", err, "Jobs[0]")

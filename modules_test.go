@@ -11,39 +11,71 @@ import (
 	"time"
 )
 
-// TestModules_CLI runs the tests of the command line tool. The tool is a
-// module of its own (cmd/lendgraph/go.mod) so that programs importing the
-// SDK do not require its dependencies; `go test ./...` here stops at a
-// module boundary, and this test carries it over, so the README's one test
-// command still tests everything. It runs them with -short (the end-to-end
-// tests that take minutes skip) and within this test's own deadline, so
-// that they fit in this package's go test timeout on a slow machine. CI runs
-// that module's tests itself, in full and with -race, and sets
-// LENDGRAPH_SKIP_NESTED.
-func TestModules_CLI(t *testing.T) {
+// TestModules_Nested runs the tests of every other module of go.work: the
+// command line tool, export, otel (its tests are the module otel/test),
+// parquet, searchhost, the tools and the examples that have a go.mod. They
+// are modules of their own so that programs importing the SDK do not
+// require their dependencies; `go test ./...` here stops at a module
+// boundary, and this test carries it over, so the README's one test command
+// still tests everything. It runs them in one go command from this
+// directory (go.work builds them against this checkout), with -short (the
+// end-to-end tests that take minutes skip) and within this test's own
+// deadline, so that they fit in this package's go test timeout on a slow
+// machine. CI runs each module's tests itself, in full and with -race, and
+// sets LENDGRAPH_SKIP_NESTED.
+func TestModules_Nested(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the cmd/lendgraph module's tests are not run")
+		t.Skip("-short: the nested modules' tests are not run")
 	}
 	if os.Getenv("LENDGRAPH_SKIP_NESTED") != "" {
-		t.Skip("LENDGRAPH_SKIP_NESTED is set: the cmd/lendgraph module's tests run on their own")
+		t.Skip("LENDGRAPH_SKIP_NESTED is set: the nested modules' tests run on their own")
 	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	dirs := nestedModules(t, goTool)
 	deadline, ok := t.Deadline()
-	args := nestedTestArgs(raceEnabled, time.Until(deadline), ok)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = "cmd/lendgraph"
+	args := nestedTestArgs(raceEnabled, time.Until(deadline), ok, dirs)
+	cmd := exec.Command(goTool, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go %v in cmd/lendgraph: %v\n%s", args, err, out)
+		t.Fatalf("go %v: %v\n%s", args, err, out)
 	}
-	t.Logf("cmd/lendgraph: %s", out)
+	t.Logf("go %v:\n%s", args, out)
 }
 
-// nestedTestArgs returns the arguments of the go command that runs a nested
-// module's tests from a test with left time to its deadline: -short, and a
-// -timeout that ends the nested run (with its own report of the tests
-// still running) a margin before this test's deadline would end this
-// package's run; -timeout 0 when this run has none (go test -timeout 0).
-func nestedTestArgs(race bool, left time.Duration, hasDeadline bool) []string {
+// nestedModules lists the directories of go.work's modules but this one,
+// each as ./dir.
+func nestedModules(t *testing.T, goTool string) []string {
+	t.Helper()
+	out, err := exec.Command(goTool, "work", "edit", "-json").Output()
+	if err != nil {
+		t.Fatalf("go work edit -json: %v", err)
+	}
+	var work struct{ Use []struct{ DiskPath string } }
+	if err := json.Unmarshal(out, &work); err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, u := range work.Use {
+		if d := filepath.ToSlash(filepath.Clean(u.DiskPath)); d != "." {
+			dirs = append(dirs, "./"+d)
+		}
+	}
+	if len(dirs) == 0 {
+		t.Fatal("go.work uses no module but this one")
+	}
+	return dirs
+}
+
+// nestedTestArgs returns the arguments of the go command that runs the
+// tests of the nested modules in dirs from a test with left time to its
+// deadline: -short, and a -timeout that ends the nested run (with its own
+// report of the tests still running) a margin before this test's deadline
+// would end this package's run; -timeout 0 when this run has none (go test
+// -timeout 0).
+func nestedTestArgs(race bool, left time.Duration, hasDeadline bool, dirs []string) []string {
 	args := []string{"test", "-short"}
 	if race {
 		args = append(args, "-race")
@@ -56,27 +88,37 @@ func nestedTestArgs(race bool, left time.Duration, hasDeadline bool) []string {
 	} else {
 		args = append(args, "-timeout", "0")
 	}
-	return append(args, "./...")
+	for _, d := range dirs {
+		args = append(args, d+"/...")
+	}
+	return args
 }
 
-// TestModules_NestedArgs checks the nested module's run: -short, so that
-// the end-to-end tests that take minutes skip, and a -timeout inside this
-// package's.
+// TestModules_NestedArgs checks the nested modules' run: -short, so that
+// the end-to-end tests that take minutes skip, a -timeout inside this
+// package's, and every module.
 func TestModules_NestedArgs(t *testing.T) {
+	dirs := []string{"./cmd/lendgraph", "./export"}
 	for _, c := range []struct {
 		race bool
 		left time.Duration
 		ok   bool
 		want string
 	}{
-		{false, 10 * time.Minute, true, "test -short -timeout 9m0s ./..."},
-		{true, 10 * time.Minute, true, "test -short -race -timeout 9m0s ./..."},
-		{false, 60 * time.Second, true, "test -short -timeout 50s ./..."},
-		{false, 5 * time.Second, true, "test -short -timeout 1s ./..."},
-		{false, 0, false, "test -short -timeout 0 ./..."},
+		{false, 10 * time.Minute, true, "test -short -timeout 9m0s ./cmd/lendgraph/... ./export/..."},
+		{true, 10 * time.Minute, true, "test -short -race -timeout 9m0s ./cmd/lendgraph/... ./export/..."},
+		{false, 60 * time.Second, true, "test -short -timeout 50s ./cmd/lendgraph/... ./export/..."},
+		{false, 5 * time.Second, true, "test -short -timeout 1s ./cmd/lendgraph/... ./export/..."},
+		{false, 0, false, "test -short -timeout 0 ./cmd/lendgraph/... ./export/..."},
 	} {
-		if got := strings.Join(nestedTestArgs(c.race, c.left, c.ok), " "); got != c.want {
+		if got := strings.Join(nestedTestArgs(c.race, c.left, c.ok, dirs), " "); got != c.want {
 			t.Errorf("nestedTestArgs(%v, %v, %v) = %q, want %q", c.race, c.left, c.ok, got, c.want)
+		}
+	}
+	got := nestedModules(t, "go")
+	for _, want := range []string{"./cmd/lendgraph", "./export", "./otel", "./otel/test", "./parquet", "./searchhost"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("go.work's modules %v lack %s", got, want)
 		}
 	}
 }
@@ -198,6 +240,8 @@ func TestModules_Footprint(t *testing.T) {
 			banned[m] = "a module of the command line tool"
 		}
 	}
+	t.Run("graph", func(t *testing.T) { footprintGraph(t, goTool) })
+	t.Run("otel pin", func(t *testing.T) { footprintOTelPin(t, goTool) })
 	for _, p := range []struct {
 		name, src string
 		limit     int64
@@ -279,4 +323,89 @@ func requires(t *testing.T, goTool, gomod string) []string {
 		t.Fatalf("%s requires nothing", gomod)
 	}
 	return paths
+}
+
+// graphLimit is the most modules `go list -m all` may list in a module
+// that imports only package lendgraph, itself and the SDK included.
+const graphLimit = 20
+
+// graphBanned are the module families that must not be in such a module's
+// graph at all: they belong to the nested modules (export, otel, parquet,
+// searchhost) and to their dependencies.
+var graphBanned = []string{
+	"github.com/aws/", "gocloud.dev", "google.golang.org/grpc", "google.golang.org/api", "google.golang.org/genproto",
+	"go.opentelemetry.io/", "github.com/meilisearch/", "github.com/parquet-go/", "github.com/lendgraph/lendgraph-go/",
+}
+
+// footprintGraph makes a module that imports only package lendgraph (the
+// SDK of this checkout, through a replace directive), runs go mod tidy and
+// checks its module graph: at most graphLimit modules, none of
+// graphBanned. It logs the list.
+func footprintGraph(t *testing.T, goTool string) {
+	dir := consumerModule(t, goTool, "", footprintSmall)
+	mods := goLines(t, goTool, dir, "list", "-m", "-f", "{{.Path}}", "all")
+	t.Logf("a module importing only package lendgraph: %d modules in go list -m all: %v", len(mods), mods)
+	if len(mods) > graphLimit {
+		t.Errorf("%d modules, over the %d-module goal", len(mods), graphLimit)
+	}
+	for _, m := range mods {
+		for _, b := range graphBanned {
+			if strings.HasPrefix(m, b) {
+				t.Errorf("the graph holds %s", m)
+			}
+		}
+	}
+}
+
+// footprintOTelPin: a module pinned at go.opentelemetry.io/otel v1.30.0
+// that adds an import of lendgraph stays at v1.30.0 after go mod tidy (the
+// SDK raises none of its versions).
+func footprintOTelPin(t *testing.T, goTool string) {
+	const pinned = "v1.30.0"
+	src := strings.Replace(footprintSmall, "\"net/http\"\n", "\"net/http\"\n\n\t\"go.opentelemetry.io/otel\"\n", 1)
+	src = strings.Replace(src, "func main() {\n", "func main() {\n\t_ = otel.Tracer(\"app\")\n", 1)
+	dir := consumerModule(t, goTool, "require go.opentelemetry.io/otel "+pinned+"\n", src)
+	got := goLines(t, goTool, dir, "list", "-m", "-f", "{{.Version}}", "go.opentelemetry.io/otel")
+	if len(got) != 1 || got[0] != pinned {
+		t.Fatalf("go.opentelemetry.io/otel after adding the SDK: %v, want %s", got, pinned)
+	}
+}
+
+// consumerModule writes a module requiring the SDK of this checkout (and
+// what require adds) with src as its main package, runs go mod tidy in it
+// with GOWORK=off, and returns its directory.
+func consumerModule(t *testing.T, goTool, require, src string) string {
+	t.Helper()
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gomod := "module example.com/consumer\n\ngo 1.25.0\n\nrequire github.com/lendgraph/lendgraph-go v0.0.0\n" + require +
+		"\nreplace github.com/lendgraph/lendgraph-go => " + root + "\n"
+	for name, body := range map[string]string{"go.mod": gomod, "main.go": src} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goLines(t, goTool, dir, "mod", "tidy")
+	return dir
+}
+
+// goLines runs the go command in dir with GOWORK=off and returns its
+// output's lines.
+func goLines(t *testing.T, goTool, dir string, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command(goTool, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("go %v in %s: %v\n%s", args, dir, err, stderr)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }

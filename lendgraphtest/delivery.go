@@ -16,7 +16,8 @@ import (
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/parquet-go/parquet-go"
+
+	"github.com/lendgraph/lendgraph-go/internal/pqwrite"
 )
 
 // Bulk delivery in the fake: POST/GET/DELETE /v1/<resource>/bulk-delivery[/{jobId}]
@@ -35,7 +36,8 @@ const (
 	// deliveryPage is the rows a delivery job writes between progress ticks
 	// (and cancellation checks).
 	deliveryPage = 1000
-	// parquetRowGroup bounds the rows parquet-go holds in memory.
+	// parquetRowGroup is the rows of a parquet row group, which the writer
+	// holds in memory.
 	parquetRowGroup = 20_000
 )
 
@@ -402,7 +404,7 @@ func (s *Server) writeDelivery(ctx context.Context, jc *jobCtx, p *deliveryPlan)
 
 func (s *Server) newRowWriter(p *deliveryPlan, w io.Writer) (rowWriter, error) {
 	if p.format == "parquet" {
-		return s.newParquetWriter(p, w), nil
+		return s.newParquetWriter(p, w)
 	}
 	return newRowWriter(p.format, p.columns, nil, w)
 }
@@ -423,7 +425,7 @@ func newRowWriter(format string, columns []string, sample Record, w io.Writer) (
 		}
 		return &csvWriter{w: cw, cols: columns}, nil
 	case "parquet":
-		return newParquetWriter("rows", columns, sample, w), nil
+		return newParquetWriter("rows", columns, sample, w)
 	}
 	return nil, fmt.Errorf("unknown format %q", format)
 }
@@ -518,84 +520,76 @@ func (c *csvWriter) write(rows []Record) error {
 func (c *csvWriter) close() error { c.w.Flush(); return c.w.Error() }
 
 // parquetWriter writes typed columns: strings, int64, double, boolean, and
-// nested values as JSON-annotated strings, every column optional.
+// nested values as JSON-annotated strings, every column optional, in row
+// groups of parquetRowGroup rows, snappy-compressed (internal/pqwrite).
 type parquetWriter struct {
-	w     *parquet.GenericWriter[any]
-	cols  []string // in the schema's column order
-	kinds []string
-	buf   []parquet.Row
+	w    *pqwrite.Writer
+	cols []pqwrite.Column // in the file's column order: sorted by name
+	row  []any
 }
 
-func (s *Server) newParquetWriter(p *deliveryPlan, w io.Writer) *parquetWriter {
+func (s *Server) newParquetWriter(p *deliveryPlan, w io.Writer) (*parquetWriter, error) {
 	return newParquetWriter(p.resource, p.columns, s.data.samples(p.resource), w)
 }
 
 // newParquetWriter writes columns typed after the values of sample.
-func newParquetWriter(name string, columns []string, sample Record, w io.Writer) *parquetWriter {
-	group := parquet.Group{}
-	kinds := map[string]string{}
-	for _, c := range columns {
-		var node parquet.Node
+func newParquetWriter(name string, columns []string, sample Record, w io.Writer) (*parquetWriter, error) {
+	cols := make([]pqwrite.Column, 0, len(columns))
+	for _, c := range slices.Sorted(slices.Values(columns)) {
+		kind := pqwrite.JSON
 		switch sample[c].(type) {
 		case string:
-			node, kinds[c] = parquet.String(), "string"
+			kind = pqwrite.String
 		case int64, int:
-			node, kinds[c] = parquet.Int(64), "int"
+			kind = pqwrite.Int64
 		case float64:
-			node, kinds[c] = parquet.Leaf(parquet.DoubleType), "float"
+			kind = pqwrite.Double
 		case bool:
-			node, kinds[c] = parquet.Leaf(parquet.BooleanType), "bool"
-		default:
-			node, kinds[c] = parquet.JSON(), "json"
+			kind = pqwrite.Boolean
 		}
-		group[c] = parquet.Optional(node)
+		cols = append(cols, pqwrite.Column{Name: c, Kind: kind})
 	}
-	schema := parquet.NewSchema(name, group)
-	pw := &parquetWriter{w: parquet.NewGenericWriter[any](w, schema, parquet.MaxRowsPerRowGroup(parquetRowGroup))}
-	for _, f := range schema.Fields() { // sorted: the column order
-		pw.cols = append(pw.cols, f.Name())
-		pw.kinds = append(pw.kinds, kinds[f.Name()])
+	pw, err := pqwrite.NewWriter(w, name, cols, pqwrite.Options{RowGroupRows: parquetRowGroup, Codec: pqwrite.Snappy})
+	if err != nil {
+		return nil, err
 	}
-	return pw
+	return &parquetWriter{w: pw, cols: cols, row: make([]any, len(cols))}, nil
 }
 
 func (p *parquetWriter) write(rows []Record) error {
-	p.buf = p.buf[:0]
 	for _, r := range rows {
-		row := make(parquet.Row, len(p.cols))
 		for i, c := range p.cols {
-			v, ok := r[c]
+			v, ok := r[c.Name]
 			if !ok || v == nil {
-				row[i] = parquet.NullValue().Level(0, 0, i)
+				p.row[i] = nil
 				continue
 			}
-			var pv parquet.Value
-			switch p.kinds[i] {
-			case "string":
+			switch c.Kind {
+			case pqwrite.String:
 				s, _ := v.(string)
-				pv = parquet.ByteArrayValue([]byte(s))
-			case "int":
+				p.row[i] = s
+			case pqwrite.Int64:
 				n, _ := v.(int64)
-				pv = parquet.Int64Value(n)
-			case "float":
+				p.row[i] = n
+			case pqwrite.Double:
 				f, _ := toFloat(v)
-				pv = parquet.DoubleValue(f)
-			case "bool":
+				p.row[i] = f
+			case pqwrite.Boolean:
 				b, _ := v.(bool)
-				pv = parquet.BooleanValue(b)
+				p.row[i] = b
 			default:
 				b, err := json.Marshal(v)
 				if err != nil {
 					return err
 				}
-				pv = parquet.ByteArrayValue(b)
+				p.row[i] = b
 			}
-			row[i] = pv.Level(0, 1, i)
 		}
-		p.buf = append(p.buf, row)
+		if err := p.w.Write(p.row); err != nil {
+			return err
+		}
 	}
-	_, err := p.w.WriteRows(p.buf)
-	return err
+	return nil
 }
 
 func (p *parquetWriter) close() error { return p.w.Close() }

@@ -25,7 +25,7 @@ import (
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/internal/formats"
-	"github.com/lendgraph/lendgraph-go/internal/pqrows"
+	"github.com/lendgraph/lendgraph-go/parquet/internal/pqrows"
 )
 
 // Decode decodes a parquet delivery file of size bytes, read at random

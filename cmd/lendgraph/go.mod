@@ -6,7 +6,10 @@ require (
 	github.com/go-json-experiment/json v0.0.0-20251027170946-4849db3c2f7e
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-cmp v0.7.0
-	github.com/lendgraph/lendgraph-go v0.0.0-20261128134930-c6bb3ce8b430
+	github.com/lendgraph/lendgraph-go v0.0.0-00010101000000-000000000000
+	github.com/lendgraph/lendgraph-go/export v0.0.0-00010101000000-000000000000
+	github.com/lendgraph/lendgraph-go/otel v0.0.0-00010101000000-000000000000
+	github.com/lendgraph/lendgraph-go/parquet v0.0.0-00010101000000-000000000000
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/goleak v1.3.0

@@ -46,6 +46,8 @@ require (
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/lendgraph/lendgraph-go/export v0.0.0-00010101000000-000000000000
+	github.com/lendgraph/lendgraph-go/parquet v0.0.0-00010101000000-000000000000 // indirect
 	github.com/nexus-rpc/nexus-proto-annotations v0.1.0 // indirect
 	github.com/nexus-rpc/sdk-go v0.7.0 // indirect
 	github.com/parquet-go/bitpack v1.0.0 // indirect
@@ -62,7 +64,7 @@ require (
 	go.opentelemetry.io/otel/sdk v1.46.0 // indirect
 	go.opentelemetry.io/otel/sdk/metric v1.46.0 // indirect
 	go.opentelemetry.io/otel/trace v1.46.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
@@ -77,3 +79,7 @@ require (
 )
 
 replace github.com/lendgraph/lendgraph-go => ../..
+
+replace github.com/lendgraph/lendgraph-go/export => ../../export
+
+replace github.com/lendgraph/lendgraph-go/parquet => ../../parquet

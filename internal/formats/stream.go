@@ -1,7 +1,7 @@
 // Package formats decodes bulk delivery files (ndjson.gz, json, csv) into
-// typed rows, and runs the stream that other formats (parquet, in
-// internal/pqrows, which keeps parquet-go out of programs that do not
-// read parquet) decode on. A producer goroutine cuts the file into units
+// typed rows, and runs the stream that other formats (parquet, in the
+// parquet module's internal/pqrows, which keeps parquet-go out of programs
+// that do not read parquet) decode on. A producer goroutine cuts the file into units
 // (batches of JSON rows; chunks of csv records; parquet row groups) that
 // GOMAXPROCS workers decode in parallel; rows are yielded in file order.
 // Workers set plain fields directly (see RowDecoder); anything else is

@@ -1,4 +1,4 @@
-package lendgraph_test
+package parquet_test
 
 import (
 	"bytes"
@@ -139,7 +139,7 @@ func TestParquetRows_DecodesWhileDownloading(t *testing.T) {
 			g := &gate{base: http.DefaultTransport, host: strings.TrimPrefix(srv.StorageURL(), "http://"), cut: size * 6 / 10, open: make(chan struct{})}
 			defer g.release()
 			c := srv.Client(lendgraph.WithDownloadConnections(conns), lendgraph.WithHTTPClient(&http.Client{Transport: g}))
-			lendgraph.SetDownloadPartSize(c, partSize)
+			setPartSize(t, c, partSize)
 			srv.ResetRequests()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -301,7 +301,7 @@ func TestParquetRows_RandomStopsUnderFaults(t *testing.T) {
 		conns := []int{1, 4}[rng.IntN(2)]
 		c := proxy.client(srv, lendgraph.WithMaxRetries(8), lendgraph.WithAttemptTimeout(2500*time.Millisecond),
 			lendgraph.WithDownloadConnections(conns))
-		lendgraph.SetDownloadPartSize(c, 1<<20)
+		setPartSize(t, c, 1<<20)
 		action := []string{"break", "panic", "cancel in the loop", "cancel at a random moment", "read to the end"}[rng.IntN(5)]
 		at := 1 + rng.IntN(len(want)-1)
 		delay := time.Duration(rng.IntN(600)) * time.Millisecond

@@ -1,4 +1,4 @@
-package lendgraph_test
+package parquet_test
 
 import (
 	"bufio"
@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/parquet-go/parquet-go"
+	parquetgo "github.com/parquet-go/parquet-go"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
-	lgparquet "github.com/lendgraph/lendgraph-go/parquet"
+	"github.com/lendgraph/lendgraph-go/parquet"
 )
 
 // Benchmarks of the delivery decoders over agent files written by the fake
@@ -148,7 +148,7 @@ func benchDecode[T any](b *testing.B, f lendgraph.Format) {
 			n := 0
 			seq := lendgraph.DecodeRows[T](bufio.NewReaderSize(fh, 1<<20), f)
 			if f == lendgraph.FormatParquet {
-				seq = lgparquet.Decode[T](fh, size)
+				seq = parquet.Decode[T](fh, size)
 			}
 			for _, err := range seq {
 				if err != nil {
@@ -250,11 +250,11 @@ func BenchmarkDeliveryBaseline(b *testing.B) {
 		}
 	})
 	run("parquet-GenericReader", lendgraph.FormatParquet, func(fh *os.File, size int64) int {
-		pf, err := parquet.OpenFile(fh, size)
+		pf, err := parquetgo.OpenFile(fh, size)
 		if err != nil {
 			b.Fatal(err)
 		}
-		r := parquet.NewGenericReader[plainAgent](pf)
+		r := parquetgo.NewGenericReader[plainAgent](pf)
 		defer r.Close()
 		buf := make([]plainAgent, 512)
 		n := 0
@@ -395,7 +395,7 @@ func BenchmarkDeliveryNested(b *testing.B) {
 					case "ndjson", "json", "csv":
 						seq = lendgraph.DecodeRows[nestedRow](bufio.NewReaderSize(fh, 1<<20), lendgraph.Format(nf.name))
 					default:
-						seq = lgparquet.Decode[nestedRow](fh, size)
+						seq = parquet.Decode[nestedRow](fh, size)
 					}
 					n := 0
 					for r, err := range seq {
@@ -504,11 +504,11 @@ func BenchmarkDeliveryNestedFloor(b *testing.B) {
 		}
 	})
 	flat := func(fh *os.File, size int64) int {
-		pf, err := parquet.OpenFile(fh, size)
+		pf, err := parquetgo.OpenFile(fh, size)
 		if err != nil {
 			b.Fatal(err)
 		}
-		pr := parquet.NewGenericReader[nestedFlat](pf)
+		pr := parquetgo.NewGenericReader[nestedFlat](pf)
 		defer pr.Close()
 		buf := make([]nestedFlat, 512)
 		n := 0
@@ -534,11 +534,11 @@ func BenchmarkDeliveryNestedFloor(b *testing.B) {
 	run("parquet-122880-GenericReader+json.Unmarshal", "nested.parquet", flat)
 	run("parquet-1group-GenericReader+json.Unmarshal", "nested-1rg.parquet", flat)
 	run("parquet-native-GenericReader", "nested-native.parquet", func(fh *os.File, size int64) int {
-		pf, err := parquet.OpenFile(fh, size)
+		pf, err := parquetgo.OpenFile(fh, size)
 		if err != nil {
 			b.Fatal(err)
 		}
-		pr := parquet.NewGenericReader[nestedNative](pf)
+		pr := parquetgo.NewGenericReader[nestedNative](pf)
 		defer pr.Close()
 		buf := make([]nestedNative, 512)
 		n := 0

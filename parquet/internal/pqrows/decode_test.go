@@ -27,7 +27,7 @@ func slow(b []byte, v any) error { return jsonv2.Unmarshal(b, v, jsonOpts) }
 
 func readFile(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../../testdata/delivery/" + name)
+	b, err := os.ReadFile("../../../testdata/delivery/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,12 +153,12 @@ func TestAttempt_StalledIsRetried(t *testing.T) {
 			return []lendgraph.Option{lendgraph.WithAttemptTimeout(200 * time.Millisecond)}
 		}},
 		{"http.Client.Timeout", false, func() []lendgraph.Option {
-			tr := proxy.transport()
+			tr := proxy.Transport()
 			t.Cleanup(tr.CloseIdleConnections)
 			return []lendgraph.Option{lendgraph.WithHTTPClient(&http.Client{Transport: tr, Timeout: 200 * time.Millisecond})}
 		}},
 		{"ResponseHeaderTimeout", true, func() []lendgraph.Option {
-			tr := proxy.transport()
+			tr := proxy.Transport()
 			tr.ResponseHeaderTimeout = 200 * time.Millisecond
 			t.Cleanup(tr.CloseIdleConnections)
 			return []lendgraph.Option{lendgraph.WithHTTPClient(&http.Client{Transport: tr})}
@@ -166,12 +166,12 @@ func TestAttempt_StalledIsRetried(t *testing.T) {
 	}
 	for _, w := range ways {
 		t.Run(w.name, func(t *testing.T) {
-			c := proxy.client(srv, append(w.opts(), lendgraph.WithMaxRetries(2))...)
+			c := proxy.Client(srv, append(w.opts(), lendgraph.WithMaxRetries(2))...)
 			ctx := context.Background()
 
 			// One stalled answer: cut, retried, the call succeeds.
 			srv.ResetRequests()
-			proxy.setScript(firstN("GET", "/v1/agents/*", 1, proxyFault{kind: pfStallHead, delay: 10 * time.Second}))
+			proxy.SetScript(firstN("GET", "/v1/agents/*", 1, proxyFault{Kind: pfStallHead, Delay: 10 * time.Second}))
 			start := time.Now()
 			if _, err := c.Agents.Get(ctx, "agt_0000001"); err != nil {
 				t.Fatalf("one stall: %v", err)
@@ -183,7 +183,7 @@ func TestAttempt_StalledIsRetried(t *testing.T) {
 			// A list whose body stalls mid-way: cut and retried too.
 			if !w.headerOnly {
 				srv.ResetRequests()
-				proxy.setScript(firstN("POST", "/v1/agents", 1, proxyFault{kind: pfStallBody, delay: 10 * time.Second}))
+				proxy.SetScript(firstN("POST", "/v1/agents", 1, proxyFault{Kind: pfStallBody, Delay: 10 * time.Second}))
 				if _, err := c.Agents.List(ctx, nil); err != nil {
 					t.Fatalf("a body stall: %v", err)
 				}
@@ -195,7 +195,7 @@ func TestAttempt_StalledIsRetried(t *testing.T) {
 			// Every answer stalls: the retries run out, and the error is a
 			// timeout of the attempts, not the caller's deadline.
 			srv.ResetRequests()
-			proxy.setScript(firstN("GET", "/v1/agents/*", -1, proxyFault{kind: pfStallHead, delay: 10 * time.Second}))
+			proxy.SetScript(firstN("GET", "/v1/agents/*", -1, proxyFault{Kind: pfStallHead, Delay: 10 * time.Second}))
 			_, err := c.Agents.Get(ctx, "agt_0000001")
 			var te *lendgraph.TransportError
 			var ne net.Error
@@ -221,7 +221,7 @@ func TestAttempt_StalledIsRetried(t *testing.T) {
 			if n := srv.CountRequests("GET", "/v1/agents/*"); n > 1 {
 				t.Fatalf("the caller's deadline: %d attempts, want 1 at most", n)
 			}
-			proxy.setScript(nil)
+			proxy.SetScript(nil)
 		})
 	}
 }
@@ -233,13 +233,13 @@ func TestAttempt_TimeoutOnDownloads(t *testing.T) {
 	noLeaks(t)
 	srv, _ := newDeliveryServer(t)
 	proxy := newFaultProxy(t)
-	c := proxy.client(srv, lendgraph.WithAttemptTimeout(300*time.Millisecond))
+	c := proxy.Client(srv, lendgraph.WithAttemptTimeout(300*time.Millisecond))
 	job, st := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatJSON, Limit: 800})
 	ctx := context.Background()
 
 	// 64 pieces 20 ms apart: over a second in all, never 300 ms idle.
 	srv.ResetRequests()
-	proxy.setScript(firstN("GET", "/objects/*", 1, proxyFault{kind: pfTrickle, delay: 20 * time.Millisecond}))
+	proxy.SetScript(firstN("GET", "/objects/*", 1, proxyFault{Kind: pfTrickle, Delay: 20 * time.Millisecond}))
 	start := time.Now()
 	n, err := job.Download(ctx, io.Discard)
 	if err != nil || n != st.Bytes || time.Since(start) < time.Second {
@@ -251,7 +251,7 @@ func TestAttempt_TimeoutOnDownloads(t *testing.T) {
 
 	// Stalled mid-body: cut after 300 ms of silence and resumed.
 	srv.ResetRequests()
-	proxy.setScript(firstN("GET", "/objects/*", 1, proxyFault{kind: pfStallBody, delay: 10 * time.Second}))
+	proxy.SetScript(firstN("GET", "/objects/*", 1, proxyFault{Kind: pfStallBody, Delay: 10 * time.Second}))
 	start = time.Now()
 	rows := collect(t, job.Rows(ctx))
 	if len(rows) != 800 || time.Since(start) > 3*time.Second {
@@ -273,9 +273,9 @@ func TestAttempt_TimeoutOnACallThatActs(t *testing.T) {
 	noLeaks(t)
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	proxy := newFaultProxy(t)
-	c := proxy.client(srv, lendgraph.WithAttemptTimeout(200*time.Millisecond))
+	c := proxy.Client(srv, lendgraph.WithAttemptTimeout(200*time.Millisecond))
 	match := idsWith(t, srv, lendgraphtest.OutcomeMatch, 1)[0]
-	proxy.setScript(firstN("POST", "/v1/properties/*", -1, proxyFault{kind: pfStallHead, delay: 10 * time.Second}))
+	proxy.SetScript(firstN("POST", "/v1/properties/*", -1, proxyFault{Kind: pfStallHead, Delay: 10 * time.Second}))
 	_, err := c.Properties.Enrich(context.Background(), match, &lendgraph.EnrichRequest{Refresh: true})
 	var ne net.Error
 	if !errors.Is(err, lendgraph.ErrOutcomeUnknown) || !errors.As(err, &ne) || !ne.Timeout() {
@@ -297,8 +297,8 @@ func TestAttempt_TimeoutSparesASentSubmit(t *testing.T) {
 	noLeaks(t)
 	srv, _ := newDeliveryServer(t)
 	proxy := newFaultProxy(t)
-	c := proxy.client(srv, lendgraph.WithAttemptTimeout(100*time.Millisecond))
-	proxy.setScript(firstN("POST", "/v1/agents/bulk-delivery", 1, proxyFault{kind: pfStallHead, delay: 500 * time.Millisecond}))
+	c := proxy.Client(srv, lendgraph.WithAttemptTimeout(100*time.Millisecond))
+	proxy.SetScript(firstN("POST", "/v1/agents/bulk-delivery", 1, proxyFault{Kind: pfStallHead, Delay: 500 * time.Millisecond}))
 	srv.ResetRequests()
 	job, err := c.Agents.Deliver(context.Background(), &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10})
 	if err != nil || job.ID == "" {
@@ -309,12 +309,12 @@ func TestAttempt_TimeoutSparesASentSubmit(t *testing.T) {
 	}
 
 	// The caller's context ends the wait, and says the outcome is unknown.
-	proxy.setScript(firstN("POST", "/v1/agents/bulk-delivery", 1, proxyFault{kind: pfStallHead, delay: 5 * time.Second}))
+	proxy.SetScript(firstN("POST", "/v1/agents/bulk-delivery", 1, proxyFault{Kind: pfStallHead, Delay: 5 * time.Second}))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err = c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10})
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, lendgraph.ErrOutcomeUnknown) {
 		t.Fatalf("the caller's deadline: %v", err)
 	}
-	proxy.setScript(nil)
+	proxy.SetScript(nil)
 }

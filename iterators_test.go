@@ -319,12 +319,12 @@ func TestIterators_BreakWhileTheDownloadStalls(t *testing.T) {
 	proxy := newFaultProxy(t)
 	srv, _ := newDeliveryServer(t)
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 5000})
-	c := proxy.client(srv)
+	c := proxy.Client(srv)
 	for _, format := range []lendgraph.Format{lendgraph.FormatNDJSON, lendgraph.FormatJSON, lendgraph.FormatCSV} {
 		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: format, Limit: 3000})
 		for _, how := range []string{"break", "panic"} {
 			ignore := goleak.IgnoreCurrent()
-			proxy.setScript(firstN("GET", "/objects/*", 1, proxyFault{kind: pfStallBody, delay: 10 * time.Second}))
+			proxy.SetScript(firstN("GET", "/objects/*", 1, proxyFault{Kind: pfStallBody, Delay: 10 * time.Second}))
 			n := 0
 			var stopped time.Time
 			func() {
@@ -419,18 +419,18 @@ func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 	// Stalls longer than the bound below are cut by the attempt timeout,
 	// later than the bound: a loop waiting for a stall would show.
 	f := newIterFixture(t, func(srv *lendgraphtest.Server) *lendgraph.Client {
-		return proxy.client(srv, lendgraph.WithMaxRetries(8), lendgraph.WithAttemptTimeout(2500*time.Millisecond))
+		return proxy.Client(srv, lendgraph.WithMaxRetries(8), lendgraph.WithAttemptTimeout(2500*time.Millisecond))
 	})
 	dir := t.TempDir() // after the fake wrote its files: the SDK's alone land here
 	t.Setenv("TMPDIR", dir)
 	rounds := envInt("LENDGRAPH_CHAOS_ROUNDS", 4)
 	rng, faultRng := chaosRands(t)
 	faults := []proxyFault{
-		{kind: pfStallBody, delay: 4 * time.Second},
-		{kind: pfStallHead, delay: 150 * time.Millisecond},
-		{kind: pfTrickle, delay: 3 * time.Millisecond},
-		{kind: pfCutBody},
-		{kind: pfResetBefore},
+		{Kind: pfStallBody, Delay: 4 * time.Second},
+		{Kind: pfStallHead, Delay: 150 * time.Millisecond},
+		{Kind: pfTrickle, Delay: 3 * time.Millisecond},
+		{Kind: pfCutBody},
+		{Kind: pfResetBefore},
 	}
 	const bound = 1200 * time.Millisecond // break, panic or cancel to return; slack for -race on a busy machine
 	for _, ic := range f.cases(t) {
@@ -438,7 +438,7 @@ func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 			for round := range rounds {
 				fault := faults[rng.IntN(len(faults))]
 				var mu sync.Mutex
-				proxy.setScript(func(*http.Request, int) proxyFault {
+				proxy.SetScript(func(*http.Request, int) proxyFault {
 					mu.Lock()
 					defer mu.Unlock()
 					if faultRng.IntN(6) == 0 {
@@ -449,7 +449,7 @@ func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 				action := []string{"break", "panic", "cancel in the loop", "cancel at a random moment"}[rng.IntN(4)]
 				at := 1 + rng.IntN(len(ic.want)-1)
 				delay := time.Duration(rng.IntN(300)) * time.Millisecond
-				desc := fmt.Sprintf("round %d: %s at row %d (or after %s) under %q", round, action, at, delay, fault.kind)
+				desc := fmt.Sprintf("round %d: %s at row %d (or after %s) under %q", round, action, at, delay, fault.Kind)
 
 				cause := fmt.Errorf("stop %d", round)
 				ctx, cancel := context.WithCancelCause(context.Background())
@@ -471,7 +471,7 @@ func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 				}
 				// The same value again (its context still live for the
 				// decoders; a new value for the others) yields every row.
-				proxy.setScript(nil)
+				proxy.SetScript(nil)
 				again := seq
 				if strings.HasPrefix(action, "cancel") {
 					again = ic.seq(context.Background())
@@ -487,5 +487,5 @@ func TestIterators_RandomStopsUnderFaults(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("faults applied: %v", proxy.counts())
+	t.Logf("faults applied: %v", proxy.Counts())
 }

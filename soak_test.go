@@ -54,20 +54,20 @@ func TestReliability_Soak(t *testing.T) {
 		f proxyFault
 		w float64
 	}{
-		{proxyFault{kind: pfStallHead, delay: 3 * time.Second}, 2},
-		{proxyFault{kind: pfStallBody, delay: 3 * time.Second}, 1.5},
-		{proxyFault{kind: pfResetBefore}, 1},
-		{proxyFault{kind: pfResetAfter}, 1},
-		{proxyFault{kind: pfCutBody}, 1.5},
-		{proxyFault{kind: pf503}, 1},
-		{proxyFault{kind: pf502After}, 0.5},
-		{proxyFault{kind: pf429}, 1},
-		{proxyFault{kind: pfTrickle, delay: 5 * time.Millisecond}, 0.5},
+		{proxyFault{Kind: pfStallHead, Delay: 3 * time.Second}, 2},
+		{proxyFault{Kind: pfStallBody, Delay: 3 * time.Second}, 1.5},
+		{proxyFault{Kind: pfResetBefore}, 1},
+		{proxyFault{Kind: pfResetAfter}, 1},
+		{proxyFault{Kind: pfCutBody}, 1.5},
+		{proxyFault{Kind: pf503}, 1},
+		{proxyFault{Kind: pf502After}, 0.5},
+		{proxyFault{Kind: pf429}, 1},
+		{proxyFault{Kind: pfTrickle, Delay: 5 * time.Millisecond}, 0.5},
 	}
 	var rngMu sync.Mutex
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	var attempts int
-	proxy.setScript(func(*http.Request, int) proxyFault {
+	proxy.SetScript(func(*http.Request, int) proxyFault {
 		rngMu.Lock()
 		defer rngMu.Unlock()
 		attempts++
@@ -89,11 +89,11 @@ func TestReliability_Soak(t *testing.T) {
 	case "sdk":
 		opts = append(opts, lendgraph.WithAttemptTimeout(time.Second))
 	case "client":
-		tr := proxy.transport()
+		tr := proxy.Transport()
 		t.Cleanup(tr.CloseIdleConnections)
 		opts = append(opts, lendgraph.WithHTTPClient(&http.Client{Transport: tr, Timeout: time.Second}))
 	}
-	c := proxy.client(srv, opts...)
+	c := proxy.Client(srv, opts...)
 	agents := srv.Dataset().Len("agents")
 	states := []string{"TX", "CA", "FL", "NY", "WA"}
 	type op struct {
@@ -178,7 +178,7 @@ func TestReliability_Soak(t *testing.T) {
 		fmt.Fprintf(&report, "  %-16s %6d calls, %4d failed (%.2f%%) %v\n", n, tl.calls, tl.failed, pct(tl.failed, tl.calls), tl.samples)
 	}
 	rngMu.Lock()
-	fmt.Fprintf(&report, "  all              %6d calls, %4d failed (%.2f%%); %d attempts, faults %v\n", calls, failed, pct(failed, calls), attempts, proxy.counts())
+	fmt.Fprintf(&report, "  all              %6d calls, %4d failed (%.2f%%); %d attempts, faults %v\n", calls, failed, pct(failed, calls), attempts, proxy.Counts())
 	rngMu.Unlock()
 	t.Log(report.String())
 	if out := os.Getenv("LENDGRAPH_SOAK_OUT"); out != "" {

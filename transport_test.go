@@ -42,7 +42,7 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 	noLeaks(t)
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(300))
 	proxy := newFaultProxy(t)
-	c := proxy.client(srv)
+	c := proxy.Client(srv)
 	match := idsWith(t, srv, lendgraphtest.OutcomeMatch, 4) // bulk: the first two; single: the others
 	deliverReq := &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 10}
 	const submit = "/v1/agents/bulk-delivery"
@@ -53,25 +53,25 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 		jobs    int // created at the fake
 		ok      bool
 	}{
-		{"reset after the server acted", proxyFault{kind: pfResetAfter}, true, 1, false},
-		{"202 body cut", proxyFault{kind: pfCutBody}, true, 1, false},
+		{"reset after the server acted", proxyFault{Kind: pfResetAfter}, true, 1, false},
+		{"202 body cut", proxyFault{Kind: pfCutBody}, true, 1, false},
 		// A 502 is "failed to launch; safe to retry" by the reference's
 		// word: retried (1+3 attempts), and the caller is told nothing
 		// happened. A gateway's 502 after the server acted defeats that;
 		// only the API can tell the two apart.
-		{"502 from a gateway after the server acted", proxyFault{kind: pf502After}, false, 4, false},
-		{"reset before the server saw it (the client cannot tell)", proxyFault{kind: pfResetBefore}, true, 0, false},
-		{"503 from a gateway", proxyFault{kind: pf503}, true, 0, false},
-		{"429 once", proxyFault{kind: pf429}, false, 1, true},
+		{"502 from a gateway after the server acted", proxyFault{Kind: pf502After}, false, 4, false},
+		{"reset before the server saw it (the client cannot tell)", proxyFault{Kind: pfResetBefore}, true, 0, false},
+		{"503 from a gateway", proxyFault{Kind: pf503}, true, 0, false},
+		{"429 once", proxyFault{Kind: pf429}, false, 1, true},
 	} {
 		t.Run("Deliver/"+tc.name, func(t *testing.T) {
 			before := jobsOf(srv, "delivery")
 			n := 1
-			if tc.fault.kind == pf502After {
+			if tc.fault.Kind == pf502After {
 				n = -1
 			}
-			proxy.setScript(firstN("POST", submit, n, tc.fault))
-			defer proxy.setScript(nil)
+			proxy.SetScript(firstN("POST", submit, n, tc.fault))
+			defer proxy.SetScript(nil)
 			_, err := c.Agents.Deliver(context.Background(), deliverReq)
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v", err)
@@ -104,8 +104,8 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 	})
 	t.Run("Deliver/context ended in flight", func(t *testing.T) {
 		before := jobsOf(srv, "delivery")
-		proxy.setScript(firstN("POST", submit, 1, proxyFault{kind: pfStallHead, delay: 10 * time.Second}))
-		defer proxy.setScript(nil)
+		proxy.SetScript(firstN("POST", submit, 1, proxyFault{Kind: pfStallHead, Delay: 10 * time.Second}))
+		defer proxy.SetScript(nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		defer cancel()
 		_, err := c.Agents.Deliver(ctx, deliverReq)
@@ -125,8 +125,8 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 	})
 	t.Run("EnrichBulk/reset after the server acted", func(t *testing.T) {
 		before := jobsOf(srv, "enrichment")
-		proxy.setScript(firstN("POST", "/v1/properties/enrich-bulk", 1, proxyFault{kind: pfResetAfter}))
-		defer proxy.setScript(nil)
+		proxy.SetScript(firstN("POST", "/v1/properties/enrich-bulk", 1, proxyFault{Kind: pfResetAfter}))
+		defer proxy.SetScript(nil)
 		_, err := c.Properties.EnrichBulk(context.Background(), match[:2], nil)
 		var te *lendgraph.TransportError
 		if !errors.Is(err, lendgraph.ErrOutcomeUnknown) || !errors.As(err, &te) {
@@ -139,8 +139,8 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 	t.Run("Enrich with refresh/answer cut", func(t *testing.T) {
 		srv.ResetRequests()
 		d0, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich")
-		proxy.setScript(firstN("POST", "/v1/properties/*", 1, proxyFault{kind: pfCutBody}))
-		defer proxy.setScript(nil)
+		proxy.SetScript(firstN("POST", "/v1/properties/*", 1, proxyFault{Kind: pfCutBody}))
+		defer proxy.SetScript(nil)
 		_, err := c.Properties.Enrich(context.Background(), match[2], &lendgraph.EnrichRequest{Refresh: true})
 		var de *lendgraph.DecodeError
 		if !errors.Is(err, lendgraph.ErrOutcomeUnknown) || !errors.As(err, &de) {
@@ -156,8 +156,8 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 		// retried and the result paid for is not lost.
 		srv.ResetRequests()
 		d0, _ := debits(srv, lendgraphtest.DefaultOrg, "enrich")
-		proxy.setScript(firstN("POST", "/v1/properties/*", 1, proxyFault{kind: pfResetAfter}))
-		defer proxy.setScript(nil)
+		proxy.SetScript(firstN("POST", "/v1/properties/*", 1, proxyFault{Kind: pfResetAfter}))
+		defer proxy.SetScript(nil)
 		r, err := c.Properties.Enrich(context.Background(), match[3], nil)
 		if err != nil || len(r.Data.Persons) == 0 || r.Reason != lendgraph.ReasonMemberCacheHit {
 			t.Fatalf("%+v, %v", r, err)
@@ -172,13 +172,13 @@ func TestTransport_OutcomeUnknownOrNothingHappened(t *testing.T) {
 		for i := range ids {
 			ids[i] = srv.Dataset().ID("agents", i)
 		}
-		proxy.setScript(func(r *http.Request, _ int) proxyFault {
+		proxy.SetScript(func(r *http.Request, _ int) proxyFault {
 			if r.Method == "POST" && r.URL.Path == "/v1/integrations/crm/push" {
-				return proxyFault{kind: pfResetAfter}
+				return proxyFault{Kind: pfResetAfter}
 			}
 			return proxyFault{}
 		})
-		defer proxy.setScript(nil)
+		defer proxy.SetScript(nil)
 		_, err := c.Integrations.PushCRMBatched(context.Background(), &lendgraph.PushCRMRequest{Entity: lendgraph.CRMEntityAgent,
 			Object: lendgraph.CRMObjectContact, IDs: ids})
 		var pe *lendgraph.PushIncompleteError

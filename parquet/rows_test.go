@@ -280,17 +280,17 @@ func TestParquetRows_RandomStopsUnderFaults(t *testing.T) {
 	t.Setenv("TMPDIR", dir)
 	rng, faultRng := chaosRands(t)
 	faults := []proxyFault{
-		{kind: pfStallBody, delay: 4 * time.Second},
-		{kind: pfStallHead, delay: 150 * time.Millisecond},
-		{kind: pfCutBody},
-		{kind: pfResetBefore},
-		{kind: pfResetAfter},
+		{Kind: pfStallBody, Delay: 4 * time.Second},
+		{Kind: pfStallHead, Delay: 150 * time.Millisecond},
+		{Kind: pfCutBody},
+		{Kind: pfResetBefore},
+		{Kind: pfResetAfter},
 	}
 	const bound = 1200 * time.Millisecond
 	for round := range envInt("LENDGRAPH_CHAOS_ROUNDS", 6) {
 		fault := faults[rng.IntN(len(faults))]
 		var mu sync.Mutex
-		proxy.setScript(func(r *http.Request, _ int) proxyFault {
+		proxy.SetScript(func(r *http.Request, _ int) proxyFault {
 			mu.Lock()
 			defer mu.Unlock()
 			if r.URL.Host == strings.TrimPrefix(srv.StorageURL(), "http://") && faultRng.IntN(6) == 0 {
@@ -299,13 +299,13 @@ func TestParquetRows_RandomStopsUnderFaults(t *testing.T) {
 			return proxyFault{}
 		})
 		conns := []int{1, 4}[rng.IntN(2)]
-		c := proxy.client(srv, lendgraph.WithMaxRetries(8), lendgraph.WithAttemptTimeout(2500*time.Millisecond),
+		c := proxy.Client(srv, lendgraph.WithMaxRetries(8), lendgraph.WithAttemptTimeout(2500*time.Millisecond),
 			lendgraph.WithDownloadConnections(conns))
 		setPartSize(t, c, 1<<20)
 		action := []string{"break", "panic", "cancel in the loop", "cancel at a random moment", "read to the end"}[rng.IntN(5)]
 		at := 1 + rng.IntN(len(want)-1)
 		delay := time.Duration(rng.IntN(600)) * time.Millisecond
-		desc := fmt.Sprintf("round %d: %s at row %d (or after %s) under %q, %d connections", round, action, at, delay, fault.kind, conns)
+		desc := fmt.Sprintf("round %d: %s at row %d (or after %s) under %q, %d connections", round, action, at, delay, fault.Kind, conns)
 
 		ctx, cancel := context.WithCancel(context.Background())
 		got, stopped, took, last := rangeStopping(parquet.Rows(ctx, c.Agents.DeliveryJob(id)), action, at, delay, cancel)
@@ -329,5 +329,5 @@ func TestParquetRows_RandomStopsUnderFaults(t *testing.T) {
 		}
 		t.Logf("%s: %d rows, %v", desc, len(got), last)
 	}
-	t.Logf("faults applied: %v", proxy.counts())
+	t.Logf("faults applied: %v", proxy.Counts())
 }

@@ -1,6 +1,6 @@
 module github.com/lendgraph/lendgraph-go/internal/tools/apilist
 
-go 1.25.0
+go 1.26.0
 
 require golang.org/x/tools v0.51.0
 

@@ -51,7 +51,9 @@ import (
 // the rounds of Discard then Rows of every writer, one after another;
 // LENDGRAPH_BENCH_RATE_KBS, the cap of each connection in KB/s (4000);
 // LENDGRAPH_BENCH_CONNS, the connections (the default, 8);
-// LENDGRAPH_BENCH_CONTROL=0 leaves out DiscardWhileDecoding.
+// LENDGRAPH_BENCH_TYPES, the row types of Rows (Agent,plain);
+// LENDGRAPH_BENCH_CONTROL=0 leaves out DiscardWhileDecoding (run with
+// Agent).
 //
 // Sub-benchmarks, per size, round and writer: Discard (Download to
 // io.Discard through sha256), Rows/type=Agent (parquet.Rows into the
@@ -158,6 +160,10 @@ func BenchmarkMinIORows(b *testing.B) {
 	}
 
 	control := envInt("LENDGRAPH_BENCH_CONTROL", 1) != 0
+	types := map[string]bool{}
+	for _, t := range strings.Split(envString("LENDGRAPH_BENCH_TYPES", "Agent,plain"), ",") {
+		types[t] = true
+	}
 	for i, mib := range sizes {
 		for round := 1; round <= rounds; round++ {
 			for _, d := range all[i] {
@@ -171,11 +177,15 @@ func BenchmarkMinIORows(b *testing.B) {
 						}
 					})
 				})
-				b.Run(name+"/Rows/type=Agent", func(b *testing.B) { benchRows(b, d.job, d.size, d.rows, last) })
-				b.Run(name+"/Rows/type=plain", func(b *testing.B) {
-					benchRows(b, lendgraph.DeliveryJobAs[plainAgent](d.job), d.size, d.rows, last)
-				})
-				if !control {
+				if types["Agent"] {
+					b.Run(name+"/Rows/type=Agent", func(b *testing.B) { benchRows(b, d.job, d.size, d.rows, last) })
+				}
+				if types["plain"] {
+					b.Run(name+"/Rows/type=plain", func(b *testing.B) {
+						benchRows(b, lendgraph.DeliveryJobAs[plainAgent](d.job), d.size, d.rows, last)
+					})
+				}
+				if !control || !types["Agent"] {
 					continue
 				}
 				// Rows' CPU without its pipeline: the download to

@@ -3,7 +3,9 @@ package parquet_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,11 +74,12 @@ func benchServer(b *testing.B, n int) (*lendgraph.Client, map[lendgraph.Format]*
 
 // setupBench returns the delivery files, written once per size by the
 // fake into a cache dir kept across runs (the fake's data is
-// deterministic).
+// deterministic), named after the size and what the fake writes now
+// (fakeFingerprint): a file of an earlier writer is never read.
 func setupBench(b *testing.B) *benchFiles {
 	benchOnce.Do(func() {
 		n := deliveryBenchRows()
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("lendgraph-bench-%d", n))
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("lendgraph-bench-%d-%s", n, fakeFingerprint(b)))
 		bf := &benchFiles{rows: n, paths: map[lendgraph.Format]string{}}
 		missing := false
 		for _, f := range allFormats {
@@ -115,6 +118,19 @@ func setupBench(b *testing.B) *benchFiles {
 		b.Fatal(benchErr)
 	}
 	return bench
+}
+
+// fakeFingerprint is a short hash of the files the fake delivers now:
+// 100 rows in every format. It changes with the fake's writers and data.
+func fakeFingerprint(b *testing.B) string {
+	_, jobs := benchServer(b, 100)
+	h := sha256.New()
+	for _, f := range allFormats {
+		if _, err := jobs[f].Download(context.Background(), h); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6])
 }
 
 func reportRows(b *testing.B, rows int) {

@@ -5,11 +5,13 @@ import (
 	"context"
 	"iter"
 	"math/rand/v2"
+	"net"
 	"os"
 	"reflect"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -282,4 +284,55 @@ func rangeUntil(seq iter.Seq2[string, error], n int) (got []string, err error) {
 		}
 	}
 	return got, nil
+}
+
+// dialer dials loopback addresses, sending some of them elsewhere: through
+// a proxy.
+type dialer struct {
+	mu    sync.Mutex
+	route map[string]string
+	d     net.Dialer
+}
+
+func (d *dialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	if to, ok := d.route[addr]; ok {
+		addr = to
+	}
+	d.mu.Unlock()
+	return d.d.DialContext(ctx, network, addr)
+}
+
+// divert sends connections for host (host:port) to addr.
+func (d *dialer) divert(host, addr string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.route == nil {
+		d.route = map[string]string{}
+	}
+	d.route[host] = addr
+}
+
+// envInts reads a comma-separated list of integers.
+func envInts(b *testing.B, name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			b.Fatalf("%s=%q: %v", name, v, err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

@@ -87,7 +87,7 @@ func TestLanding_DecodesWhileWriting(t *testing.T) {
 				go func() { defer close(done); land(l, file, tail, failAt, rng) }()
 				var got []map[string]any
 				var gotErr error
-				for row, err := range Decode[map[string]any](l, int64(len(file))) {
+				for row, err := range decode[map[string]any](l, int64(len(file)), true) {
 					if err != nil {
 						gotErr = err
 						break

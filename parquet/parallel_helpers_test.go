@@ -198,3 +198,11 @@ func stopsCleanly[T any](t *testing.T, job *lendgraph.DeliveryJob[T], f lendgrap
 		t.Fatalf("%s: cancel left goroutines: %v", f, err)
 	}
 }
+
+// reset forgets the requests counted so far.
+func (m *meter) reset() {
+	m.mu.Lock()
+	m.ranges, m.maxFly = nil, 0
+	m.mu.Unlock()
+	m.bytes.Store(0)
+}

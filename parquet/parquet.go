@@ -49,7 +49,12 @@ func Decode[T any](r io.ReaderAt, size int64) iter.Seq2[T, error] {
 			yield(zero, bad)
 		}
 	}
-	return pqrows.Decode(r, size, formats.SDKRowDecoder[T]())
+	return decode[T](r, size, false)
+}
+
+// decode is Decode of a file that may be landing (see pqrows.Decode).
+func decode[T any](r io.ReaderAt, size int64, landing bool) iter.Seq2[T, error] {
+	return pqrows.Decode(r, size, formats.SDKRowDecoder[T](), landing)
 }
 
 // Rows yields the rows of a parquet delivery job as T. A job still queued
@@ -127,7 +132,8 @@ func Rows[T any](ctx context.Context, job *lendgraph.DeliveryJob[T]) iter.Seq2[T
 			}()
 			return yield(row, nil)
 		}
-		for row, err := range Decode[T](l, l.size) {
+		// A file of announced size is decoded as it lands.
+		for row, err := range decode[T](l, l.size, size > 0) {
 			switch {
 			case err == nil && ctx.Err() == nil:
 				if !yieldRow(row) {

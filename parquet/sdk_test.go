@@ -273,9 +273,7 @@ func TestParallel_ParquetRows(t *testing.T) {
 	ctx := context.Background()
 	job, st := largeDelivery(t, srv, c, lendgraph.FormatParquet)
 	a := collect(t, parquet.Rows(ctx, one.Agents.DeliveryJob(job.ID)))
-	m.mu.Lock()
-	m.ranges = nil
-	m.mu.Unlock()
+	m.reset()
 	if b := collect(t, parquet.Rows(ctx, job)); len(a) != 3000 || !reflect.DeepEqual(a, b) {
 		t.Fatalf("rows differ (%d over one connection, %d in parallel)", len(a), len(b))
 	}

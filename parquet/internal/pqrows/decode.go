@@ -37,9 +37,15 @@ import (
 // fit its fields as plainly as that is decoded from its JSON instead,
 // which also words the error. Columns the row type lacks are not read,
 // unless it keeps unknown members.
-func Decode[T any](r io.ReaderAt, size int64, newDecode func() *formats.RowDec[T]) iter.Seq2[T, error] {
+//
+// landing says that r is a file still being written in file order (a
+// download: a read of bytes not yet written waits for them). Decode then
+// reads nothing ahead of the row group it decodes, so that each row group
+// is decoded as soon as it has landed: the file is opened from its footer
+// alone (see bigColumns).
+func Decode[T any](r io.ReaderAt, size int64, newDecode func() *formats.RowDec[T], landing bool) iter.Seq2[T, error] {
 	schema := formats.SchemaOf(reflect.TypeFor[T]())
-	return formats.Stream("parquet", producer(r, size, schema, newDecode), newDecode, InFlight)
+	return formats.Stream("parquet", producer(r, size, landing, schema, newDecode), newDecode, InFlight)
 }
 
 // InFlight bounds the row groups queued behind the one being yielded: with
@@ -67,7 +73,7 @@ func checkFooter(r io.ReaderAt, size int64) error {
 // maxAhead bounds the batches a worker decodes ahead of the reader.
 const maxAhead = 16
 
-func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode func() *formats.RowDec[T]) formats.Producer {
+func producer[T any](r io.ReaderAt, size int64, landing bool, schema formats.Schema, newDecode func() *formats.RowDec[T]) formats.Producer {
 	return func(e *formats.Emitter) error {
 		if size == 0 {
 			return &formats.RowError{Err: errors.New("the file is empty (0 bytes): a parquet file has at least its header and footer")}
@@ -80,7 +86,7 @@ func producer[T any](r io.ReaderAt, size int64, schema formats.Schema, newDecode
 		if err != nil {
 			return &formats.RowError{Err: fmt.Errorf("not a readable parquet file: %w", err)}
 		}
-		if vf := openInflated(r, size, f, opts); vf != nil {
+		if vf := openInflated(r, size, landing, f, opts); vf != nil {
 			f = vf // pages decompressed by the view (inflate.go)
 		}
 		cols := newColumns(f.Schema(), schema)

@@ -194,7 +194,7 @@ func TestNativeNestedIsDirect(t *testing.T) {
 	count := func(b []byte, v any) error { calls++; return slow(b, v) }
 	file := readFile(t, "nested.parquet")
 	n := 0
-	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[row](count, false)) {
+	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[row](count, false), false) {
 		if err != nil && (n != 0 || calls == 0) {
 			t.Fatal(err)
 		}
@@ -247,7 +247,7 @@ func TestSplitRowGroupsMatchWholeRows(t *testing.T) {
 		Extra map[string]jsontext.Value `json:",unknown"`
 	}
 	var got []out
-	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false)) {
+	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false), false) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +301,7 @@ func TestManyRowGroupsSlowReader(t *testing.T) {
 		done := make(chan int)
 		go func() {
 			n := 0
-			for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false)) {
+			for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false), false) {
 				if err != nil || r.ID != int64(n) || r.Office.N != 1 {
 					break
 				}
@@ -331,7 +331,7 @@ func TestDecode_FooterLengthBeyondFile(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	var err error
-	for _, e := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[map[string]any](slow, false)) {
+	for _, e := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[map[string]any](slow, false), false) {
 		err = e
 	}
 	runtime.ReadMemStats(&after)
@@ -406,7 +406,7 @@ func TestSplitRowGroupsKeepEveryUnknownMember(t *testing.T) {
 		t.Fatalf("the unknown members are read by %d of the goroutines", withUnknown)
 	}
 	var got []out
-	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false)) {
+	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[out](slow, false), false) {
 		if err != nil {
 			t.Fatal(err)
 		}

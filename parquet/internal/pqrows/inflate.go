@@ -66,13 +66,13 @@ const maxHeader = 1 << 20
 //
 // A column is inflated in every row group or in none: parquet-go takes a
 // column's codec from its first row group.
-func inflate(r io.ReaderAt, size int64, md *format.FileMetaData) (v io.ReaderAt, vsize int64, ok bool) {
+func inflate(r io.ReaderAt, size int64, landing bool, md *format.FileMetaData) (v io.ReaderAt, vsize int64, ok bool) {
 	if !inBounds(md, size) {
 		return nil, 0, false // parquet-go has its own ways with such files
 	}
 	view := &inflated{r: r, size: size, end: size}
 	var meta *format.FileMetaData // md's copy, rewritten, once a column is inflated
-	for c := range bigColumns(r, md) {
+	for c := range bigColumns(r, md, landing) {
 		chunks := view.column(md, c)
 		if chunks == nil {
 			continue
@@ -162,8 +162,8 @@ func inBounds(md *format.FileMetaData, size int64) bool {
 
 // openInflated opens the view of the file r (opened as f), or returns nil
 // when there is none or it does not open: the file is then read as it is.
-func openInflated(r io.ReaderAt, size int64, f *parquet.File, opts []parquet.FileOption) (vf *parquet.File) {
-	v, vsize, ok := inflate(r, size, f.Metadata())
+func openInflated(r io.ReaderAt, size int64, landing bool, f *parquet.File, opts []parquet.FileOption) (vf *parquet.File) {
+	v, vsize, ok := inflate(r, size, landing, f.Metadata())
 	if !ok {
 		return nil
 	}
@@ -188,7 +188,16 @@ func openInflated(r io.ReaderAt, size int64, f *parquet.File, opts []parquet.Fil
 // codec's own and then reads the one it had allocated for the page: zeros,
 // or another page's bytes, with no error (TestInflate_LZ4). The view hands
 // the codec a buffer of the page's size and keeps what it returns.
-func bigColumns(r io.ReaderAt, md *format.FileMetaData) iter.Seq[int] {
+//
+// A file still landing (Decode's landing) has only its LZ4_RAW columns
+// read by the view: reading the headers of big chunks, and laying a column
+// out, reads every row group, which would wait for the whole file before
+// the first row. Its big snappy pages are left to parquet-go, whose stall
+// on them costs less than decoding nothing until the last byte: DuckDB's
+// files of 122,880-row groups have snappy chunks over bigPage in pages
+// under it, and waited for the whole download at 16 MiB as at 256 MiB
+// (BENCHMARKS.md). An LZ4_RAW file is still read right, once it is in.
+func bigColumns(r io.ReaderAt, md *format.FileMetaData, landing bool) iter.Seq[int] {
 	return func(yield func(int) bool) {
 		if len(md.RowGroups) == 0 {
 			return
@@ -205,7 +214,7 @@ func bigColumns(r io.ReaderAt, md *format.FileMetaData) iter.Seq[int] {
 					}
 					break
 				}
-				if m.Codec != format.Snappy || m.TotalUncompressedSize < bigPage {
+				if landing || m.Codec != format.Snappy || m.TotalUncompressedSize < bigPage {
 					continue // gzip, zstd and brotli decode in Go: no stall to avoid
 				}
 				h, _, err := readHeader(r, m.DataPageOffset, pagesAt(m)+m.TotalCompressedSize)

@@ -9,7 +9,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
@@ -32,7 +34,7 @@ func withBigPage(t testing.TB, n int64) {
 // decodeAll decodes every row of file, stopping at the first error.
 func decodeAll[T any](file []byte) ([]T, error) {
 	var rows []T
-	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[T](slow, false)) {
+	for r, err := range Decode(bytes.NewReader(file), int64(len(file)), formats.RowDecoder[T](slow, false), false) {
 		if err != nil {
 			return rows, err
 		}
@@ -107,7 +109,7 @@ func TestInflate_SameRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, viewed := inflate(bytes.NewReader(file), int64(len(file)), f.Metadata())
+			_, _, viewed := inflate(bytes.NewReader(file), int64(len(file)), false, f.Metadata())
 			// gzip and zstd decode in Go: the view leaves them to parquet-go.
 			if snappy := strings.Contains(name, "duckdb") || strings.Contains(name, "snappy"); viewed != snappy {
 				t.Fatalf("viewed %v, want %v", viewed, snappy)
@@ -295,5 +297,78 @@ func TestInflate_LZ4(t *testing.T) {
 	n, err := parquet.NewGenericReader[row](f).Read(plain)
 	if err == nil && n == 3000 && cmp.Equal(plain, got) {
 		t.Fatal("parquet-go reads LZ4_RAW right now: drop the LZ4_RAW rule of bigColumns")
+	}
+}
+
+// gated is a file landing in order: reads of bytes from cut on, up to the
+// footer, wait until open is closed (at most 10 s: then they fail, and
+// stuck says so). ahead records whether any read was of those bytes.
+type gated struct {
+	file         []byte
+	cut, footer  int64
+	open         chan struct{}
+	ahead, stuck atomic.Bool
+}
+
+func (g *gated) ReadAt(b []byte, off int64) (int, error) {
+	if off < g.footer && off+int64(len(b)) > g.cut {
+		g.ahead.Store(true)
+		select {
+		case <-g.open:
+		case <-time.After(10 * time.Second):
+			g.stuck.Store(true)
+			return 0, fmt.Errorf("read of bytes %d-%d waited 10 s for the rest of the file to land", off, off+int64(len(b)))
+		}
+	}
+	return bytes.NewReader(g.file).ReadAt(b, off)
+}
+
+// TestDecode_LandingReadsNothingAhead: a file landing in order (Decode's
+// landing) whose chunks are over bigPage in pages under it (as DuckDB's
+// 122,880-row groups are) gives its first row group's rows before the
+// bytes after that group land: the view's check of big pages, which reads
+// a page header in every row group, is not made. (Without landing it
+// waited for the last row group's bytes before the first row.)
+func TestDecode_LandingReadsNothingAhead(t *testing.T) {
+	file := writeInflateFile(t, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(4<<10), parquet.MaxRowsPerRowGroup(400))
+	want, err := decodeAll[inflateOut](file)
+	if err != nil || len(want) != 1200 {
+		t.Fatalf("%d rows, %v", len(want), err)
+	}
+	f, err := parquet.OpenFile(bytes.NewReader(file), int64(len(file)))
+	if err != nil || len(f.Metadata().RowGroups) != 3 {
+		t.Fatalf("%v; want 3 row groups", err)
+	}
+	md := f.Metadata()
+	g := &gated{file: file, cut: math.MaxInt64, footer: int64(len(file)) - 8 - int64(binary.LittleEndian.Uint32(file[len(file)-8:])), open: make(chan struct{})}
+	for _, c := range md.RowGroups[1].Columns {
+		g.cut = min(g.cut, pagesAt(&c.MetaData))
+	}
+	withBigPage(t, 8<<10)
+	// The file has what the check looks for: snappy chunks over bigPage
+	// whose first pages are under it, read in every row group.
+	close(g.open)
+	for range bigColumns(g, md, false) {
+		t.Fatal("a big page in a file of 4 KiB pages")
+	}
+	if !g.ahead.Load() {
+		t.Fatal("the check of big pages read nothing past the first row group: the file does not test it")
+	}
+
+	g.open = make(chan struct{})
+	var got []inflateOut
+	for r, err := range Decode(g, int64(len(file)), formats.RowDecoder[inflateOut](slow, false), true) {
+		if err != nil {
+			t.Fatalf("after %d rows: %v", len(got), err)
+		}
+		if got = append(got, r); len(got) == 400 {
+			close(g.open) // the first row group came out while the rest of the file had not landed
+		}
+	}
+	if g.stuck.Load() {
+		t.Fatal("a read of bytes past the first row group waited for them before its rows came out")
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatal(d)
 	}
 }

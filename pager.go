@@ -249,7 +249,11 @@ func (f *pageRun[T]) drop() {
 // last one NextPage returned, or the first row of a page an earlier loop
 // left unfinished. While the caller works through one page, the next one
 // is already being fetched, so a consumer that does real work per item
-// rarely waits for the network.
+// rarely waits for the network; for the SDK's own lists the next page's
+// request leaves as soon as an answer names its cursor, before the
+// answer's rows are decoded, so even a loop that does nothing overlaps
+// its decoding with the server's work. At most two pages are fetched at
+// once.
 //
 // The sequence follows the package's iterator contract: each range starts
 // again from the position the pager had when All was called (and moves the

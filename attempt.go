@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -38,9 +39,13 @@ type attemptLoop struct {
 	o   *operation
 	r   *request
 	out any
-	url string // the request's address, with its query (never logged)
+	url *url.URL // the request's address, with its query (never logged)
 	// secrets are redacted from what the request's errors quote.
 	secrets []string
+	// redactor redacts the secrets from every header of the answers.
+	redactor redactor
+	// seq numbers the request among the call's (WithResponseInto's order).
+	seq uint64
 
 	n       int           // attempts begun
 	start   time.Time     // when the current attempt began
@@ -70,28 +75,65 @@ func (l *attemptLoop) run(req *retryablehttp.Request) (*http.Response, error) {
 	if l.r.kind == retry.Never {
 		maxRetries = 0
 	}
-	rc := &retryablehttp.Client{
-		HTTPClient: &http.Client{
-			Transport:     l,
-			CheckRedirect: c.redirect,
-			Jar:           c.hc.Jar,
-			Timeout:       c.hc.Timeout,
-		},
-		RetryWaitMin:   cfg.retryBase,
-		RetryWaitMax:   cfg.retryMax,
-		RetryMax:       maxRetries,
-		CheckRetry:     l.checkRetry,
-		Backoff:        l.wait,
-		ErrorHandler:   l.giveUp,
-		RequestLogHook: l.begin,
-	}
-	return rc.Do(req)
+	rn := c.runners.Get().(*runner)
+	rn.l = l
+	rn.rc.RetryWaitMin, rn.rc.RetryWaitMax, rn.rc.RetryMax = cfg.retryBase, cfg.retryMax, maxRetries
+	resp, err := rn.rc.Do(req)
+	rn.l = nil
+	c.runners.Put(rn)
+	return resp, err
+}
+
+// runner is go-retryablehttp's client and the http.Client under it, with
+// the hooks that hand each call to the loop it runs (attemptLoop). Only
+// the loop and its retry settings change from one request to the next,
+// so a client keeps its runners (Client.runners) and lends each to one
+// request at a time: a request takes one, runs, and gives it back empty.
+// Nothing but the loop of the request running holds a runner's hooks.
+type runner struct {
+	rc retryablehttp.Client
+	hc http.Client
+	l  *attemptLoop // the request running; nil while the runner is idle
+}
+
+// newRunners returns the pool of c's runners: each sends through the
+// attempt's transport with c's redirect policy, and the cookie jar and
+// timeout of the http.Client given by WithHTTPClient.
+func (c *Client) newRunners() *sync.Pool {
+	return &sync.Pool{New: func() any {
+		rn := &runner{}
+		rn.hc = http.Client{Transport: rn, CheckRedirect: c.redirect, Jar: c.hc.Jar, Timeout: c.hc.Timeout}
+		rn.rc = retryablehttp.Client{HTTPClient: &rn.hc, CheckRetry: rn.checkRetry, Backoff: rn.wait,
+			ErrorHandler: rn.giveUp, RequestLogHook: rn.begin}
+		return rn
+	}}
+}
+
+// RoundTrip is the runner's transport: the loop's (attemptLoop.RoundTrip).
+func (rn *runner) RoundTrip(req *http.Request) (*http.Response, error) { return rn.l.RoundTrip(req) }
+
+func (rn *runner) begin(lg retryablehttp.Logger, req *http.Request, retryNumber int) {
+	rn.l.begin(lg, req, retryNumber)
+}
+
+func (rn *runner) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	return rn.l.checkRetry(ctx, resp, err)
+}
+
+func (rn *runner) wait(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
+	return rn.l.wait(lo, hi, attempt, resp)
+}
+
+func (rn *runner) giveUp(resp *http.Response, err error, n int) (*http.Response, error) {
+	return rn.l.giveUp(resp, err, n)
 }
 
 // begin is the loop's RequestLogHook: attempt retryNumber+1 starts.
 func (l *attemptLoop) begin(_ retryablehttp.Logger, _ *http.Request, retryNumber int) {
 	l.n = retryNumber + 1
-	l.start = time.Now()
+	if l.o.c.logger != nil {
+		l.start = time.Now() // for the log line's duration
+	}
 	l.answered, l.logged = false, false
 	op := l.o.obs
 	if op == nil || l.n == 1 {
@@ -119,8 +161,7 @@ func (l *attemptLoop) checkRetry(ctx context.Context, resp *http.Response, err e
 	case l.answered:
 		// The handler's verdict: only a body cut mid-read is retried, as
 		// a transport failure of a request that may be repeated.
-		var de *DecodeError
-		if err != nil && l.r.kind == retry.Idempotent && errors.As(err, &de) && de.cut() {
+		if err != nil && l.r.kind == retry.Idempotent && bodyCut(err) {
 			reason, cost = "response body cut", retry.CostTransport
 		}
 	case err == nil && resp.StatusCode < 400:
@@ -147,6 +188,12 @@ func (l *attemptLoop) checkRetry(ctx context.Context, resp *http.Response, err e
 		l.logAttempt(resp, err, retrying)
 	}
 	return retrying, nil
+}
+
+// bodyCut reports whether err is a *DecodeError of a body cut mid-read.
+func bodyCut(err error) bool {
+	var de *DecodeError
+	return errors.As(err, &de) && de.cut()
 }
 
 // wait is the loop's Backoff: a server's Retry-After within the call's cap
@@ -193,7 +240,10 @@ func (l *attemptLoop) handle(resp *http.Response) error {
 		return l.apiError(resp)
 	}
 	r := l.r
-	body, err := readBody(resp.Body, maxResponseBody)
+	body, err := readBody(resp.Body, resp.ContentLength, maxResponseBody)
+	if err == nil && r.peek != nil {
+		r.peek(body)
+	}
 	if err == nil && l.out != nil {
 		err = unmarshalMode(body, l.out, l.o.cfg.lenient)
 	}
@@ -207,11 +257,34 @@ func (l *attemptLoop) handle(resp *http.Response) error {
 	return nil
 }
 
-// readBody reads a 2xx body whole, refusing one over limit bytes.
-func readBody(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+// readBody reads a 2xx body whole, refusing one over limit bytes. size is
+// the length the answer declared (-1 when unknown): a body of known length
+// is read into a buffer of that size, in one allocation.
+func readBody(r io.Reader, size, limit int64) ([]byte, error) {
+	var b []byte
+	if size >= 0 && size < limit {
+		b = make([]byte, 0, size+1) // one byte more: the end shows without growing
+		for len(b) < cap(b) {
+			n, err := r.Read(b[len(b):cap(b)])
+			b = b[:len(b)+n]
+			if err == io.EOF {
+				return b, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		// Longer than declared (a transport that does not hold the
+		// server to its Content-Length): the rest as for an unknown size.
+	}
+	rest, err := io.ReadAll(io.LimitReader(r, limit+1-int64(len(b))))
 	if err != nil {
 		return nil, err
+	}
+	if b == nil {
+		b = rest
+	} else {
+		b = append(b, rest...)
 	}
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("response body larger than %d bytes", limit)
@@ -266,7 +339,10 @@ func (l *attemptLoop) logAttempt(resp *http.Response, err error, retrying bool) 
 	if l.n > 1 {
 		attrs = append(attrs, slog.String("retry_reason", l.reason), slog.Duration("backoff", l.backoff))
 	}
-	host, path := hostPath(l.url)
+	host, path := l.url.Host, l.url.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
 	attrs = append(attrs, slog.String("method", l.r.method), slog.String("host", host),
 		slog.String("path", truncate(path, maxQuoted)), slog.Duration("duration", time.Since(l.start)))
 	msg := "lendgraph: request"
@@ -290,16 +366,6 @@ func (l *attemptLoop) logAttempt(resp *http.Response, err error, retrying bool) 
 		attrs = append(attrs, slog.Bool("retrying", true))
 	}
 	logger.LogAttrs(ctx, slog.LevelDebug, msg, attrs...)
-}
-
-// hostPath splits a URL into its host and path, without the query.
-func hostPath(u string) (host, path string) {
-	rest, _, _ := strings.Cut(u, "?")
-	if _, after, ok := strings.Cut(rest, "://"); ok {
-		rest = after
-	}
-	host, path, _ = strings.Cut(rest, "/")
-	return host, "/" + path
 }
 
 // logFailure writes the warning line of a failed call that was retried,

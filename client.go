@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,7 +75,14 @@ type Client struct {
 	transport http.RoundTripper
 	own       *http.Transport
 	redirect  func(*http.Request, []*http.Request) error
-	closed    *atomic.Bool // a pointer: a Client copied by value (to print it) copies no lock
+	// runners are the retry loops' clients, lent to one request at a
+	// time (attempt.go).
+	runners *sync.Pool
+	// auth returns the key in the forms a request uses: a func, which
+	// fmt prints as an address, so that printing a Client (or a struct
+	// holding one) with any verb prints none of them.
+	auth   func() *keyForms
+	closed *atomic.Bool // a pointer: a Client copied by value (to print it) copies no lock
 	// defaults are the settings of a call made without options.
 	defaults callConfig
 	now      func() time.Time
@@ -166,6 +174,9 @@ func NewClient(opts ...Option) (*Client, error) {
 		c.transport = http.DefaultTransport
 	}
 	c.redirect = c.checkRedirect
+	c.runners = c.newRunners()
+	forms := newKeyForms(key, c.bearer)
+	c.auth = func() *keyForms { return forms }
 
 	c.newServices()
 	c.Search = &SearchService{client: c}

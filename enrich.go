@@ -395,7 +395,7 @@ func (s *PropertiesService) enrichments(req *EnrichmentsRequest, name string, op
 	if err != nil {
 		return nil, err
 	}
-	return newPager(cursor, open, func(ctx context.Context, o *operation, cursor string) ([]EnrichmentEntry, string, error) {
+	return newPager(cursor, open, func(ctx context.Context, o *operation, cursor string, _ func(string)) ([]EnrichmentEntry, string, error) {
 		page, err := sendFor[EnrichmentPage](ctx, o, enrichmentsRequest(cursor))
 		if err != nil {
 			return nil, "", err

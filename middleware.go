@@ -37,8 +37,10 @@ type operationKey struct{}
 // reads it from the request's context; it is empty for a context the SDK
 // did not make.
 func OperationFrom(ctx context.Context) string {
-	s, _ := ctx.Value(operationKey{}).(string)
-	return s
+	if o, _ := ctx.Value(operationKey{}).(*operation); o != nil {
+		return o.name
+	}
+	return ""
 }
 
 // DefaultRetryBudget is the size of a client's retry budget: with the

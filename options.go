@@ -6,7 +6,6 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -126,10 +125,10 @@ type callConfig struct {
 	downloadConns  int
 	poll           poll.Config
 	// meta receives what the call's responses said (WithResponseInto);
-	// metaMu serialises its writes by the call's concurrent requests (a
+	// metaOrder orders its writes by the call's concurrent requests (a
 	// pager's prefetch, a download's ranges).
-	meta   *ResponseMeta
-	metaMu *sync.Mutex
+	meta      *ResponseMeta
+	metaOrder *metaOrder
 	// downloadProgress hears a download's bytes (WithProgress of a
 	// *DownloadProgress).
 	downloadProgress func(*DownloadProgress)
@@ -499,7 +498,7 @@ func WithResponseInto(m *ResponseMeta) Option {
 			c.fail(invalidArg("WithResponseInto", "the destination is nil; pass a pointer to a ResponseMeta"))
 			return
 		}
-		c.call.meta, c.call.metaMu = m, new(sync.Mutex)
+		c.call.meta, c.call.metaOrder = m, new(metaOrder)
 	}
 }
 

@@ -212,7 +212,7 @@ func postList(path string, body *ListRequest) request {
 // that a POST of req to path returns; rows reads a page's rows and the
 // cursor of the next.
 func subPager[P, Row any](c *Client, name string, opts []Option, req *ListRequest, path string, rows func(*P) ([]Row, string)) (*Pager[Row], error) {
-	return listPager(c, name, opts, req, func(ctx context.Context, o *operation, body *ListRequest) ([]Row, string, error) {
+	return listPager(c, name, opts, req, func(ctx context.Context, o *operation, body *ListRequest, _ func(string)) ([]Row, string, error) {
 		p, err := sendFor[P](ctx, o, postList(path, body))
 		if err != nil {
 			return nil, "", err

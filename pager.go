@@ -1,10 +1,13 @@
 package lendgraph
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"iter"
 	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Pager walks a cursor-paginated list one page at a time. Every cursor list
@@ -39,8 +42,11 @@ type Pager[T any] struct {
 }
 
 // pageFetch fetches the page cursor names in operation o (nil for a
-// pager of NewPager).
-type pageFetch[T any] func(ctx context.Context, o *operation, cursor string) ([]T, string, error)
+// pager of NewPager). early, when not nil, may be called with the cursor
+// of the page after it as soon as the page's answer names it, before its
+// rows are decoded (see peekCursor); the cursor returned is the one that
+// counts.
+type pageFetch[T any] func(ctx context.Context, o *operation, cursor string, early func(next string)) ([]T, string, error)
 
 // newPager returns a pager whose first page is fetched with start (empty for
 // the beginning of the list); open starts the operation of each NextPage
@@ -142,7 +148,7 @@ func (p *Pager[T]) NextPage(ctx context.Context) (_ []T, err error) {
 		return nil, err
 	}
 	defer func() { o.end(err) }()
-	items, next, err := p.fetch(ctx, o, pos.cursor)
+	items, next, err := p.fetch(ctx, o, pos.cursor, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +182,78 @@ type pageResult[T any] struct {
 	err   error
 }
 
+// pageRun is the fetch of one page by a walk, in a goroutine of its own.
+type pageRun[T any] struct {
+	cursor string
+	cancel context.CancelFunc
+	early  chan string // the next page's cursor, as soon as the answer names it
+	done   chan pageResult[T]
+	ended  bool // done was received
+}
+
+// start fetches the page cursor names in a goroutine; the walk receives
+// its result from done, exactly once.
+func (p *Pager[T]) start(ctx context.Context, o *operation, cursor string) *pageRun[T] {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &pageRun[T]{cursor: cursor, cancel: cancel, early: make(chan string, 1), done: make(chan pageResult[T], 1)}
+	go func() {
+		items, next, err := p.fetch(ctx, o, cursor, func(next string) {
+			select {
+			case f.early <- next:
+			default: // a retried attempt names it again
+			}
+		})
+		f.done <- pageResult[T]{items, next, err}
+	}()
+	return f
+}
+
+// wait receives f's result. Meanwhile, as soon as f's answer names the
+// page after it, it starts that page's fetch (*nxt) unless one runs.
+func (p *Pager[T]) wait(ctx context.Context, o *operation, f *pageRun[T], nxt **pageRun[T]) pageResult[T] {
+	for {
+		select {
+		case next := <-f.early:
+			if *nxt == nil && p.unseen(f.cursor, next) {
+				*nxt = p.start(ctx, o, next)
+			}
+		case r := <-f.done:
+			f.ended = true
+			return r
+		}
+	}
+}
+
+// unseen reports whether next may be fetched after the page cursor
+// fetched: a cursor of its own that this walk has not read.
+func (p *Pager[T]) unseen(cursor, next string) bool {
+	if next == "" || next == cursor {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, dup := p.seen[next]
+	return !dup
+}
+
+// drop stops f and waits for its goroutine.
+func (f *pageRun[T]) drop() {
+	f.cancel()
+	if !f.ended {
+		<-f.done
+		f.ended = true
+	}
+}
+
 // All yields every item from the pager's position on: the page after the
 // last one NextPage returned, or the first row of a page an earlier loop
 // left unfinished. While the caller works through one page, the next one
 // is already being fetched, so a consumer that does real work per item
-// rarely waits for the network.
+// rarely waits for the network; for the SDK's own lists the next page's
+// request leaves as soon as an answer names its cursor, before the
+// answer's rows are decoded, so even a loop that does nothing overlaps
+// its decoding with the server's work. At most two pages are fetched at
+// once.
 //
 // The sequence follows the package's iterator contract: each range starts
 // again from the position the pager had when All was called (and moves the
@@ -234,20 +307,27 @@ func (p *Pager[T]) All(ctx context.Context) iter.Seq2[T, error] {
 	}
 }
 
-// walk yields the rows of the pages from cursor on, prefetching the next
-// page while the current one is yielded.
+// walk yields the rows of the pages from cursor on. The page after the
+// one being read is fetched meanwhile: its request leaves as soon as the
+// answer of the page before it names its cursor, before that page's rows
+// are decoded (peekCursor), or else once they are. At most two pages are
+// fetched at once: one decoding, the next on its way.
 func (p *Pager[T]) walk(ctx context.Context, o *operation, cursor string, yield func(T, error) bool) {
 	var zero T
 	ctx, cancel := context.WithCancel(ctx)
-	var prefetch chan pageResult[T]
+	var cur, nxt *pageRun[T] // the page being fetched (nil: the first), the one after it
 	// A loop that leaves before the page's last row was yielded and
 	// returned (break, a panic, cancellation) leaves the pager on that
 	// page: the next loop reads it again rather than skip its rest.
 	inPage := false
 	defer func() {
 		cancel()
-		if prefetch != nil {
-			<-prefetch // the fetch returns promptly once ctx is cancelled
+		// The fetches return promptly once ctx is cancelled.
+		if cur != nil {
+			cur.drop()
+		}
+		if nxt != nil {
+			nxt.drop()
 		}
 		if inPage {
 			p.mu.Lock()
@@ -265,23 +345,31 @@ func (p *Pager[T]) walk(ctx context.Context, o *operation, cursor string, yield 
 			return false
 		}
 	}
-	items, next, err := p.fetch(ctx, o, cursor)
-	if err == nil {
-		err = p.advance(cursor, next)
-	}
+	// The first page is fetched on the caller's goroutine; the hook that
+	// hears its successor's cursor runs there too.
+	items, next, err := p.fetch(ctx, o, cursor, func(next string) {
+		if nxt == nil && p.unseen(cursor, next) {
+			nxt = p.start(ctx, o, next)
+		}
+	})
 	for {
+		if err == nil {
+			err = p.advance(cursor, next)
+		}
+		if nxt != nil && (err != nil || nxt.cursor != next) {
+			// Started for a cursor the decoded page does not name (or
+			// for a page that failed): not the page that comes next.
+			nxt.drop()
+			nxt = nil
+		}
 		if err != nil && len(items) == 0 {
 			if !stopped() {
 				yield(zero, err)
 			}
 			return
 		}
-		if next != "" && err == nil {
-			prefetch = make(chan pageResult[T], 1)
-			go func(cursor string) {
-				items, next, err := p.fetch(ctx, o, cursor)
-				prefetch <- pageResult[T]{items, next, err}
-			}(next)
+		if nxt == nil && next != "" && err == nil {
+			nxt = p.start(ctx, o, next)
 		}
 		inPage = true
 		for _, it := range items {
@@ -295,17 +383,62 @@ func (p *Pager[T]) walk(ctx context.Context, o *operation, cursor string, yield 
 			yield(zero, err)
 			return
 		}
-		if prefetch == nil {
+		if nxt == nil {
 			return
 		}
-		r := <-prefetch
-		prefetch = nil
-		cursor = next
+		cur, nxt = nxt, nil
+		cursor = cur.cursor
+		r := p.wait(ctx, o, cur, &nxt)
 		items, next, err = r.items, r.next, r.err
-		if err == nil {
-			err = p.advance(cursor, next)
+	}
+}
+
+// peekCursor returns the hook of a page's request that hands early the
+// cursor of the next page (the string member name at the top level of
+// the answer) before the page is decoded, so that the next page's
+// request leaves while this one's rows are decoded. The API and the fake
+// send the cursor first, ahead of the rows; a member found only after an
+// array or an object is not looked for (the rows are not scanned twice),
+// and that page's successor leaves once the page is decoded. nil when
+// early is.
+func peekCursor(name string, early func(string)) func(body []byte) {
+	if early == nil {
+		return nil
+	}
+	return func(body []byte) {
+		if next, ok := cursorAtHead(body, name); ok {
+			early(next)
 		}
 	}
+}
+
+// cursorAtHead returns the string member name of the JSON object body
+// when it comes before any member whose value is an array or an object.
+func cursorAtHead(body []byte, name string) (string, bool) {
+	d := jsontext.NewDecoder(bytes.NewBuffer(body), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return "", false
+	}
+	for d.PeekKind() == '"' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return "", false
+		}
+		switch k := d.PeekKind(); {
+		case tok.String() == name:
+			v, err := d.ReadToken()
+			if err != nil || v.Kind() != '"' {
+				return "", false
+			}
+			return v.String(), true
+		case k == '[' || k == '{':
+			return "", false
+		}
+		if err := d.SkipValue(); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // opener returns the function a pager of client c starts its operations
@@ -330,7 +463,7 @@ func (c *Client) opener(name string, opts []Option) (func(context.Context) (cont
 
 // listPager builds a pager of client c, named name, over a POST list whose
 // cursor travels in pagination.cursor.
-func listPager[T any](c *Client, name string, opts []Option, req *ListRequest, page func(ctx context.Context, o *operation, body *ListRequest) ([]T, string, error)) (*Pager[T], error) {
+func listPager[T any](c *Client, name string, opts []Option, req *ListRequest, page func(ctx context.Context, o *operation, body *ListRequest, early func(string)) ([]T, string, error)) (*Pager[T], error) {
 	body, err := req.prepared()
 	if err != nil {
 		return nil, err
@@ -343,14 +476,14 @@ func listPager[T any](c *Client, name string, opts []Option, req *ListRequest, p
 	if body.Pagination != nil {
 		start = body.Pagination.Cursor
 	}
-	return newPager(start, open, func(ctx context.Context, o *operation, cursor string) ([]T, string, error) {
+	return newPager(start, open, func(ctx context.Context, o *operation, cursor string, early func(string)) ([]T, string, error) {
 		b := *body
 		p := Pagination{Cursor: cursor}
 		if body.Pagination != nil {
 			p.Size = body.Pagination.Size
 		}
 		b.Pagination = &p
-		return page(ctx, o, &b)
+		return page(ctx, o, &b, early)
 	}), nil
 }
 
@@ -392,7 +525,7 @@ func NewPager[T any](start string, fetch PageFunc[T]) *Pager[T] {
 	if fetch == nil {
 		panic("lendgraph.NewPager: fetch is nil; pass the function that fetches one page")
 	}
-	return newPager(start, nil, func(ctx context.Context, _ *operation, cursor string) ([]T, string, error) {
+	return newPager(start, nil, func(ctx context.Context, _ *operation, cursor string, _ func(string)) ([]T, string, error) {
 		return fetch(ctx, cursor)
 	})
 }

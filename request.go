@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/go-querystring/query"
@@ -70,7 +72,7 @@ func (c *Client) begin(ctx context.Context, name string, opts []Option) (context
 // open starts the operation name with settings cfg.
 func (c *Client) open(ctx context.Context, name string, cfg *callConfig) (context.Context, *operation) {
 	o := &operation{c: c, name: name, cfg: cfg}
-	ctx = context.WithValue(ctx, operationKey{}, name)
+	ctx = context.WithValue(ctx, operationKey{}, o) // a pointer: no allocation for the value
 	ctx, o.obs = c.startOp(ctx, name)
 	return ctx, o
 }
@@ -131,6 +133,9 @@ type request struct {
 	// respHeader, when set, receives the headers of the answer decoded
 	// (the search token reads the server's Date).
 	respHeader *http.Header
+	// peek, when set, reads a 2xx answer's body before it is decoded (a
+	// list page names the next page's cursor: peekCursor).
+	peek func(body []byte)
 }
 
 // target is the kind of host r goes to.
@@ -190,6 +195,9 @@ func (o *operation) stream(ctx context.Context, r request) (*http.Response, erro
 // retry loop and turns its outcome into the SDK's errors.
 func (o *operation) do(ctx context.Context, r *request, out any) (*http.Response, *attemptLoop, error) {
 	l := &attemptLoop{o: o, r: r, out: out}
+	if o.cfg.meta != nil {
+		l.seq = o.cfg.metaOrder.next()
+	}
 	c := o.c
 	if r.target() == TargetAPI && *c.key == "" {
 		return nil, l, &MissingAPIKeyError{Operation: o.name}
@@ -209,29 +217,45 @@ func (o *operation) do(ctx context.Context, r *request, out any) (*http.Response
 		}
 		body = b
 	}
-	req, err := retryablehttp.NewRequestWithContext(ctx, r.method, u, body)
+	hreq, err := newHTTPRequest(ctx, r.method, u)
 	if err != nil {
 		return nil, l, fmt.Errorf("lendgraph: building %s %s: %w", r.method, truncate(r.wirePath(c), maxQuoted), redactError(err))
 	}
-	req.Header.Set("User-Agent", c.userAgent)
+	req, err := retryablehttp.FromRequest(hreq)
+	if err == nil {
+		err = req.SetBody(body)
+	}
+	if err != nil {
+		return nil, l, fmt.Errorf("lendgraph: building %s %s: %w", r.method, truncate(r.wirePath(c), maxQuoted), redactError(err))
+	}
+	// The SDK's own headers share one backing array, each value a slice
+	// of its own capacity, so that an append by a middleware copies.
+	h := req.Header
+	vals := make([]string, 3)
+	vals[0] = c.userAgent
+	h["User-Agent"] = vals[0:1:1]
 	if r.stream() {
 		// Ask for the stored bytes as they are: offsets for Range then
 		// count the same bytes, and a gzip file stays gzip (Go's transport
 		// would otherwise ask for gzip and silently decode it).
-		req.Header.Set("Accept-Encoding", "identity")
+		vals[1] = "identity"
+		h["Accept-Encoding"] = vals[1:2:2]
 	} else {
-		req.Header.Set("Accept", "application/json")
+		vals[1] = "application/json"
+		h["Accept"] = vals[1:2:2]
 		req.SetResponseHandler(l.handle)
 	}
 	if r.body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		vals[2] = "application/json"
+		h["Content-Type"] = vals[2:3:3]
 	}
 	for name, vs := range r.header {
-		req.Header[name] = vs
+		h[name] = vs
 	}
-	l.secrets = []string{string(*c.key)}
+	l.secrets, l.redactor = c.auth().secrets, c.auth().redactor
 	if r.bearer != "" {
-		l.secrets = append(l.secrets, r.bearer)
+		l.secrets = append(slices.Clip(l.secrets), r.bearer)
+		l.redactor = newRedactor(l.secrets...)
 	}
 	resp, err := l.run(req)
 	l.report(ctx)
@@ -242,14 +266,26 @@ func (o *operation) do(ctx context.Context, r *request, out any) (*http.Response
 	return resp, l, nil
 }
 
+// newHTTPRequest is http.NewRequestWithContext for a URL already parsed:
+// the request carries u as it is, without printing and parsing it again.
+func newHTTPRequest(ctx context.Context, method string, u *url.URL) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "", nil) // checks the method
+	if err != nil {
+		return nil, err
+	}
+	// As http.NewRequestWithContext does: a host ending in an empty port
+	// ("example.com:") is the host alone.
+	u.Host = strings.TrimSuffix(u.Host, ":")
+	req.URL, req.Host = u, u.Host
+	return req, nil
+}
+
 // url is r's address: its path and query joined to the API's base URL or
-// the search host's, or its link.
-func (r *request) url(c *Client) (string, error) {
+// the search host's, or its link. It is r's own copy, which the request
+// may keep.
+func (r *request) url(c *Client) (*url.URL, error) {
 	if r.link != "" {
-		if err := c.checkLinkString("results link", r.link.Reveal()); err != nil {
-			return "", err
-		}
-		return r.link.Reveal(), nil
+		return c.parseLink("results link", r.link.Reveal())
 	}
 	base := c.base
 	if r.host != nil {
@@ -377,13 +413,41 @@ func (l *attemptLoop) report(ctx context.Context) {
 	meta := ResponseMeta{Operation: l.o.name, StatusCode: l.status, Header: l.header, Attempts: l.n,
 		EarlierAttemptOutcomeUnknown: l.lost}
 	meta.RequestID = l.header.Get("X-Request-Id")
-	l.o.cfg.metaMu.Lock()
-	*m = meta
-	l.o.cfg.metaMu.Unlock()
+	l.o.cfg.metaOrder.write(l.seq, func() { *m = meta })
 }
 
-// joinURL joins path and the encoded query to base.
-func joinURL(base *url.URL, path string, q any) (string, error) {
+// metaOrder orders the writes of a call's ResponseMeta by its requests,
+// which may run at once (a pager's next page leaves while the page before
+// it is decoded; a download's ranges): a request's answer is written
+// unless one of a request that started after it was already, so that
+// the metadata holds the last request's, whichever ends first.
+type metaOrder struct {
+	mu      sync.Mutex
+	started uint64 // requests begun
+	written uint64 // the number of the request whose answer is written
+}
+
+// next numbers a request of the call as it begins.
+func (m *metaOrder) next() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.started++
+	return m.started
+}
+
+// write runs set, the write of request seq's answer, unless a later
+// request's is written.
+func (m *metaOrder) write(seq uint64, set func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if seq >= m.written {
+		m.written = seq
+		set()
+	}
+}
+
+// joinURL joins path and the encoded query to base, in a URL of its own.
+func joinURL(base *url.URL, path string, q any) (*url.URL, error) {
 	// path arrives escaped (ids went through url.PathEscape), so it is the
 	// wire form: keep it as RawPath, with Path its unescaped twin, and
 	// url.URL does not escape it a second time.
@@ -391,14 +455,15 @@ func joinURL(base *url.URL, path string, q any) (string, error) {
 		if seg == "." || seg == ".." {
 			// url.PathEscape keeps dots, and a server would resolve them
 			// to another path: no record has such an id.
-			return "", invalidArg("id", "%q cannot be an id: in a URL path it names another resource", seg)
+			return nil, invalidArg("id", "%q cannot be an id: in a URL path it names another resource", seg)
 		}
 	}
-	u := *base
+	u := new(url.URL)
+	*u = *base
 	u.RawPath = strings.TrimRight(base.EscapedPath(), "/") + path
 	p, err := url.PathUnescape(u.RawPath)
 	if err != nil {
-		return "", fmt.Errorf("lendgraph: path %q is not escaped correctly: %w", truncate(path, maxQuoted), err)
+		return nil, fmt.Errorf("lendgraph: path %q is not escaped correctly: %w", truncate(path, maxQuoted), err)
 	}
 	u.Path = p
 	if q != nil {
@@ -412,12 +477,12 @@ func joinURL(base *url.URL, path string, q any) (string, error) {
 				break
 			}
 			if vals, err = query.Values(q); err != nil {
-				return "", fmt.Errorf("lendgraph: encoding query for %s: %w", truncate(path, maxQuoted), err)
+				return nil, fmt.Errorf("lendgraph: encoding query for %s: %w", truncate(path, maxQuoted), err)
 			}
 		}
 		u.RawQuery = vals.Encode()
 	}
-	return u.String(), nil
+	return u, nil
 }
 
 func readCapped(r io.Reader, limit int64) ([]byte, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -418,5 +419,35 @@ func TestClient_DotIDsRefused(t *testing.T) {
 	}
 	if rec.received != 0 {
 		t.Fatalf("%d requests reached the server", rec.received)
+	}
+}
+
+// lengthTransport answers with body, declaring length as its
+// Content-Length whatever the body's size (a transport that does not hold
+// a server to its Content-Length, as net/http's does).
+type lengthTransport struct {
+	body   string
+	length int64
+}
+
+func (t lengthTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(t.body)), ContentLength: t.length, Request: req}, nil
+}
+
+// TestRequest_BodyLengthNotAsDeclared: the SDK reads an answer's body to
+// its end whatever length it declared: longer, shorter or unknown.
+func TestRequest_BodyLengthNotAsDeclared(t *testing.T) {
+	body := `{"id":"agt_0000001","fullName":"` + strings.Repeat("x", 2000) + `","city":"Austin","zip":"78701"}`
+	for _, length := range []int64{0, 10, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 1, 1 << 20, -1} {
+		c, err := lendgraph.NewClient(lendgraph.WithAPIKey("lg_test_length"), lendgraph.WithBaseURL("http://127.0.0.1:1"),
+			lendgraph.WithHTTPClient(&http.Client{Transport: lengthTransport{body: body, length: length}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := c.Agents.Get(context.Background(), "agt_0000001")
+		if err != nil || len(a.FullName) != 2000 || !a.Extra.Has("zip") {
+			t.Fatalf("declared %d of %d bytes: %+v, %v", length, len(body), a, err)
+		}
 	}
 }

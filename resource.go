@@ -40,10 +40,13 @@ type resource[T any] struct {
 	c    *Client
 	path string // the path segment: "agents"
 	name string // the service's name in operation names: "Agents"
+	// getOp and listOp are the names of the operations called most,
+	// made once: "Agents.Get", "Agents.List".
+	getOp, listOp string
 }
 
 func newResource[T any](c *Client, path, name string) resource[T] {
-	return resource[T]{c: c, path: path, name: name}
+	return resource[T]{c: c, path: path, name: name, getOp: name + ".Get", listOp: name + ".List"}
 }
 
 // op names an operation of the service: "Agents.List".
@@ -54,7 +57,7 @@ func (r resource[T]) list(ctx context.Context, req *ListRequest, opts []Option) 
 	if err != nil {
 		return nil, err
 	}
-	return call[Page[T]](ctx, r.c, r.op("List"), opts, r.listRequest(body))
+	return call[Page[T]](ctx, r.c, r.listOp, opts, r.listRequest(body))
 }
 
 func (r resource[T]) listRequest(body *ListRequest) request {
@@ -64,8 +67,10 @@ func (r resource[T]) listRequest(body *ListRequest) request {
 // pager is Pager, whose operations are called name ("Agents.Pager", or
 // "Agents.All" for the pager behind All).
 func (r resource[T]) pager(req *ListRequest, name string, opts []Option) (*Pager[T], error) {
-	return listPager(r.c, name, opts, req, func(ctx context.Context, o *operation, body *ListRequest) ([]T, string, error) {
-		page, err := sendFor[Page[T]](ctx, o, r.listRequest(body))
+	return listPager(r.c, name, opts, req, func(ctx context.Context, o *operation, body *ListRequest, early func(string)) ([]T, string, error) {
+		lr := r.listRequest(body)
+		lr.peek = peekCursor("cursor", early)
+		page, err := sendFor[Page[T]](ctx, o, lr)
 		if err != nil {
 			return nil, "", err
 		}
@@ -82,7 +87,7 @@ func (r resource[T]) get(ctx context.Context, id string, opts []Option) (*T, err
 	if id == "" {
 		return nil, invalidArg("id", "must not be empty")
 	}
-	return call[T](ctx, r.c, r.op("Get"), opts, request{method: http.MethodGet, path: "/v1/" + r.path + "/" + url.PathEscape(id), kind: retry.Idempotent})
+	return call[T](ctx, r.c, r.getOp, opts, request{method: http.MethodGet, path: "/v1/" + r.path + "/" + url.PathEscape(id), kind: retry.Idempotent})
 }
 
 // analytics posts an analytics query (POST /v1/<resource>/analytics/<kind>).
@@ -135,7 +140,7 @@ func (r resource[T]) chartPager(req *ChartRequest, name string, opts []Option) (
 	if err != nil {
 		return nil, err
 	}
-	return listPager(r.c, name, opts, &body.ListRequest, func(ctx context.Context, o *operation, lr *ListRequest) ([]ChartRow, string, error) {
+	return listPager(r.c, name, opts, &body.ListRequest, func(ctx context.Context, o *operation, lr *ListRequest, _ func(string)) ([]ChartRow, string, error) {
 		b := *body
 		b.ListRequest = *lr
 		page, err := sendFor[ChartResult](ctx, o, r.chartRequest(&b))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"testing"
+	"time"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -34,24 +35,59 @@ func BenchmarkIterateAgents(b *testing.B) {
 		}
 		m.report(b)
 	})
+	sdkAll := func(b *testing.B, c *lendgraph.Client) {
+		n := 0
+		for a, err := range c.Agents.All(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 100}}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink += a.TransactionCount
+			n++
+		}
+		if n != benchRows {
+			b.Fatalf("%d rows", n)
+		}
+	}
 	b.Run("SDKAll", func(b *testing.B) {
 		c := srv.Client()
 		b.ReportAllocs()
 		m := startMallocs()
 		for b.Loop() {
-			n := 0
-			for a, err := range c.Agents.All(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 100}}) {
-				if err != nil {
-					b.Fatal(err)
-				}
-				sink += a.TransactionCount
-				n++
-			}
-			if n != benchRows {
-				b.Fatalf("%d rows", n)
-			}
+			sdkAll(b, c)
 		}
 		m.report(b)
+	})
+	// Alternated runs one loop of each per iteration, in turn, so that
+	// both see the same machine (its load drifts over a run), and reports
+	// each one's wall time and the process's CPU time (client and
+	// in-process server) per record, and the ratio of the wall times.
+	b.Run("Alternated", func(b *testing.B) {
+		key := srv.DefaultCaller().Key
+		hc := &http.Client{}
+		c := srv.Client()
+		var handWall, sdkWall, handCPU, sdkCPU time.Duration
+		i := 0
+		for b.Loop() {
+			for k := range 2 {
+				t0, c0 := time.Now(), cpuTime()
+				if (i+k)%2 == 0 {
+					if n := handLoop(b, hc, srv.URL, key); n != benchRows {
+						b.Fatalf("%d rows", n)
+					}
+					handWall, handCPU = handWall+time.Since(t0), handCPU+cpuTime()-c0
+				} else {
+					sdkAll(b, c)
+					sdkWall, sdkCPU = sdkWall+time.Since(t0), sdkCPU+cpuTime()-c0
+				}
+			}
+			i++
+		}
+		per := float64(b.N) * benchRows
+		b.ReportMetric(float64(handWall.Nanoseconds())/per, "hand-ns/record")
+		b.ReportMetric(float64(sdkWall.Nanoseconds())/per, "sdk-ns/record")
+		b.ReportMetric(float64(handCPU.Nanoseconds())/per, "hand-cpu-ns/record")
+		b.ReportMetric(float64(sdkCPU.Nanoseconds())/per, "sdk-cpu-ns/record")
+		b.ReportMetric(float64(sdkWall)/float64(handWall), "sdk/hand")
 	})
 }
 

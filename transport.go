@@ -27,7 +27,7 @@ func (l *attemptLoop) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	cfg := l.o.cfg
 	if len(cfg.header) > 0 {
-		req = req.Clone(req.Context())
+		req = withHeader(req, "", "")
 		for name, vs := range cfg.header {
 			req.Header[name] = append(req.Header[name], vs...)
 		}
@@ -80,12 +80,7 @@ func (l *attemptLoop) send(req *http.Request, hop Target) (*http.Response, error
 		if err := c.waitRateLimit(ctx, l.o.obs); err != nil {
 			return nil, err
 		}
-		req = req.Clone(ctx)
-		if c.bearer {
-			req.Header.Set("Authorization", "Bearer "+string(*c.key))
-		} else {
-			req.Header.Set("x-api-key", string(*c.key))
-		}
+		req = withHeader(req, c.auth().header, c.auth().value)
 		if l.r.kind != retry.Idempotent || l.r.charges {
 			if err := ctx.Err(); err != nil {
 				return nil, err // ended before sending: nothing happened
@@ -98,8 +93,7 @@ func (l *attemptLoop) send(req *http.Request, hop Target) (*http.Response, error
 			l.acted = true // from here on the server may act
 		}
 	case TargetSearchHost:
-		req = req.Clone(ctx)
-		req.Header.Set("Authorization", "Bearer "+l.r.bearer)
+		req = withHeader(req, "Authorization", "Bearer "+l.r.bearer)
 	}
 	att := l.o.obs.startAttempt(ctx, l, req, hop)
 	req, timed := l.timeAttempt(req)
@@ -113,6 +107,55 @@ func (l *attemptLoop) send(req *http.Request, hop Target) (*http.Response, error
 		l.status, l.header = resp.StatusCode, resp.Header
 	}
 	return att.end(resp, err)
+}
+
+// keyForms are the API key in the forms a request uses, worked out once
+// per client: the header it travels in and that header's value, the
+// secrets every error and header the SDK reads is redacted of, and their
+// redactor.
+type keyForms struct {
+	header, value string
+	secrets       []string
+	redactor      redactor
+}
+
+func newKeyForms(key string, bearer bool) *keyForms {
+	k := &keyForms{header: "X-Api-Key", value: key, secrets: []string{key}, redactor: newRedactor(key)}
+	if bearer {
+		k.header, k.value = "Authorization", "Bearer "+key
+	}
+	return k
+}
+
+// withHeader returns a copy of req for one hop, whose headers are its
+// own: req's, with name set to value (when name is not empty). The copy
+// shares the rest of req (its URL, its body), as Request.Clone's shallow
+// fields do; nothing below the attempt's transport changes them.
+func withHeader(req *http.Request, name, value string) *http.Request {
+	r2 := new(http.Request)
+	*r2 = *req
+	n := 1
+	for _, vs := range req.Header {
+		n += len(vs)
+	}
+	// One backing array for every value, as Header.Clone does, each value
+	// a slice of its own capacity so that an append copies.
+	vals := make([]string, n)
+	h := make(http.Header, len(req.Header)+1)
+	for k, vs := range req.Header {
+		if vs == nil {
+			h[k] = nil // a nil value means something to the transport (no User-Agent)
+			continue
+		}
+		m := copy(vals, vs)
+		h[k], vals = vals[:m:m], vals[m:]
+	}
+	if name != "" {
+		vals[0] = value
+		h[name] = vals[:1:1]
+	}
+	r2.Header = h
+	return r2
 }
 
 // judge records whether the server may have acted on a hop of a call that
@@ -144,23 +187,40 @@ func (l *attemptLoop) judge(resp *http.Response, err error) {
 // of its query string; Location is spared the latter, since a storage
 // host may legitimately redirect with the same signed query.
 func (l *attemptLoop) redactHeaders(req *http.Request, resp *http.Response, hop Target) {
-	secrets := append(slices.Clip(l.secrets), req.Header.Get("x-api-key"),
-		strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer "))
-	var sig []string
+	red := l.redactor
+	if extra := l.hopSecrets(req); len(extra) > 0 {
+		red = newRedactor(append(slices.Clip(l.secrets), extra...)...)
+	}
+	var sig redactor
 	if hop == TargetStorage || hop == TargetOther {
+		var vals []string
 		for _, vs := range req.URL.Query() {
-			sig = append(sig, vs...)
+			vals = append(vals, vs...)
 		}
+		sig = newRedactor(vals...)
 	}
 	for name, vs := range resp.Header {
 		for i, v := range vs {
-			v = redact(v, secrets...)
+			v = red.redact(v)
 			if name != "Location" {
-				v = redact(v, sig...)
+				v = sig.redact(v)
 			}
 			vs[i] = v
 		}
 	}
+}
+
+// hopSecrets returns the credentials req carries (x-api-key, a bearer
+// token) that are not among the request's secrets already: none unless
+// a middleware or a redirect put another one there.
+func (l *attemptLoop) hopSecrets(req *http.Request) []string {
+	var extra []string
+	for _, v := range [...]string{req.Header.Get("X-Api-Key"), strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")} {
+		if len(v) >= minSecret && !slices.Contains(l.secrets, v) && !slices.Contains(extra, v) {
+			extra = append(extra, v)
+		}
+	}
+	return extra
 }
 
 // waitRateLimit takes a token of the client's rate limit (WithRateLimit)
@@ -317,11 +377,20 @@ func localAddress(host string) bool {
 
 // checkLinkString is checkLink for a link as the server sent it.
 func (c *Client) checkLinkString(what, raw string) error {
+	_, err := c.parseLink(what, raw)
+	return err
+}
+
+// parseLink parses a link as the server sent it and checks it (checkLink).
+func (c *Client) parseLink(what, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return &linkError{what: what, reason: "it is not a URL"}
+		return nil, &linkError{what: what, reason: "it is not a URL"}
 	}
-	return c.checkLink(what, u)
+	if err := c.checkLink(what, u); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // minSecret is the shortest string the redaction treats as a secret. A
@@ -337,17 +406,37 @@ const redacted = "[redacted]"
 // is and URL-escaped) with [redacted]; secrets shorter than minSecret are
 // ignored.
 func redact(s string, secrets ...string) string {
+	return newRedactor(secrets...).redact(s)
+}
+
+// redactor is redact with its secrets' forms worked out once: each secret
+// as it is, path-escaped and query-escaped (the forms that differ), in
+// that order. A client keeps the one of its key (Client.redactor), which
+// redacts every header of every answer.
+type redactor []string
+
+// newRedactor returns the redactor of secrets.
+func newRedactor(secrets ...string) redactor {
+	var r redactor
 	for _, sec := range secrets {
 		if len(sec) < minSecret {
 			continue
 		}
-		s = strings.ReplaceAll(s, sec, redacted)
+		r = append(r, sec)
 		if e := url.PathEscape(sec); e != sec {
-			s = strings.ReplaceAll(s, e, redacted)
+			r = append(r, e)
 		}
 		if e := url.QueryEscape(sec); e != sec {
-			s = strings.ReplaceAll(s, e, redacted)
+			r = append(r, e)
 		}
+	}
+	return r
+}
+
+// redact replaces every form of r's secrets in s with [redacted].
+func (r redactor) redact(s string) string {
+	for _, f := range r {
+		s = strings.ReplaceAll(s, f, redacted)
 	}
 	return s
 }

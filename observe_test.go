@@ -370,3 +370,59 @@ func TestObserver_JobChargedOnce(t *testing.T) {
 		t.Errorf("observer told of %v credits over %d waits; the job was charged %v once", reported, waits, *st.CreditsCharged)
 	}
 }
+
+// unwatchedAttempts is a recObserver whose operations watch no attempt
+// (StartAttempt returns nil).
+type unwatchedAttempts struct{ recObserver }
+
+type unwatchedOp struct{ *recOp }
+
+func (u *unwatchedAttempts) StartOperation(ctx context.Context, name string) (context.Context, lendgraph.OperationObserver) {
+	ctx, op := u.recObserver.StartOperation(ctx, name)
+	return ctx, unwatchedOp{op.(*recOp)}
+}
+
+func (o unwatchedOp) StartAttempt(ctx context.Context, a lendgraph.AttemptInfo) lendgraph.AttemptObserver {
+	o.recOp.StartAttempt(ctx, a)
+	return nil
+}
+
+// TestObserver_AttemptNotWatched: an observer may watch an operation but
+// none of its attempts (StartAttempt returns nil): a retried read, a
+// paged listing and a download then work as without it, no attempt
+// carries trace context, and the operation's summary still counts the
+// attempts the server saw.
+func TestObserver_AttemptNotWatched(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(40))
+	obs := &unwatchedAttempts{}
+	c := srv.Client(lendgraph.WithObserver(obs))
+	ctx := context.Background()
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Status: 503, Header: map[string]string{"Retry-After": "0"}})
+	if _, err := c.Agents.Get(ctx, srv.Dataset().ID("agents", 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range c.Agents.All(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 10}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Download(ctx, io.Discard, lendgraph.WithPollInterval(2*time.Millisecond, 5*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	obs.check(t)
+	if got, want := obs.op(t, "Agents.Get").sum.Attempts, srv.CountRequests(http.MethodGet, "/v1/agents/{id}"); got != want || got != 2 {
+		t.Errorf("Agents.Get: %d attempts counted, the server saw %d", got, want)
+	}
+	if got, want := obs.op(t, "Agents.All").sum.Attempts, srv.CountRequests(http.MethodPost, "/v1/agents"); got != want {
+		t.Errorf("Agents.All: %d attempts counted, the server saw %d", got, want)
+	}
+	for _, r := range srv.Requests() {
+		if tp := r.Header.Get("Traceparent"); tp != "" {
+			t.Errorf("%s %s carries traceparent %q", r.Method, r.Path, tp)
+		}
+	}
+}

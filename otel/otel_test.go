@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -462,8 +463,15 @@ func TestObserver_RetryAndMetrics(t *testing.T) {
 // the histograms' counts, by name{attribute=value,...}.
 func (tr *traced) metrics(t *testing.T) map[string]float64 {
 	t.Helper()
+	return collect(t, tr.reader)
+}
+
+// collect reads what reader's meter provider measured so far (see
+// traced.metrics).
+func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64 {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := tr.reader.Collect(context.Background(), &rm); err != nil {
+	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]float64{}
@@ -836,6 +844,99 @@ func TestObserver_NoSecretInSpans(t *testing.T) {
 }
 
 func urlQuery(q string) (url.Values, error) { return url.ParseQuery(q) }
+
+// TestObserver_NoEchoedSecretInSpans: servers that echo the secrets they
+// were sent back in their error bodies and headers (the API quoting the
+// API key in a 400's message, its request id, a 503 it is retried after;
+// the storage host quoting the link's signature as its error code and in
+// its headers, for the first link and the freshly signed one) put none of
+// them in a span name, attribute, event, status or link, nor in a metric's
+// attributes, with the key in a header or as a bearer token.
+func TestObserver_NoEchoedSecretInSpans(t *testing.T) {
+	const key = "lg_test_echoed_secret_key_0123456789"
+	var signed atomic.Int64
+	sig := func(n int64) string { return fmt.Sprintf("sig%016d", n) }
+	storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := r.URL.Query().Get("X-Signature")
+		w.Header().Set("X-Amz-Request-Id", s)
+		w.Header().Set("X-Echo", r.URL.RawQuery)
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, "<Error><Code>%s</Code><Message>signature %s does not match</Message></Error>", s, r.URL.RawQuery)
+	}))
+	defer storage.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent := r.Header.Get("X-Api-Key") + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		w.Header().Set("X-Request-Id", sent)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/agents/bulk-delivery/"):
+			fmt.Fprintf(w, `{"jobId":"dlv_1","status":"completed","format":"ndjson","resultsUrl":%q}`,
+				storage.URL+"/results.ndjson?X-Signature="+sig(signed.Add(1)))
+		case r.Header.Get("X-Retried") == "" && strings.HasPrefix(r.URL.Path, "/v1/agents/"):
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, `{"error":"overloaded, key %s"}`, sent)
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"error":"invalid request for key %s","message":"key %s"}`, sent, sent)
+		}
+	}))
+	defer api.Close()
+	for _, bearer := range []bool{false, true} {
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		opts := []lendgraph.Option{lendgraph.WithAPIKey(key), lendgraph.WithBaseURL(api.URL), lendgraph.WithInsecureHTTPLinks(),
+			lendgraph.WithRetryBackoff(time.Millisecond, 2*time.Millisecond),
+			lendgraph.WithObserver(lendgraphotel.New(tp, mp, propagation.TraceContext{}))}
+		if bearer {
+			opts = append(opts, lendgraph.WithBearerAuth())
+		}
+		c, err := lendgraph.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := c.Agents.Get(ctx, "agt_1"); err == nil {
+			t.Fatal("Get: no error from an API answering 400")
+		}
+		retried := lendgraph.WithHeader("X-Retried", "yes")
+		if _, err := c.Agents.List(ctx, nil, retried); err == nil {
+			t.Fatal("List: no error from an API answering 400")
+		}
+		if _, err := c.Agents.DeliveryJob("dlv_1").Download(ctx, io.Discard); err == nil {
+			t.Fatal("Download: no error from a storage host answering 403")
+		}
+		_ = c.Close()
+		secrets := map[string]string{key: "API key"}
+		for i := int64(1); i <= signed.Load(); i++ {
+			secrets[sig(i)] = "link signature"
+		}
+		if len(secrets) < 3 {
+			t.Fatalf("setup: %d links signed, want a fresh one after the first was refused", len(secrets)-1)
+		}
+		var text strings.Builder
+		for _, s := range spans.Ended() {
+			fmt.Fprintln(&text, s.Name(), s.Attributes(), s.Events(), s.Status(), s.Links())
+		}
+		for name := range collect(t, reader) {
+			fmt.Fprintln(&text, name)
+		}
+		for _, want := range []string{"lendgraph Agents.Get", "lendgraph Agents.List", "lendgraph DeliveryJob.Download", "400", "403"} {
+			if !strings.Contains(text.String(), want) {
+				t.Fatalf("bearer=%v: the calls were not traced (no %q):\n%s", bearer, want, text.String())
+			}
+		}
+		for secret, what := range secrets {
+			if strings.Contains(text.String(), secret) {
+				t.Errorf("bearer=%v: the %s %s is in a span or a metric:\n%s", bearer, what, secret, text.String())
+			}
+		}
+		_ = tp.Shutdown(ctx)
+		_ = mp.Shutdown(ctx)
+	}
+}
 
 // TestObserver_NoopProviders: with no-op providers the observer records
 // nothing, yet a caller's span context still goes to the API host (and

@@ -59,7 +59,7 @@ func ExampleNew() {
 		for _, kv := range s.Attributes {
 			switch kv.Key {
 			case "http.response.status_code", "url.template", "lendgraph.attempts":
-				fmt.Printf(" %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Printf(" %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		fmt.Println()
@@ -76,12 +76,12 @@ func ExampleNew() {
 			case metricdata.Sum[int64]:
 				for _, p := range d.DataPoints {
 					op, _ := p.Attributes.Value("lendgraph.operation")
-					lines = append(lines, fmt.Sprintf("metric %s{lendgraph.operation=%s} = %d", m.Name, op.Emit(), p.Value))
+					lines = append(lines, fmt.Sprintf("metric %s{lendgraph.operation=%s} = %d", m.Name, op.String(), p.Value))
 				}
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
 					op, _ := p.Attributes.Value("lendgraph.operation")
-					lines = append(lines, fmt.Sprintf("metric %s{lendgraph.operation=%s}: %d measured", m.Name, op.Emit(), p.Count))
+					lines = append(lines, fmt.Sprintf("metric %s{lendgraph.operation=%s}: %d measured", m.Name, op.String(), p.Count))
 				}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -12,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/lendgraph/lendgraph-go"
@@ -96,23 +100,101 @@ type benchMode struct {
 // benchModes are the ways the benchmarks compare, the floor first: no
 // observer; the adapter with no-op providers; traces alone (a real SDK
 // tracer provider with a batch span processor, to an exporter that drops
-// the spans); metrics alone (a real SDK meter provider); both.
-func benchModes(b *testing.B) []benchMode {
+// the spans); metrics alone (a real SDK meter provider); both; and, with
+// bare, what the SDK alone costs for the telemetry of "both" on an
+// Agents.Get (bareObserver).
+func benchModes(b *testing.B, bare bool) []benchMode {
 	ctx := context.Background()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
 	prop := propagation.TraceContext{}
-	with := func(o *lendgraphotel.Observer) []lendgraph.Option {
+	with := func(o lendgraph.Observer) []lendgraph.Option {
 		return []lendgraph.Option{lendgraph.WithObserver(o)}
 	}
-	return []benchMode{
+	modes := []benchMode{
 		{"off", nil},
 		{"noop", with(lendgraphotel.New(tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider(), prop))},
 		{"traces", with(lendgraphotel.New(tp, nil, prop))},
 		{"metrics", with(lendgraphotel.New(nil, mp, prop))},
 		{"both", with(lendgraphotel.New(tp, mp, prop))},
 	}
+	if bare {
+		modes = append(modes, benchMode{"bare", with(newBareObserver(tp, mp, prop))})
+	}
+	return modes
+}
+
+// bareObserver is the "bare" mode: a lendgraph.Observer that
+// makes, with the same providers, the spans and measurements the adapter
+// makes of a successful call without retries (an operation span, a client
+// span per attempt with the same attributes, traceparent injected, the
+// attempt's duration and count and the operation's duration), and nothing
+// else: no summary, no events, no errors, attribute sets made once. What
+// it costs is what OpenTelemetry's SDK costs for that telemetry.
+type bareObserver struct {
+	tracer                trace.Tracer
+	prop                  propagation.TextMapPropagator
+	attemptDur, opDur     metric.Float64Histogram
+	attempts              metric.Int64Counter
+	opAttrs, attemptAttrs metric.MeasurementOption
+}
+
+func newBareObserver(tp trace.TracerProvider, mp metric.MeterProvider, prop propagation.TextMapPropagator) *bareObserver {
+	m := mp.Meter("floor")
+	o := &bareObserver{tracer: tp.Tracer("floor"), prop: prop}
+	o.attemptDur, _ = m.Float64Histogram("http.client.request.duration")
+	o.opDur, _ = m.Float64Histogram("lendgraph.client.operation.duration")
+	o.attempts, _ = m.Int64Counter("lendgraph.client.attempts")
+	o.opAttrs = metric.WithAttributeSet(attribute.NewSet(attribute.String("lendgraph.operation", "Agents.Get")))
+	o.attemptAttrs = metric.WithAttributeSet(attribute.NewSet(attribute.String("lendgraph.operation", "Agents.Get"),
+		attribute.String("http.request.method", "GET"), attribute.String("server.address", "127.0.0.1"),
+		attribute.Int("server.port", 1), attribute.String("url.template", "/v1/agents/{id}"), attribute.Int("http.response.status_code", 200)))
+	return o
+}
+
+type bareOp struct {
+	o     *bareObserver
+	ctx   context.Context
+	span  trace.Span
+	start time.Time
+}
+
+type bareAttempt struct {
+	op    *bareOp
+	ctx   context.Context
+	span  trace.Span
+	start time.Time
+}
+
+func (o *bareObserver) StartOperation(ctx context.Context, name string) (context.Context, lendgraph.OperationObserver) {
+	ctx, span := o.tracer.Start(ctx, "lendgraph "+name, trace.WithAttributes(attribute.String("lendgraph.operation", name)))
+	return ctx, &bareOp{o: o, ctx: ctx, span: span, start: time.Now()}
+}
+
+func (p *bareOp) StartAttempt(ctx context.Context, a lendgraph.AttemptInfo) lendgraph.AttemptObserver {
+	ctx, span := p.o.tracer.Start(ctx, a.Method+" "+a.URLTemplate, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("http.request.method", a.Method), attribute.String("server.address", a.Host),
+			attribute.Int("server.port", a.Port), attribute.String("lendgraph.target", a.Target.String()),
+			attribute.String("url.template", a.URLTemplate)))
+	return &bareAttempt{op: p, ctx: ctx, span: span, start: time.Now()}
+}
+
+func (p *bareOp) Event(lendgraph.Event) {}
+
+func (p *bareOp) End(s lendgraph.Summary, _ error) {
+	p.span.SetAttributes(attribute.Int("lendgraph.attempts", s.Attempts))
+	p.o.opDur.Record(p.ctx, time.Since(p.start).Seconds(), p.o.opAttrs)
+	p.span.End()
+}
+
+func (a *bareAttempt) Inject(h http.Header) { a.op.o.prop.Inject(a.ctx, propagation.HeaderCarrier(h)) }
+
+func (a *bareAttempt) End(r lendgraph.AttemptResult) {
+	a.span.SetAttributes(attribute.Int("http.response.status_code", r.StatusCode))
+	a.op.o.attemptDur.Record(a.op.ctx, time.Since(a.start).Seconds(), a.op.o.attemptAttrs)
+	a.op.o.attempts.Add(a.op.ctx, 1, a.op.o.attemptAttrs)
+	a.span.End()
 }
 
 // cpu is the process's user+system CPU time so far.
@@ -129,8 +211,7 @@ func cpu() time.Duration {
 // another process), its ratio to the floor, mode "off" (MODE-x), and its
 // heap allocations a call (MODE-allocs/call, MODE-B/call). An iteration
 // is one round: block calls in every mode.
-func alternate(b *testing.B, api benchAPI, block int, op func(c *lendgraph.Client) error) {
-	modes := benchModes(b)
+func alternate(b *testing.B, api benchAPI, block int, modes []benchMode, op func(c *lendgraph.Client) error) {
 	clients := make([]*lendgraph.Client, len(modes))
 	for i, m := range modes {
 		c, err := lendgraph.NewClient(append([]lendgraph.Option{lendgraph.WithBaseURL(api.URL), lendgraph.WithAPIKey(api.Key)}, m.opts...)...)
@@ -183,7 +264,7 @@ func alternate(b *testing.B, api benchAPI, block int, op func(c *lendgraph.Clien
 func BenchmarkObservedGet(b *testing.B) {
 	api := startBenchAPI(b)
 	ctx := context.Background()
-	alternate(b, api, 100, func(c *lendgraph.Client) error {
+	alternate(b, api, 100, benchModes(b, true), func(c *lendgraph.Client) error {
 		_, err := c.Agents.Get(ctx, api.ID)
 		return err
 	})
@@ -196,7 +277,7 @@ func BenchmarkObservedList(b *testing.B) {
 	api := startBenchAPI(b)
 	ctx := context.Background()
 	req := &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 100}}
-	alternate(b, api, 5, func(c *lendgraph.Client) error {
+	alternate(b, api, 5, benchModes(b, false), func(c *lendgraph.Client) error {
 		n := 0
 		for _, err := range c.Agents.All(ctx, req) {
 			if err != nil {

@@ -98,11 +98,13 @@ type benchMode struct {
 }
 
 // benchModes are the ways the benchmarks compare, the floor first: no
-// observer; the adapter with no-op providers; traces alone (a real SDK
-// tracer provider with a batch span processor, to an exporter that drops
-// the spans); metrics alone (a real SDK meter provider); both; and, with
-// bare, what the SDK alone costs for the telemetry of "both" on an
-// Agents.Get (bareObserver).
+// observer ("off", and "off2", another client without one, which shows
+// the measurement's own spread); the adapter with no-op providers; traces
+// alone (a real SDK tracer provider with a batch span processor, to an
+// exporter that drops the spans); metrics alone (a real SDK meter
+// provider); both; both with one trace in ten sampled ("both10",
+// ParentBased(TraceIDRatioBased(0.1))); and, with bare, what the SDK alone
+// costs for the telemetry of "both" on an Agents.Get (bareObserver).
 func benchModes(b *testing.B, bare bool) []benchMode {
 	ctx := context.Background()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
@@ -112,12 +114,17 @@ func benchModes(b *testing.B, bare bool) []benchMode {
 	with := func(o lendgraph.Observer) []lendgraph.Option {
 		return []lendgraph.Option{lendgraph.WithObserver(o)}
 	}
+	sampled := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}),
+		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))))
+	b.Cleanup(func() { _ = sampled.Shutdown(ctx) })
 	modes := []benchMode{
 		{"off", nil},
+		{"off2", nil},
 		{"noop", with(lendgraphotel.New(tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider(), prop))},
 		{"traces", with(lendgraphotel.New(tp, nil, prop))},
 		{"metrics", with(lendgraphotel.New(nil, mp, prop))},
 		{"both", with(lendgraphotel.New(tp, mp, prop))},
+		{"both10", with(lendgraphotel.New(sampled, mp, prop))},
 	}
 	if bare {
 		modes = append(modes, benchMode{"bare", with(newBareObserver(tp, mp, prop))})

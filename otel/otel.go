@@ -111,8 +111,8 @@ func PropagateToSearchHost() Option { return func(c *config) { c.searchHost = tr
 // kept: the span names, the spans' first attributes and the metrics'
 // attribute sets, by operation, by an attempt's route (method, host, port,
 // url.template) and by outcome. These are few (the SDK's operations and
-// routes, the hosts a client talks to); past maxKept of a kind the
-// observer keeps no more and builds the others at each call.
+// routes, the hosts a client talks to); past 512 of a kind the observer
+// keeps no more and builds the others at each call.
 type Observer struct {
 	tracer trace.Tracer
 	// noSpans: the tracer is a no-op one, so the observer starts no span

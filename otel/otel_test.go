@@ -985,3 +985,45 @@ func TestObserver_NoopProviders(t *testing.T) {
 		t.Errorf("%d requests to the API host", api)
 	}
 }
+
+// TestObserver_ManyNamesAndRoutes: past the names and routes an observer
+// keeps built, every operation and attempt is still reported with its own
+// span name, attributes and metric attributes.
+func TestObserver_ManyNamesAndRoutes(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	obs := lendgraphotel.New(tp, mp, propagation.TraceContext{})
+	const n = 1500
+	for i := range n {
+		ctx, op := obs.StartOperation(context.Background(), fmt.Sprintf("Op%d.Call", i))
+		a := op.StartAttempt(ctx, lendgraph.AttemptInfo{Target: lendgraph.TargetAPI, Method: "GET", Host: fmt.Sprintf("h%d.example", i),
+			Port: 443, URLTemplate: fmt.Sprintf("/v1/r%d/{id}", i)})
+		a.End(lendgraph.AttemptResult{StatusCode: 200 + i%3})
+		op.End(lendgraph.Summary{Attempts: 1}, nil)
+	}
+	names := map[string]bool{}
+	for _, s := range spans.Ended() {
+		names[s.Name()] = true
+		if s.SpanKind() == trace.SpanKindClient {
+			var i int
+			if _, err := fmt.Sscanf(s.Name(), "GET /v1/r%d/{id}", &i); err != nil || attrString(s, "server.address") != fmt.Sprintf("h%d.example", i) ||
+				attrInt(s, "http.response.status_code") != int64(200+i%3) {
+				t.Fatalf("attempt span %q %v", s.Name(), s.Attributes())
+			}
+		}
+	}
+	for i := range n {
+		if !names[fmt.Sprintf("lendgraph Op%d.Call", i)] || !names[fmt.Sprintf("GET /v1/r%d/{id}", i)] {
+			t.Fatalf("operation %d: no span", i)
+		}
+	}
+	got := collect(t, reader)
+	for _, i := range []int{0, n / 2, n - 1} {
+		k := fmt.Sprintf("http.client.request.duration{http.response.status_code=%d,lendgraph.operation=Op%d.Call,server.address=h%d.example}", 200+i%3, i, i)
+		if v := sumOf(got, k); v != 1 {
+			t.Errorf("%s = %v, want 1", k, v)
+		}
+	}
+}

@@ -103,8 +103,11 @@ type benchMode struct {
 // alone (a real SDK tracer provider with a batch span processor, to an
 // exporter that drops the spans); metrics alone (a real SDK meter
 // provider); both; both with one trace in ten sampled ("both10",
-// ParentBased(TraceIDRatioBased(0.1))); and, with bare, what the SDK alone
-// costs for the telemetry of "both" on an Agents.Get (bareObserver).
+// ParentBased(TraceIDRatioBased(0.1))); and, with bare, traces alone
+// through a simple span processor that exports as each span ends
+// ("syncer": what the batch processor's goroutine costs), and what the SDK
+// alone costs for the telemetry of "both" on an Agents.Get ("bare",
+// bareObserver).
 func benchModes(b *testing.B, bare bool) []benchMode {
 	ctx := context.Background()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discard{}))
@@ -127,7 +130,10 @@ func benchModes(b *testing.B, bare bool) []benchMode {
 		{"both10", with(lendgraphotel.New(sampled, mp, prop))},
 	}
 	if bare {
-		modes = append(modes, benchMode{"bare", with(newBareObserver(tp, mp, prop))})
+		syncer := sdktrace.NewTracerProvider(sdktrace.WithSyncer(discard{}))
+		b.Cleanup(func() { _ = syncer.Shutdown(ctx) })
+		modes = append(modes, benchMode{"syncer", with(lendgraphotel.New(syncer, nil, prop))},
+			benchMode{"bare", with(newBareObserver(tp, mp, prop))})
 	}
 	return modes
 }
@@ -272,6 +278,25 @@ func BenchmarkObservedGet(b *testing.B) {
 	api := startBenchAPI(b)
 	ctx := context.Background()
 	alternate(b, api, 100, benchModes(b, true), func(c *lendgraph.Client) error {
+		_, err := c.Agents.Get(ctx, api.ID)
+		return err
+	})
+}
+
+// BenchmarkObservedGetNoop is BenchmarkObservedGet with no observer
+// (twice) and the adapter with no-op providers only, so that more rounds
+// fit in the same time: it measures what "costs nothing measurable"
+// allows, against the spread between two clients without observer.
+func BenchmarkObservedGetNoop(b *testing.B) {
+	api := startBenchAPI(b)
+	ctx := context.Background()
+	var modes []benchMode
+	for _, m := range benchModes(b, false) {
+		if m.name == "off" || m.name == "off2" || m.name == "noop" {
+			modes = append(modes, m)
+		}
+	}
+	alternate(b, api, 100, modes, func(c *lendgraph.Client) error {
 		_, err := c.Agents.Get(ctx, api.ID)
 		return err
 	})

@@ -33,7 +33,10 @@ type Observer interface {
 	// StartOperation begins the operation called name. The SDK uses the
 	// returned context for the operation's requests (so a span in it
 	// becomes their parent) and calls End on the returned scope exactly
-	// once.
+	// once. For an operation it does not watch (nothing would record it,
+	// no trace context is to be passed on) it may return a nil
+	// OperationObserver: the SDK then tells it nothing more of the
+	// operation and does no work for it.
 	StartOperation(ctx context.Context, name string) (context.Context, OperationObserver)
 }
 
@@ -217,6 +220,9 @@ func (c *Client) startOp(ctx context.Context, name string, st *opState) (context
 		return ctx, nil
 	}
 	ctx, obs := c.observer.StartOperation(ctx, name)
+	if obs == nil {
+		return ctx, nil
+	}
 	st.client, st.obs = c, obs
 	return ctx, st
 }

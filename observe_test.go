@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -424,5 +425,55 @@ func TestObserver_AttemptNotWatched(t *testing.T) {
 		if tp := r.Header.Get("Traceparent"); tp != "" {
 			t.Errorf("%s %s carries traceparent %q", r.Method, r.Path, tp)
 		}
+	}
+}
+
+// unwatchedOps is an Observer that watches no operation: it counts the
+// operations it is asked about and returns no OperationObserver.
+type unwatchedOps struct{ asked atomic.Int64 }
+
+func (u *unwatchedOps) StartOperation(ctx context.Context, _ string) (context.Context, lendgraph.OperationObserver) {
+	u.asked.Add(1)
+	return ctx, nil
+}
+
+// agentAnswer is a RoundTripper answering every request with one agent,
+// without a network.
+type agentAnswer struct{}
+
+func (agentAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
+	const body = `{"id":"agt_1","fullName":"Jo Smith","city":"Austin","state":"TX"}`
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
+}
+
+// TestObserver_UnwatchedCostsNothing: an operation its observer does not
+// watch (StartOperation returns nil) allocates no more than a call
+// of a client without observer.
+func TestObserver_UnwatchedCostsNothing(t *testing.T) {
+	newClient := func(opts ...lendgraph.Option) *lendgraph.Client {
+		c, err := lendgraph.NewClient(append([]lendgraph.Option{lendgraph.WithAPIKey("lg_test_unwatched_0123456789"),
+			lendgraph.WithBaseURL("http://api.invalid"), lendgraph.WithHTTPClient(&http.Client{Transport: agentAnswer{}})}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	obs := &unwatchedOps{}
+	plain, unwatched := newClient(), newClient(lendgraph.WithObserver(obs))
+	get := func(c *lendgraph.Client) func() {
+		return func() {
+			if _, err := c.Agents.Get(context.Background(), "agt_1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const runs = 200
+	without, with := testing.AllocsPerRun(runs, get(plain)), testing.AllocsPerRun(runs, get(unwatched))
+	if with > without {
+		t.Errorf("an unwatched Get allocates %v objects, a Get without observer %v", with, without)
+	}
+	if n := obs.asked.Load(); n != runs+1 {
+		t.Errorf("the observer was asked about %d operations, want %d", n, runs+1)
 	}
 }

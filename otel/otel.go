@@ -357,16 +357,6 @@ func ptrMap[K comparable, V any](m *map[K]V) map[K]V {
 // tracer is a no-op one: it records nothing and has no span context.
 var noSpan trace.Span = tracenoop.Span{}
 
-// idle is an operation nothing watches: no span records, no instrument
-// measures and there is no trace context to pass on.
-type idle struct{}
-
-func (idle) StartAttempt(context.Context, lendgraph.AttemptInfo) lendgraph.AttemptObserver {
-	return nil
-}
-func (idle) Event(lendgraph.Event)        {}
-func (idle) End(lendgraph.Summary, error) {}
-
 // StartOperation implements lendgraph.Observer.
 func (o *Observer) StartOperation(ctx context.Context, name string) (context.Context, lendgraph.OperationObserver) {
 	names, _ := o.ops.get(name, func() *opNames { return newOpNames(name) })
@@ -376,7 +366,7 @@ func (o *Observer) StartOperation(ctx context.Context, name string) (context.Con
 	}
 	metrics := o.metricsOn(ctx)
 	if !metrics && !span.IsRecording() && (o.prop == nil || !trace.SpanContextFromContext(ctx).IsValid()) {
-		return ctx, idle{}
+		return ctx, nil // no span records, no instrument measures, no trace context to pass on
 	}
 	p := &operation{o: o, names: names, ctx: ctx, span: span, metrics: metrics}
 	if metrics {

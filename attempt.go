@@ -40,6 +40,9 @@ type attemptLoop struct {
 	r   *request
 	out any
 	url *url.URL // the request's address, with its query (never logged)
+	// template is the request's url.template for the observer, made at
+	// its first observed attempt.
+	template string
 	// secrets are redacted from what the request's errors quote.
 	secrets []string
 	// redactor redacts the secrets from every header of the answers.

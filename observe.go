@@ -33,7 +33,10 @@ type Observer interface {
 	// StartOperation begins the operation called name. The SDK uses the
 	// returned context for the operation's requests (so a span in it
 	// becomes their parent) and calls End on the returned scope exactly
-	// once.
+	// once. For an operation it does not watch (nothing would record it,
+	// no trace context is to be passed on) it may return a nil
+	// OperationObserver: the SDK then tells it nothing more of the
+	// operation and does no work for it.
 	StartOperation(ctx context.Context, name string) (context.Context, OperationObserver)
 }
 
@@ -41,7 +44,9 @@ type Observer interface {
 type OperationObserver interface {
 	// StartAttempt begins one HTTP attempt of the operation; ctx is the
 	// operation's. The SDK calls End on the returned scope exactly once,
-	// when the response body is closed or the attempt failed.
+	// when the response body is closed or the attempt failed. It may
+	// return nil to watch nothing of the attempt: the SDK then neither
+	// injects trace context into it nor reports its end.
 	StartAttempt(ctx context.Context, a AttemptInfo) AttemptObserver
 	// Event records something that happened during the operation.
 	Event(e Event)
@@ -190,6 +195,9 @@ type Summary struct {
 	// RetryBudgetExhausted reports a request that was not retried because
 	// the client's retry budget was spent (ErrRetryBudgetExhausted).
 	RetryBudgetExhausted bool
+	// Shard names the export shard an operation of package export
+	// ("export.Shard") worked on; the SDK's own operations leave it empty.
+	Shard string
 }
 
 // opState is one observed operation: its scope and its counters.
@@ -206,13 +214,17 @@ type opState struct {
 // startOp begins the operation name when the client has an observer,
 // returning nil otherwise (every method of *opState is a no-op on nil).
 // It opens a new operation, inside the one ctx carries if any (the
-// observer's span in ctx becomes its parent).
-func (c *Client) startOp(ctx context.Context, name string) (context.Context, *opState) {
+// observer's span in ctx becomes its parent), its state kept in st.
+func (c *Client) startOp(ctx context.Context, name string, st *opState) (context.Context, *opState) {
 	if c.observer == nil {
 		return ctx, nil
 	}
 	ctx, obs := c.observer.StartOperation(ctx, name)
-	return ctx, &opState{client: c, obs: obs}
+	if obs == nil {
+		return ctx, nil
+	}
+	st.client, st.obs = c, obs
+	return ctx, st
 }
 
 // end ends the operation with err.
@@ -300,26 +312,6 @@ func (o *opState) polled(id string, state JobState) {
 	o.update(func(s *Summary) { s.JobID, s.JobStatus = id, string(state); s.Polls++ })
 }
 
-// closing ends the operation when rc is closed.
-func (o *opState) closing(rc io.ReadCloser) io.ReadCloser {
-	if o == nil {
-		return rc
-	}
-	return &opCloser{ReadCloser: rc, op: o}
-}
-
-// opCloser is a stream whose Close ends an operation.
-type opCloser struct {
-	io.ReadCloser
-	op *opState
-}
-
-func (c *opCloser) Close() error {
-	err := c.ReadCloser.Close()
-	c.op.end(nil)
-	return err
-}
-
 // markLost records that an attempt's answer was lost before the one that
 // answered (see Summary.OutcomeUnknown).
 func (o *opState) markLost() {
@@ -344,31 +336,33 @@ func init() {
 	}
 }
 
-// urlTemplate is path (escaped, without a query) with every segment that
-// is not one of the SDK's fixed words replaced by {id}: an id never
-// reaches a span or a metric.
-func urlTemplate(path string) string {
-	segs := strings.Split(path, "/")
-	for i, s := range segs {
-		if s != "" && !staticSegments[s] {
-			segs[i] = "{id}"
+// urlTemplate is prefix followed by path (escaped, without a query), every
+// segment of path that is not one of the SDK's fixed words replaced by
+// {id}: an id never reaches a span or a metric.
+func urlTemplate(prefix, path string) string {
+	var b strings.Builder
+	b.Grow(len(prefix) + len(path) + 8)
+	b.WriteString(prefix)
+	for {
+		seg, rest, more := strings.Cut(path, "/")
+		if seg != "" && !staticSegments[seg] {
+			seg = "{id}"
 		}
+		b.WriteString(seg)
+		if !more {
+			return b.String()
+		}
+		b.WriteByte('/')
+		path = rest
 	}
-	return strings.Join(segs, "/")
-}
-
-// attemptScope is one observed hop of an attempt (see send): the
-// observer's attempt and what it will be told when it ends.
-type attemptScope struct {
-	att AttemptObserver
-	res AttemptResult
 }
 
 // startAttempt tells the observer that a hop of l's current attempt
 // begins, and injects trace context into req when it goes to the API host
 // or the search host (never a storage link or a host a redirect led to).
-// It returns nil when the operation is not observed.
-func (o *opState) startAttempt(ctx context.Context, l *attemptLoop, req *http.Request, hop Target) *attemptScope {
+// It returns nil when the operation is not observed or its observer
+// watches no attempt of it.
+func (o *opState) startAttempt(ctx context.Context, l *attemptLoop, req *http.Request, hop Target) *observedBody {
 	if o == nil {
 		return nil
 	}
@@ -378,41 +372,50 @@ func (o *opState) startAttempt(ctx context.Context, l *attemptLoop, req *http.Re
 		info.ResendCount = max(l.n-1, 0) // a redirect is not a resend
 	}
 	if hop == TargetAPI || hop == TargetSearchHost {
-		base := o.client.base
-		if l.r.host != nil {
-			base = l.r.host
+		if l.template == "" { // the same for every attempt of the request
+			base := o.client.base
+			if l.r.host != nil {
+				base = l.r.host
+			}
+			l.template = urlTemplate(strings.TrimRight(base.EscapedPath(), "/"), l.r.path)
 		}
-		info.URLTemplate = strings.TrimRight(base.EscapedPath(), "/") + urlTemplate(l.r.path)
+		info.URLTemplate = l.template
 	}
 	o.update(func(s *Summary) { s.Attempts++ })
 	att := o.obs.StartAttempt(ctx, info)
+	if att == nil {
+		return nil
+	}
 	if hop == TargetAPI || hop == TargetSearchHost {
 		att.Inject(req.Header)
 	}
-	return &attemptScope{att: att}
+	return &observedBody{att: att}
 }
 
-// end wraps the hop's outcome: the attempt ends when the body is read to
-// its end, fails or is closed, or at once when no answer came.
-func (a *attemptScope) end(resp *http.Response, err error) (*http.Response, error) {
-	if a == nil {
+// end wraps the hop's outcome: the attempt ends when the answer's body is
+// closed, or at once when no answer came.
+func (b *observedBody) end(resp *http.Response, err error) (*http.Response, error) {
+	if b == nil {
 		return resp, err
 	}
 	if err != nil {
-		a.res.ErrorType = errorType(err)
-		a.att.End(a.res)
+		b.res.ErrorType = errorType(err)
+		b.att.End(b.res)
 		return resp, err
 	}
-	a.res.StatusCode = resp.StatusCode
+	b.res.StatusCode = resp.StatusCode
 	if resp.StatusCode >= 400 {
-		a.res.ErrorType = strconv.Itoa(resp.StatusCode)
+		b.res.ErrorType = strconv.Itoa(resp.StatusCode)
 	}
-	resp.Body = &observedBody{rc: resp.Body, att: a.att, res: a.res}
+	b.rc = resp.Body
+	resp.Body = b
 	return resp, nil
 }
 
-// observedBody ends its attempt when the body is read to its end, fails or
-// is closed.
+// observedBody is one observed hop of an attempt (see send): the
+// observer's attempt, what it will be told when it ends (the bytes read,
+// a read that failed), and the answer's body, whose Close ends the
+// attempt.
 type observedBody struct {
 	rc   io.ReadCloser
 	att  AttemptObserver

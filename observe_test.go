@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -368,5 +369,111 @@ func TestObserver_JobChargedOnce(t *testing.T) {
 	}
 	if reported != *st.CreditsCharged {
 		t.Errorf("observer told of %v credits over %d waits; the job was charged %v once", reported, waits, *st.CreditsCharged)
+	}
+}
+
+// unwatchedAttempts is a recObserver whose operations watch no attempt
+// (StartAttempt returns nil).
+type unwatchedAttempts struct{ recObserver }
+
+type unwatchedOp struct{ *recOp }
+
+func (u *unwatchedAttempts) StartOperation(ctx context.Context, name string) (context.Context, lendgraph.OperationObserver) {
+	ctx, op := u.recObserver.StartOperation(ctx, name)
+	return ctx, unwatchedOp{op.(*recOp)}
+}
+
+func (o unwatchedOp) StartAttempt(ctx context.Context, a lendgraph.AttemptInfo) lendgraph.AttemptObserver {
+	o.recOp.StartAttempt(ctx, a)
+	return nil
+}
+
+// TestObserver_AttemptNotWatched: an observer may watch an operation but
+// none of its attempts (StartAttempt returns nil): a retried read, a
+// paged listing and a download then work as without it, no attempt
+// carries trace context, and the operation's summary still counts the
+// attempts the server saw.
+func TestObserver_AttemptNotWatched(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(40))
+	obs := &unwatchedAttempts{}
+	c := srv.Client(lendgraph.WithObserver(obs))
+	ctx := context.Background()
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Status: 503, Header: map[string]string{"Retry-After": "0"}})
+	if _, err := c.Agents.Get(ctx, srv.Dataset().ID("agents", 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range c.Agents.All(ctx, &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 10}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	job, err := c.Agents.Deliver(ctx, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Download(ctx, io.Discard, lendgraph.WithPollInterval(2*time.Millisecond, 5*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	obs.check(t)
+	if got, want := obs.op(t, "Agents.Get").sum.Attempts, srv.CountRequests(http.MethodGet, "/v1/agents/{id}"); got != want || got != 2 {
+		t.Errorf("Agents.Get: %d attempts counted, the server saw %d", got, want)
+	}
+	if got, want := obs.op(t, "Agents.All").sum.Attempts, srv.CountRequests(http.MethodPost, "/v1/agents"); got != want {
+		t.Errorf("Agents.All: %d attempts counted, the server saw %d", got, want)
+	}
+	for _, r := range srv.Requests() {
+		if tp := r.Header.Get("Traceparent"); tp != "" {
+			t.Errorf("%s %s carries traceparent %q", r.Method, r.Path, tp)
+		}
+	}
+}
+
+// unwatchedOps is an Observer that watches no operation: it counts the
+// operations it is asked about and returns no OperationObserver.
+type unwatchedOps struct{ asked atomic.Int64 }
+
+func (u *unwatchedOps) StartOperation(ctx context.Context, _ string) (context.Context, lendgraph.OperationObserver) {
+	u.asked.Add(1)
+	return ctx, nil
+}
+
+// agentAnswer is a RoundTripper answering every request with one agent,
+// without a network.
+type agentAnswer struct{}
+
+func (agentAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
+	const body = `{"id":"agt_1","fullName":"Jo Smith","city":"Austin","state":"TX"}`
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
+}
+
+// TestObserver_UnwatchedCostsNothing: an operation its observer does not
+// watch (StartOperation returns nil) allocates no more than a call
+// of a client without observer.
+func TestObserver_UnwatchedCostsNothing(t *testing.T) {
+	newClient := func(opts ...lendgraph.Option) *lendgraph.Client {
+		c, err := lendgraph.NewClient(append([]lendgraph.Option{lendgraph.WithAPIKey("lg_test_unwatched_0123456789"),
+			lendgraph.WithBaseURL("http://api.invalid"), lendgraph.WithHTTPClient(&http.Client{Transport: agentAnswer{}})}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	obs := &unwatchedOps{}
+	plain, unwatched := newClient(), newClient(lendgraph.WithObserver(obs))
+	get := func(c *lendgraph.Client) func() {
+		return func() {
+			if _, err := c.Agents.Get(context.Background(), "agt_1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const runs = 200
+	without, with := testing.AllocsPerRun(runs, get(plain)), testing.AllocsPerRun(runs, get(unwatched))
+	if with > without {
+		t.Errorf("an unwatched Get allocates %v objects, a Get without observer %v", with, without)
+	}
+	if n := obs.asked.Load(); n != runs+1 {
+		t.Errorf("the observer was asked about %d operations, want %d", n, runs+1)
 	}
 }

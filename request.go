@@ -51,7 +51,10 @@ type operation struct {
 	c    *Client
 	name string
 	cfg  *callConfig
-	obs  *opState // nil unless the client has an observer
+	obs  *opState // nil unless the client has an observer; then &state
+	// state is obs's storage, so that an observed call allocates it with
+	// the operation.
+	state opState
 }
 
 // begin starts the operation name with the call's options: it checks that
@@ -73,7 +76,7 @@ func (c *Client) begin(ctx context.Context, name string, opts []Option) (context
 func (c *Client) open(ctx context.Context, name string, cfg *callConfig) (context.Context, *operation) {
 	o := &operation{c: c, name: name, cfg: cfg}
 	ctx = context.WithValue(ctx, operationKey{}, o) // a pointer: no allocation for the value
-	ctx, o.obs = c.startOp(ctx, name)
+	ctx, o.obs = c.startOp(ctx, name, &o.state)
 	return ctx, o
 }
 

@@ -10,16 +10,20 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
@@ -442,8 +446,32 @@ func TestObserver_RetryAndMetrics(t *testing.T) {
 	if _, err := tr.c.Properties.Enrich(ctx, id, &lendgraph.EnrichRequest{Refresh: true}); err != nil {
 		t.Fatal(err)
 	}
+	got := tr.metrics(t)
+	charged, _ := debitsOf(srv)
+	for k, want := range map[string]float64{
+		"lendgraph.client.retries{lendgraph.operation=Agents.Get,lendgraph.retry.reason=status 503}":                                       1,
+		"lendgraph.client.credits.charged{lendgraph.operation=Properties.Enrich}":                                                          charged,
+		"http.client.request.duration{error.type=503,http.request.method=GET,http.response.status_code=503,lendgraph.operation=Agents.Get": 1,
+	} {
+		if found := sumOf(got, k); found != want {
+			t.Errorf("%s = %v, want %v; metrics: %v", k, found, want, got)
+		}
+	}
+}
+
+// metrics collects what the client measured so far: the sums' values and
+// the histograms' counts, by name{attribute=value,...}.
+func (tr *traced) metrics(t *testing.T) map[string]float64 {
+	t.Helper()
+	return collect(t, tr.reader)
+}
+
+// collect reads what reader's meter provider measured so far (see
+// traced.metrics).
+func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64 {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
-	if err := tr.reader.Collect(ctx, &rm); err != nil {
+	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]float64{}
@@ -465,22 +493,7 @@ func TestObserver_RetryAndMetrics(t *testing.T) {
 			}
 		}
 	}
-	charged, _ := debitsOf(srv)
-	for k, want := range map[string]float64{
-		"lendgraph.client.retries{lendgraph.operation=Agents.Get,lendgraph.retry.reason=status 503}":                                       1,
-		"lendgraph.client.credits.charged{lendgraph.operation=Properties.Enrich}":                                                          charged,
-		"http.client.request.duration{error.type=503,http.request.method=GET,http.response.status_code=503,lendgraph.operation=Agents.Get": 1,
-	} {
-		found := 0.0
-		for name, v := range got {
-			if strings.HasPrefix(name, strings.SplitN(k, "{", 2)[0]) && containsAll(name, k) {
-				found += v
-			}
-		}
-		if found != want {
-			t.Errorf("%s = %v, want %v; metrics: %v", k, found, want, got)
-		}
-	}
+	return got
 }
 
 // attrsOf prints a metric point's attributes as {k=v,...}.
@@ -490,6 +503,18 @@ func attrsOf(s attribute.Set) string {
 		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// sumOf adds the points of got that are of want's metric and have every
+// attribute want names ("name{k=v,...}").
+func sumOf(got map[string]float64, want string) float64 {
+	sum := 0.0
+	for name, v := range got {
+		if strings.HasPrefix(name, strings.SplitN(want, "{", 2)[0]+"{") && containsAll(name, want) {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // containsAll reports whether the metric name holds every k=v of want.
@@ -520,6 +545,60 @@ func matchingProperty(t *testing.T, srv *lendgraphtest.Server) string {
 	}
 	t.Fatal("no matching property")
 	return ""
+}
+
+// TestObserver_RetryBudgetExhausted: against an API answering 503 to
+// every request, a client with a small retry budget stops retrying once
+// it is spent. Each call the budget cut short (fewer attempts reached the
+// server than the call's retries allow) is counted once in
+// lendgraph.client.retry_budget.exhausted by operation and marked on its
+// span; a call of a client without a budget, which made all its
+// attempts, is not.
+func TestObserver_RetryBudgetExhausted(t *testing.T) {
+	const retries = 3
+	srv := lendgraphtest.NewServer(t)
+	tr := newTraced(t, srv, lendgraph.WithMaxRetries(retries), lendgraph.WithRetryBudget(10))
+	unbudgeted := newTraced(t, srv, lendgraph.WithMaxRetries(retries), lendgraph.WithRetryBudget(0))
+	srv.InjectFault(http.MethodGet, "/v1/agents/{id}", lendgraphtest.Fault{Status: 503, Times: -1, Header: map[string]string{"Retry-After": "0"}})
+	ctx := context.Background()
+	id := srv.Dataset().ID("agents", 1)
+	cut := 0
+	for i := range 4 {
+		before := srv.CountRequests(http.MethodGet, "/v1/agents/{id}")
+		_, err := tr.c.Agents.Get(ctx, id)
+		if err == nil {
+			t.Fatalf("call %d succeeded against a 503", i)
+		}
+		if srv.CountRequests(http.MethodGet, "/v1/agents/{id}")-before < retries+1 {
+			cut++
+		}
+	}
+	before := srv.CountRequests(http.MethodGet, "/v1/agents/{id}")
+	if _, err := unbudgeted.c.Agents.Get(ctx, id); err == nil {
+		t.Fatal("the call without a budget succeeded against a 503")
+	}
+	if n := srv.CountRequests(http.MethodGet, "/v1/agents/{id}") - before; n != retries+1 {
+		t.Fatalf("setup: the call without a budget made %d attempts, want %d", n, retries+1)
+	}
+	if cut < 2 {
+		t.Fatalf("setup: the budget cut %d calls short", cut)
+	}
+	const metric = "lendgraph.client.retry_budget.exhausted{lendgraph.operation=Agents.Get}"
+	if got := sumOf(tr.metrics(t), metric); got != float64(cut) {
+		t.Errorf("%s = %v, want %d (the calls the server saw cut short)", metric, got, cut)
+	}
+	if got := sumOf(unbudgeted.metrics(t), metric); got != 0 {
+		t.Errorf("without a budget: %s = %v, want 0", metric, got)
+	}
+	marked := 0
+	for _, s := range tr.named("lendgraph Agents.Get") {
+		if v, _ := attr(s, "lendgraph.retry_budget.exhausted"); v.AsBool() {
+			marked++
+		}
+	}
+	if marked != cut {
+		t.Errorf("%d spans marked lendgraph.retry_budget.exhausted, want %d", marked, cut)
+	}
 }
 
 // TestObserver_ResumedDownloadAndRelinked: a download cut mid-body and then
@@ -765,3 +844,186 @@ func TestObserver_NoSecretInSpans(t *testing.T) {
 }
 
 func urlQuery(q string) (url.Values, error) { return url.ParseQuery(q) }
+
+// TestObserver_NoEchoedSecretInSpans: servers that echo the secrets they
+// were sent back in their error bodies and headers (the API quoting the
+// API key in a 400's message, its request id, a 503 it is retried after;
+// the storage host quoting the link's signature as its error code and in
+// its headers, for the first link and the freshly signed one) put none of
+// them in a span name, attribute, event, status or link, nor in a metric's
+// attributes, with the key in a header or as a bearer token.
+func TestObserver_NoEchoedSecretInSpans(t *testing.T) {
+	const key = "lg_test_echoed_secret_key_0123456789"
+	var signed atomic.Int64
+	sig := func(n int64) string { return fmt.Sprintf("sig%016d", n) }
+	storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := r.URL.Query().Get("X-Signature")
+		w.Header().Set("X-Amz-Request-Id", s)
+		w.Header().Set("X-Echo", r.URL.RawQuery)
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, "<Error><Code>%s</Code><Message>signature %s does not match</Message></Error>", s, r.URL.RawQuery)
+	}))
+	defer storage.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent := r.Header.Get("X-Api-Key") + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		w.Header().Set("X-Request-Id", sent)
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1/agents/bulk-delivery/"):
+			fmt.Fprintf(w, `{"jobId":"dlv_1","status":"completed","format":"ndjson","resultsUrl":%q}`,
+				storage.URL+"/results.ndjson?X-Signature="+sig(signed.Add(1)))
+		case r.Header.Get("X-Retried") == "" && strings.HasPrefix(r.URL.Path, "/v1/agents/"):
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, `{"error":"overloaded, key %s"}`, sent)
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"error":"invalid request for key %s","message":"key %s"}`, sent, sent)
+		}
+	}))
+	defer api.Close()
+	for _, bearer := range []bool{false, true} {
+		spans := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		opts := []lendgraph.Option{lendgraph.WithAPIKey(key), lendgraph.WithBaseURL(api.URL), lendgraph.WithInsecureHTTPLinks(),
+			lendgraph.WithRetryBackoff(time.Millisecond, 2*time.Millisecond),
+			lendgraph.WithObserver(lendgraphotel.New(tp, mp, propagation.TraceContext{}))}
+		if bearer {
+			opts = append(opts, lendgraph.WithBearerAuth())
+		}
+		c, err := lendgraph.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if _, err := c.Agents.Get(ctx, "agt_1"); err == nil {
+			t.Fatal("Get: no error from an API answering 400")
+		}
+		retried := lendgraph.WithHeader("X-Retried", "yes")
+		if _, err := c.Agents.List(ctx, nil, retried); err == nil {
+			t.Fatal("List: no error from an API answering 400")
+		}
+		if _, err := c.Agents.DeliveryJob("dlv_1").Download(ctx, io.Discard); err == nil {
+			t.Fatal("Download: no error from a storage host answering 403")
+		}
+		_ = c.Close()
+		secrets := map[string]string{key: "API key"}
+		for i := int64(1); i <= signed.Load(); i++ {
+			secrets[sig(i)] = "link signature"
+		}
+		if len(secrets) < 3 {
+			t.Fatalf("setup: %d links signed, want a fresh one after the first was refused", len(secrets)-1)
+		}
+		var text strings.Builder
+		for _, s := range spans.Ended() {
+			fmt.Fprintln(&text, s.Name(), s.Attributes(), s.Events(), s.Status(), s.Links())
+		}
+		for name := range collect(t, reader) {
+			fmt.Fprintln(&text, name)
+		}
+		for _, want := range []string{"lendgraph Agents.Get", "lendgraph Agents.List", "lendgraph DeliveryJob.Download", "400", "403"} {
+			if !strings.Contains(text.String(), want) {
+				t.Fatalf("bearer=%v: the calls were not traced (no %q):\n%s", bearer, want, text.String())
+			}
+		}
+		for secret, what := range secrets {
+			if strings.Contains(text.String(), secret) {
+				t.Errorf("bearer=%v: the %s %s is in a span or a metric:\n%s", bearer, what, secret, text.String())
+			}
+		}
+		_ = tp.Shutdown(ctx)
+		_ = mp.Shutdown(ctx)
+	}
+}
+
+// TestObserver_NoopProviders: with no-op providers the observer records
+// nothing, yet a caller's span context still goes to the API host (and
+// only there), as it would through any no-op tracer; without one no
+// request carries trace context.
+func TestObserver_NoopProviders(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(40))
+	obs := lendgraphotel.New(tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider(), propagation.TraceContext{})
+	c := srv.Client(lendgraph.WithObserver(obs))
+	run := func(ctx context.Context) {
+		t.Helper()
+		srv.ResetRequests()
+		if _, err := c.Agents.Get(ctx, srv.Dataset().ID("agents", 1)); err != nil {
+			t.Fatal(err)
+		}
+		job, err := completedDelivery(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := job.Download(ctx, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(context.Background())
+	for _, r := range srv.Requests() {
+		if tp := r.Header.Get("Traceparent"); tp != "" {
+			t.Errorf("no span in the context, yet %s %s carries traceparent %q", r.Method, r.Path, tp)
+		}
+	}
+	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6},
+		TraceFlags: trace.FlagsSampled, Remote: true})
+	run(trace.ContextWithRemoteSpanContext(context.Background(), parent))
+	api := 0
+	for _, r := range srv.Requests() {
+		tp := r.Header.Get("Traceparent")
+		if r.Listener == "api" {
+			api++
+			if !strings.Contains(tp, parent.TraceID().String()) {
+				t.Errorf("%s %s: traceparent %q, want the caller's trace %s", r.Method, r.Path, tp, parent.TraceID())
+			}
+		} else if tp != "" {
+			t.Errorf("%s %s %s carries traceparent %q", r.Listener, r.Method, r.Path, tp)
+		}
+	}
+	if api < 3 {
+		t.Errorf("%d requests to the API host", api)
+	}
+}
+
+// TestObserver_ManyNamesAndRoutes: past the names and routes an observer
+// keeps built, every operation and attempt is still reported with its own
+// span name, attributes and metric attributes.
+func TestObserver_ManyNamesAndRoutes(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	obs := lendgraphotel.New(tp, mp, propagation.TraceContext{})
+	const n = 1500
+	for i := range n {
+		ctx, op := obs.StartOperation(context.Background(), fmt.Sprintf("Op%d.Call", i))
+		a := op.StartAttempt(ctx, lendgraph.AttemptInfo{Target: lendgraph.TargetAPI, Method: "GET", Host: fmt.Sprintf("h%d.example", i),
+			Port: 443, URLTemplate: fmt.Sprintf("/v1/r%d/{id}", i)})
+		a.End(lendgraph.AttemptResult{StatusCode: 200 + i%3})
+		op.End(lendgraph.Summary{Attempts: 1}, nil)
+	}
+	names := map[string]bool{}
+	for _, s := range spans.Ended() {
+		names[s.Name()] = true
+		if s.SpanKind() == trace.SpanKindClient {
+			var i int
+			if _, err := fmt.Sscanf(s.Name(), "GET /v1/r%d/{id}", &i); err != nil || attrString(s, "server.address") != fmt.Sprintf("h%d.example", i) ||
+				attrInt(s, "http.response.status_code") != int64(200+i%3) {
+				t.Fatalf("attempt span %q %v", s.Name(), s.Attributes())
+			}
+		}
+	}
+	for i := range n {
+		if !names[fmt.Sprintf("lendgraph Op%d.Call", i)] || !names[fmt.Sprintf("GET /v1/r%d/{id}", i)] {
+			t.Fatalf("operation %d: no span", i)
+		}
+	}
+	got := collect(t, reader)
+	for _, i := range []int{0, n / 2, n - 1} {
+		k := fmt.Sprintf("http.client.request.duration{http.response.status_code=%d,lendgraph.operation=Op%d.Call,server.address=h%d.example}", 200+i%3, i, i)
+		if v := sumOf(got, k); v != 1 {
+			t.Errorf("%s = %v, want 1", k, v)
+		}
+	}
+}

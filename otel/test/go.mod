@@ -7,8 +7,11 @@ require (
 	github.com/lendgraph/lendgraph-go/export v0.0.0-00010101000000-000000000000
 	github.com/lendgraph/lendgraph-go/otel v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.46.0
+	go.opentelemetry.io/otel/metric v1.46.0
 	go.opentelemetry.io/otel/sdk v1.46.0
 	go.opentelemetry.io/otel/sdk/metric v1.46.0
+	go.opentelemetry.io/otel/trace v1.46.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -30,8 +33,6 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.21 // indirect
 	github.com/twpayne/go-geom v1.6.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
-	go.opentelemetry.io/otel/metric v1.46.0 // indirect
-	go.opentelemetry.io/otel/trace v1.46.0 // indirect
 	gocloud.dev v0.46.0 // indirect
 	golang.org/x/net v0.52.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect

@@ -53,7 +53,7 @@ func BenchmarkDecodeAgentPage(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Page[Agent]
-			if err := decodeBody(bytes.NewReader(body), &p, maxResponseBody, false); err != nil || len(p.Data) != 100 || len(p.Data[0].Extra) != 12 {
+			if err := decodeBody(bytes.NewReader(body), &p, maxResponseBody, false); err != nil || len(p.Data) != 100 || p.Data[0].Extra.Len() != 12 {
 				b.Fatal(err)
 			}
 		}
@@ -62,7 +62,7 @@ func BenchmarkDecodeAgentPage(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Page[Agent]
-			if err := decodeBody(bytes.NewReader(body), &p, maxResponseBody, true); err != nil || len(p.Data) != 100 || len(p.Data[0].Extra) != 12 {
+			if err := decodeBody(bytes.NewReader(body), &p, maxResponseBody, true); err != nil || len(p.Data) != 100 || p.Data[0].Extra.Len() != 12 {
 				b.Fatal(err)
 			}
 		}

@@ -4,83 +4,10 @@ package lendgraph
 
 import (
 	"reflect"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-)
-
-// The JSON shapes of the records that keep unknown members: each has its
-// record's fields and none of its methods, which stops the recursion.
-type (
-	jsonAIAction              AIAction
-	jsonAddress               Address
-	jsonAgent                 Agent
-	jsonBranch                Branch
-	jsonBranchPage            BranchPage
-	jsonCRMBilling            CRMBilling
-	jsonCRMPushResponse       CRMPushResponse
-	jsonCRMPushResult         CRMPushResult
-	jsonCRMPushSummary        CRMPushSummary
-	jsonCRMStatus             CRMStatus
-	jsonCall                  Call
-	jsonChartCompleteness     ChartCompleteness
-	jsonChartResponse         ChartResponse
-	jsonChartRow              ChartRow
-	jsonChartSegment          ChartSegment
-	jsonCompany               Company
-	jsonCompanyRef            CompanyRef
-	jsonCount                 Count
-	jsonDeliveryStatus        DeliveryStatus
-	jsonEmail                 Email
-	jsonEnrichCounts          EnrichCounts
-	jsonEnrichData            EnrichData
-	jsonEnrichJobStatus       EnrichJobStatus
-	jsonEnrichResult          EnrichResult
-	jsonEnrichmentEntry       EnrichmentEntry
-	jsonEnrichmentResultEntry EnrichmentResultEntry
-	jsonFilterIcon            FilterIcon
-	jsonHostSearchResult      HostSearchResult
-	jsonInstantSearchResult   InstantSearchResult
-	jsonLenderChannel         LenderChannel
-	jsonLenderNormalization   LenderNormalization
-	jsonLoan                  Loan
-	jsonLocation              Location
-	jsonLocationNormalization LocationNormalization
-	jsonLocationSuggestion    LocationSuggestion
-	jsonMarketMovementRow     MarketMovementRow
-	jsonMarketRecord          MarketRecord
-	jsonMeetingResult         MeetingResult
-	jsonMostGainedResponse    MostGainedResponse
-	jsonMovementWindow        MovementWindow
-	jsonNoteEdit              NoteEdit
-	jsonOfficeOverride        OfficeOverride
-	jsonOfficeRef             OfficeRef
-	jsonOrgMember             OrgMember
-	jsonOrganizationMatch     OrganizationMatch
-	jsonOriginator            Originator
-	jsonOriginatorCount       OriginatorCount
-	jsonOriginatorHit         OriginatorHit
-	jsonPerson                Person
-	jsonPersonMatch           PersonMatch
-	jsonPersonName            PersonName
-	jsonPhoneNumber           PhoneNumber
-	jsonProperty              Property
-	jsonRecordRemoval         RecordRemoval
-	jsonRelatedRef            RelatedRef
-	jsonRelatedResponse       RelatedResponse
-	jsonSale                  Sale
-	jsonSavedFilter           SavedFilter
-	jsonSavedFilterDeletion   SavedFilterDeletion
-	jsonSearchToken           SearchToken
-	jsonShareResult           ShareResult
-	jsonTask                  Task
-	jsonTaskDisplay           TaskDisplay
-	jsonTaskOverrides         TaskOverrides
-	jsonTitleCompanyPage      TitleCompanyPage
-	jsonTitleCompanyRow       TitleCompanyRow
-	jsonTitleCompanyTotals    TitleCompanyTotals
-	jsonTranscriptLine        TranscriptLine
-	jsonWorkspaceTask         WorkspaceTask
 )
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -89,13 +16,15 @@ func (r AIAction) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *AIAction) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAIAction)(r)) }
+func (r *AIAction) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[AIAction](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r AIAction) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonAIAction](), r.Extra)
+	return invalidFields(reflect.TypeFor[AIAction](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -104,14 +33,14 @@ func (r Address) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Address) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAddress)(r)) }
+func (r *Address) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Address](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Address) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonAddress](), r.Extra)
-}
+func (r Address) InvalidFields() []string { return invalidFields(reflect.TypeFor[Address](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -119,12 +48,14 @@ func (r Agent) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Agent) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAgent)(r)) }
+func (r *Agent) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Agent](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Agent) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonAgent](), r.Extra) }
+func (r Agent) InvalidFields() []string { return invalidFields(reflect.TypeFor[Agent](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -132,14 +63,14 @@ func (r Branch) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Branch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonBranch)(r)) }
+func (r *Branch) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Branch](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Branch) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonBranch](), r.Extra)
-}
+func (r Branch) InvalidFields() []string { return invalidFields(reflect.TypeFor[Branch](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -147,13 +78,15 @@ func (r BranchPage) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *BranchPage) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonBranchPage)(r)) }
+func (r *BranchPage) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[BranchPage](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r BranchPage) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonBranchPage](), r.Extra)
+	return invalidFields(reflect.TypeFor[BranchPage](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -162,13 +95,15 @@ func (r CRMBilling) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CRMBilling) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMBilling)(r)) }
+func (r *CRMBilling) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CRMBilling](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CRMBilling) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMBilling](), r.Extra)
+	return invalidFields(reflect.TypeFor[CRMBilling](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -178,14 +113,14 @@ func (r CRMPushResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *CRMPushResponse) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonCRMPushResponse)(r))
+	return unmarshalRecord(b, reflect.TypeFor[CRMPushResponse](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CRMPushResponse) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMPushResponse](), r.Extra)
+	return invalidFields(reflect.TypeFor[CRMPushResponse](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -194,13 +129,15 @@ func (r CRMPushResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CRMPushResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMPushResult)(r)) }
+func (r *CRMPushResult) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CRMPushResult](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CRMPushResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMPushResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[CRMPushResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -209,13 +146,15 @@ func (r CRMPushSummary) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CRMPushSummary) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMPushSummary)(r)) }
+func (r *CRMPushSummary) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CRMPushSummary](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CRMPushSummary) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMPushSummary](), r.Extra)
+	return invalidFields(reflect.TypeFor[CRMPushSummary](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -224,13 +163,15 @@ func (r CRMStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CRMStatus) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMStatus)(r)) }
+func (r *CRMStatus) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CRMStatus](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CRMStatus) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMStatus](), r.Extra)
+	return invalidFields(reflect.TypeFor[CRMStatus](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -239,12 +180,14 @@ func (r Call) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Call) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCall)(r)) }
+func (r *Call) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Call](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Call) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonCall](), r.Extra) }
+func (r Call) InvalidFields() []string { return invalidFields(reflect.TypeFor[Call](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -253,14 +196,14 @@ func (r ChartCompleteness) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *ChartCompleteness) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonChartCompleteness)(r))
+	return unmarshalRecord(b, reflect.TypeFor[ChartCompleteness](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ChartCompleteness) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonChartCompleteness](), r.Extra)
+	return invalidFields(reflect.TypeFor[ChartCompleteness](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -269,13 +212,15 @@ func (r ChartResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *ChartResponse) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartResponse)(r)) }
+func (r *ChartResponse) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[ChartResponse](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ChartResponse) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonChartResponse](), r.Extra)
+	return invalidFields(reflect.TypeFor[ChartResponse](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -284,13 +229,15 @@ func (r ChartRow) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *ChartRow) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartRow)(r)) }
+func (r *ChartRow) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[ChartRow](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ChartRow) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonChartRow](), r.Extra)
+	return invalidFields(reflect.TypeFor[ChartRow](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -299,13 +246,15 @@ func (r ChartSegment) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *ChartSegment) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartSegment)(r)) }
+func (r *ChartSegment) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[ChartSegment](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ChartSegment) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonChartSegment](), r.Extra)
+	return invalidFields(reflect.TypeFor[ChartSegment](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -314,14 +263,14 @@ func (r Company) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Company) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCompany)(r)) }
+func (r *Company) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Company](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Company) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCompany](), r.Extra)
-}
+func (r Company) InvalidFields() []string { return invalidFields(reflect.TypeFor[Company](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -329,13 +278,15 @@ func (r CompanyRef) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CompanyRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCompanyRef)(r)) }
+func (r *CompanyRef) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CompanyRef](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CompanyRef) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCompanyRef](), r.Extra)
+	return invalidFields(reflect.TypeFor[CompanyRef](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -344,12 +295,14 @@ func (r Count) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Count) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCount)(r)) }
+func (r *Count) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Count](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Count) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonCount](), r.Extra) }
+func (r Count) InvalidFields() []string { return invalidFields(reflect.TypeFor[Count](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -357,13 +310,15 @@ func (r DeliveryStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *DeliveryStatus) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonDeliveryStatus)(r)) }
+func (r *DeliveryStatus) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[DeliveryStatus](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r DeliveryStatus) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonDeliveryStatus](), r.Extra)
+	return invalidFields(reflect.TypeFor[DeliveryStatus](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -372,12 +327,14 @@ func (r Email) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Email) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEmail)(r)) }
+func (r *Email) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Email](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Email) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonEmail](), r.Extra) }
+func (r Email) InvalidFields() []string { return invalidFields(reflect.TypeFor[Email](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -385,13 +342,15 @@ func (r EnrichCounts) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *EnrichCounts) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEnrichCounts)(r)) }
+func (r *EnrichCounts) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[EnrichCounts](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichCounts) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichCounts](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichCounts](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -400,13 +359,15 @@ func (r EnrichData) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *EnrichData) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEnrichData)(r)) }
+func (r *EnrichData) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[EnrichData](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichData) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichData](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichData](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -416,14 +377,14 @@ func (r EnrichJobStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *EnrichJobStatus) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonEnrichJobStatus)(r))
+	return unmarshalRecord(b, reflect.TypeFor[EnrichJobStatus](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichJobStatus) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichJobStatus](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichJobStatus](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -432,13 +393,15 @@ func (r EnrichResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *EnrichResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEnrichResult)(r)) }
+func (r *EnrichResult) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[EnrichResult](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -448,14 +411,14 @@ func (r EnrichmentEntry) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *EnrichmentEntry) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonEnrichmentEntry)(r))
+	return unmarshalRecord(b, reflect.TypeFor[EnrichmentEntry](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichmentEntry) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichmentEntry](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichmentEntry](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -465,14 +428,14 @@ func (r EnrichmentResultEntry) MarshalJSON() ([]byte, error) { return marshal(r)
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *EnrichmentResultEntry) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonEnrichmentResultEntry)(r))
+	return unmarshalRecord(b, reflect.TypeFor[EnrichmentResultEntry](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichmentResultEntry) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichmentResultEntry](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichmentResultEntry](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -481,13 +444,15 @@ func (r FilterIcon) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *FilterIcon) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonFilterIcon)(r)) }
+func (r *FilterIcon) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[FilterIcon](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r FilterIcon) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonFilterIcon](), r.Extra)
+	return invalidFields(reflect.TypeFor[FilterIcon](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -497,14 +462,14 @@ func (r HostSearchResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *HostSearchResult) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonHostSearchResult)(r))
+	return unmarshalRecord(b, reflect.TypeFor[HostSearchResult](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r HostSearchResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonHostSearchResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[HostSearchResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -514,14 +479,14 @@ func (r InstantSearchResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *InstantSearchResult) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonInstantSearchResult)(r))
+	return unmarshalRecord(b, reflect.TypeFor[InstantSearchResult](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r InstantSearchResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonInstantSearchResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[InstantSearchResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -530,13 +495,15 @@ func (r LenderChannel) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *LenderChannel) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLenderChannel)(r)) }
+func (r *LenderChannel) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[LenderChannel](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LenderChannel) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLenderChannel](), r.Extra)
+	return invalidFields(reflect.TypeFor[LenderChannel](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -546,14 +513,14 @@ func (r LenderNormalization) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *LenderNormalization) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonLenderNormalization)(r))
+	return unmarshalRecord(b, reflect.TypeFor[LenderNormalization](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LenderNormalization) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLenderNormalization](), r.Extra)
+	return invalidFields(reflect.TypeFor[LenderNormalization](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -562,12 +529,14 @@ func (r Loan) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Loan) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLoan)(r)) }
+func (r *Loan) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Loan](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Loan) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonLoan](), r.Extra) }
+func (r Loan) InvalidFields() []string { return invalidFields(reflect.TypeFor[Loan](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -575,13 +544,15 @@ func (r Location) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Location) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLocation)(r)) }
+func (r *Location) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Location](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r Location) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLocation](), r.Extra)
+	return invalidFields(reflect.TypeFor[Location](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -591,14 +562,14 @@ func (r LocationNormalization) MarshalJSON() ([]byte, error) { return marshal(r)
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *LocationNormalization) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonLocationNormalization)(r))
+	return unmarshalRecord(b, reflect.TypeFor[LocationNormalization](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LocationNormalization) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLocationNormalization](), r.Extra)
+	return invalidFields(reflect.TypeFor[LocationNormalization](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -608,14 +579,14 @@ func (r LocationSuggestion) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *LocationSuggestion) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonLocationSuggestion)(r))
+	return unmarshalRecord(b, reflect.TypeFor[LocationSuggestion](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LocationSuggestion) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLocationSuggestion](), r.Extra)
+	return invalidFields(reflect.TypeFor[LocationSuggestion](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -625,14 +596,14 @@ func (r MarketMovementRow) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *MarketMovementRow) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonMarketMovementRow)(r))
+	return unmarshalRecord(b, reflect.TypeFor[MarketMovementRow](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MarketMovementRow) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMarketMovementRow](), r.Extra)
+	return invalidFields(reflect.TypeFor[MarketMovementRow](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -641,13 +612,15 @@ func (r MarketRecord) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *MarketRecord) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonMarketRecord)(r)) }
+func (r *MarketRecord) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[MarketRecord](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MarketRecord) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMarketRecord](), r.Extra)
+	return invalidFields(reflect.TypeFor[MarketRecord](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -656,13 +629,15 @@ func (r MeetingResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *MeetingResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonMeetingResult)(r)) }
+func (r *MeetingResult) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[MeetingResult](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MeetingResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMeetingResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[MeetingResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -672,14 +647,14 @@ func (r MostGainedResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *MostGainedResponse) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonMostGainedResponse)(r))
+	return unmarshalRecord(b, reflect.TypeFor[MostGainedResponse](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MostGainedResponse) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMostGainedResponse](), r.Extra)
+	return invalidFields(reflect.TypeFor[MostGainedResponse](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -688,13 +663,15 @@ func (r MovementWindow) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *MovementWindow) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonMovementWindow)(r)) }
+func (r *MovementWindow) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[MovementWindow](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MovementWindow) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMovementWindow](), r.Extra)
+	return invalidFields(reflect.TypeFor[MovementWindow](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -703,13 +680,15 @@ func (r NoteEdit) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *NoteEdit) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonNoteEdit)(r)) }
+func (r *NoteEdit) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[NoteEdit](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r NoteEdit) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonNoteEdit](), r.Extra)
+	return invalidFields(reflect.TypeFor[NoteEdit](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -718,13 +697,15 @@ func (r OfficeOverride) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *OfficeOverride) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOfficeOverride)(r)) }
+func (r *OfficeOverride) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[OfficeOverride](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OfficeOverride) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOfficeOverride](), r.Extra)
+	return invalidFields(reflect.TypeFor[OfficeOverride](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -733,13 +714,15 @@ func (r OfficeRef) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *OfficeRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOfficeRef)(r)) }
+func (r *OfficeRef) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[OfficeRef](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OfficeRef) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOfficeRef](), r.Extra)
+	return invalidFields(reflect.TypeFor[OfficeRef](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -748,13 +731,15 @@ func (r OrgMember) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *OrgMember) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOrgMember)(r)) }
+func (r *OrgMember) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[OrgMember](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OrgMember) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOrgMember](), r.Extra)
+	return invalidFields(reflect.TypeFor[OrgMember](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -764,14 +749,14 @@ func (r OrganizationMatch) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *OrganizationMatch) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonOrganizationMatch)(r))
+	return unmarshalRecord(b, reflect.TypeFor[OrganizationMatch](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OrganizationMatch) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOrganizationMatch](), r.Extra)
+	return invalidFields(reflect.TypeFor[OrganizationMatch](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -780,13 +765,15 @@ func (r Originator) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Originator) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOriginator)(r)) }
+func (r *Originator) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Originator](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r Originator) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOriginator](), r.Extra)
+	return invalidFields(reflect.TypeFor[Originator](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -796,14 +783,14 @@ func (r OriginatorCount) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *OriginatorCount) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonOriginatorCount)(r))
+	return unmarshalRecord(b, reflect.TypeFor[OriginatorCount](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OriginatorCount) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOriginatorCount](), r.Extra)
+	return invalidFields(reflect.TypeFor[OriginatorCount](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -812,13 +799,15 @@ func (r OriginatorHit) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *OriginatorHit) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOriginatorHit)(r)) }
+func (r *OriginatorHit) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[OriginatorHit](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OriginatorHit) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOriginatorHit](), r.Extra)
+	return invalidFields(reflect.TypeFor[OriginatorHit](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -827,14 +816,14 @@ func (r Person) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Person) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPerson)(r)) }
+func (r *Person) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Person](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Person) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonPerson](), r.Extra)
-}
+func (r Person) InvalidFields() []string { return invalidFields(reflect.TypeFor[Person](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -842,13 +831,15 @@ func (r PersonMatch) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *PersonMatch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPersonMatch)(r)) }
+func (r *PersonMatch) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[PersonMatch](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r PersonMatch) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonPersonMatch](), r.Extra)
+	return invalidFields(reflect.TypeFor[PersonMatch](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -857,13 +848,15 @@ func (r PersonName) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *PersonName) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPersonName)(r)) }
+func (r *PersonName) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[PersonName](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r PersonName) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonPersonName](), r.Extra)
+	return invalidFields(reflect.TypeFor[PersonName](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -872,13 +865,15 @@ func (r PhoneNumber) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *PhoneNumber) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPhoneNumber)(r)) }
+func (r *PhoneNumber) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[PhoneNumber](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r PhoneNumber) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonPhoneNumber](), r.Extra)
+	return invalidFields(reflect.TypeFor[PhoneNumber](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -887,13 +882,15 @@ func (r Property) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Property) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonProperty)(r)) }
+func (r *Property) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Property](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r Property) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonProperty](), r.Extra)
+	return invalidFields(reflect.TypeFor[Property](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -902,13 +899,15 @@ func (r RecordRemoval) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *RecordRemoval) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonRecordRemoval)(r)) }
+func (r *RecordRemoval) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[RecordRemoval](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r RecordRemoval) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonRecordRemoval](), r.Extra)
+	return invalidFields(reflect.TypeFor[RecordRemoval](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -917,13 +916,15 @@ func (r RelatedRef) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *RelatedRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonRelatedRef)(r)) }
+func (r *RelatedRef) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[RelatedRef](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r RelatedRef) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonRelatedRef](), r.Extra)
+	return invalidFields(reflect.TypeFor[RelatedRef](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -933,14 +934,14 @@ func (r RelatedResponse) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *RelatedResponse) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonRelatedResponse)(r))
+	return unmarshalRecord(b, reflect.TypeFor[RelatedResponse](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r RelatedResponse) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonRelatedResponse](), r.Extra)
+	return invalidFields(reflect.TypeFor[RelatedResponse](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -949,12 +950,14 @@ func (r Sale) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Sale) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSale)(r)) }
+func (r *Sale) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Sale](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Sale) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonSale](), r.Extra) }
+func (r Sale) InvalidFields() []string { return invalidFields(reflect.TypeFor[Sale](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -962,13 +965,15 @@ func (r SavedFilter) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *SavedFilter) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSavedFilter)(r)) }
+func (r *SavedFilter) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[SavedFilter](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r SavedFilter) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonSavedFilter](), r.Extra)
+	return invalidFields(reflect.TypeFor[SavedFilter](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -978,14 +983,14 @@ func (r SavedFilterDeletion) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *SavedFilterDeletion) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonSavedFilterDeletion)(r))
+	return unmarshalRecord(b, reflect.TypeFor[SavedFilterDeletion](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r SavedFilterDeletion) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonSavedFilterDeletion](), r.Extra)
+	return invalidFields(reflect.TypeFor[SavedFilterDeletion](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -994,13 +999,15 @@ func (r SearchToken) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *SearchToken) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSearchToken)(r)) }
+func (r *SearchToken) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[SearchToken](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r SearchToken) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonSearchToken](), r.Extra)
+	return invalidFields(reflect.TypeFor[SearchToken](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1009,13 +1016,15 @@ func (r ShareResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *ShareResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonShareResult)(r)) }
+func (r *ShareResult) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[ShareResult](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ShareResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonShareResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[ShareResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1024,12 +1033,14 @@ func (r Task) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Task) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTask)(r)) }
+func (r *Task) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Task](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Task) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonTask](), r.Extra) }
+func (r Task) InvalidFields() []string { return invalidFields(reflect.TypeFor[Task](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -1037,13 +1048,15 @@ func (r TaskDisplay) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *TaskDisplay) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTaskDisplay)(r)) }
+func (r *TaskDisplay) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[TaskDisplay](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TaskDisplay) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTaskDisplay](), r.Extra)
+	return invalidFields(reflect.TypeFor[TaskDisplay](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1052,13 +1065,15 @@ func (r TaskOverrides) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *TaskOverrides) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTaskOverrides)(r)) }
+func (r *TaskOverrides) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[TaskOverrides](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TaskOverrides) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTaskOverrides](), r.Extra)
+	return invalidFields(reflect.TypeFor[TaskOverrides](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1068,14 +1083,14 @@ func (r TitleCompanyPage) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *TitleCompanyPage) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonTitleCompanyPage)(r))
+	return unmarshalRecord(b, reflect.TypeFor[TitleCompanyPage](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TitleCompanyPage) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTitleCompanyPage](), r.Extra)
+	return invalidFields(reflect.TypeFor[TitleCompanyPage](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1085,14 +1100,14 @@ func (r TitleCompanyRow) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *TitleCompanyRow) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonTitleCompanyRow)(r))
+	return unmarshalRecord(b, reflect.TypeFor[TitleCompanyRow](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TitleCompanyRow) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTitleCompanyRow](), r.Extra)
+	return invalidFields(reflect.TypeFor[TitleCompanyRow](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1102,14 +1117,14 @@ func (r TitleCompanyTotals) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *TitleCompanyTotals) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonTitleCompanyTotals)(r))
+	return unmarshalRecord(b, reflect.TypeFor[TitleCompanyTotals](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TitleCompanyTotals) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTitleCompanyTotals](), r.Extra)
+	return invalidFields(reflect.TypeFor[TitleCompanyTotals](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1118,13 +1133,15 @@ func (r TranscriptLine) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *TranscriptLine) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTranscriptLine)(r)) }
+func (r *TranscriptLine) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[TranscriptLine](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TranscriptLine) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTranscriptLine](), r.Extra)
+	return invalidFields(reflect.TypeFor[TranscriptLine](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1133,504 +1150,650 @@ func (r WorkspaceTask) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *WorkspaceTask) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonWorkspaceTask)(r)) }
+func (r *WorkspaceTask) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[WorkspaceTask](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r WorkspaceTask) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonWorkspaceTask](), r.Extra)
+	return invalidFields(reflect.TypeFor[WorkspaceTask](), r.Extra)
 }
 
-// recordMarshalers encode each record through its JSON shape in one pass;
-// the SDK's options carry them, so no record needs a v2 method. They take
-// pointers (jsonv2 always marshals from an addressable value), so that
-// every record shares one instantiation of MarshalToFunc: a program pays
-// for the code once, not once per record type.
+// recordMarshalers encode each record through its codec in one pass; the
+// SDK's options carry them, so no record needs a v2 method. They take
+// pointers (jsonv2 always marshals from an addressable value).
 var recordMarshalers = jsonv2.JoinMarshalers(
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *AIAction) error { return marshalRecord(e, (*jsonAIAction)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Address) error { return marshalRecord(e, (*jsonAddress)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Agent) error { return marshalRecord(e, (*jsonAgent)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Branch) error { return marshalRecord(e, (*jsonBranch)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *BranchPage) error { return marshalRecord(e, (*jsonBranchPage)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMBilling) error { return marshalRecord(e, (*jsonCRMBilling)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *AIAction) error {
+		return marshalRecord(e, reflect.TypeFor[AIAction](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Address) error {
+		return marshalRecord(e, reflect.TypeFor[Address](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Agent) error {
+		return marshalRecord(e, reflect.TypeFor[Agent](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Branch) error {
+		return marshalRecord(e, reflect.TypeFor[Branch](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *BranchPage) error {
+		return marshalRecord(e, reflect.TypeFor[BranchPage](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMBilling) error {
+		return marshalRecord(e, reflect.TypeFor[CRMBilling](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushResponse) error {
-		return marshalRecord(e, (*jsonCRMPushResponse)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[CRMPushResponse](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushResult) error {
-		return marshalRecord(e, (*jsonCRMPushResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[CRMPushResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushSummary) error {
-		return marshalRecord(e, (*jsonCRMPushSummary)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[CRMPushSummary](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMStatus) error { return marshalRecord(e, (*jsonCRMStatus)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Call) error { return marshalRecord(e, (*jsonCall)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMStatus) error {
+		return marshalRecord(e, reflect.TypeFor[CRMStatus](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Call) error {
+		return marshalRecord(e, reflect.TypeFor[Call](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartCompleteness) error {
-		return marshalRecord(e, (*jsonChartCompleteness)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[ChartCompleteness](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartResponse) error {
-		return marshalRecord(e, (*jsonChartResponse)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[ChartResponse](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartRow) error { return marshalRecord(e, (*jsonChartRow)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartRow) error {
+		return marshalRecord(e, reflect.TypeFor[ChartRow](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartSegment) error {
-		return marshalRecord(e, (*jsonChartSegment)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[ChartSegment](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Company) error { return marshalRecord(e, (*jsonCompany)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CompanyRef) error { return marshalRecord(e, (*jsonCompanyRef)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Count) error { return marshalRecord(e, (*jsonCount)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Company) error {
+		return marshalRecord(e, reflect.TypeFor[Company](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CompanyRef) error {
+		return marshalRecord(e, reflect.TypeFor[CompanyRef](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Count) error {
+		return marshalRecord(e, reflect.TypeFor[Count](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *DeliveryStatus) error {
-		return marshalRecord(e, (*jsonDeliveryStatus)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[DeliveryStatus](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Email) error { return marshalRecord(e, (*jsonEmail)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Email) error {
+		return marshalRecord(e, reflect.TypeFor[Email](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichCounts) error {
-		return marshalRecord(e, (*jsonEnrichCounts)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichCounts](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichData) error { return marshalRecord(e, (*jsonEnrichData)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichData) error {
+		return marshalRecord(e, reflect.TypeFor[EnrichData](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichJobStatus) error {
-		return marshalRecord(e, (*jsonEnrichJobStatus)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichJobStatus](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichResult) error {
-		return marshalRecord(e, (*jsonEnrichResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichmentEntry) error {
-		return marshalRecord(e, (*jsonEnrichmentEntry)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichmentEntry](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichmentResultEntry) error {
-		return marshalRecord(e, (*jsonEnrichmentResultEntry)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichmentResultEntry](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *FilterIcon) error { return marshalRecord(e, (*jsonFilterIcon)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *FilterIcon) error {
+		return marshalRecord(e, reflect.TypeFor[FilterIcon](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *HostSearchResult) error {
-		return marshalRecord(e, (*jsonHostSearchResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[HostSearchResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *InstantSearchResult) error {
-		return marshalRecord(e, (*jsonInstantSearchResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[InstantSearchResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LenderChannel) error {
-		return marshalRecord(e, (*jsonLenderChannel)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[LenderChannel](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LenderNormalization) error {
-		return marshalRecord(e, (*jsonLenderNormalization)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[LenderNormalization](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Loan) error { return marshalRecord(e, (*jsonLoan)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Location) error { return marshalRecord(e, (*jsonLocation)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Loan) error {
+		return marshalRecord(e, reflect.TypeFor[Loan](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Location) error {
+		return marshalRecord(e, reflect.TypeFor[Location](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LocationNormalization) error {
-		return marshalRecord(e, (*jsonLocationNormalization)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[LocationNormalization](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LocationSuggestion) error {
-		return marshalRecord(e, (*jsonLocationSuggestion)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[LocationSuggestion](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MarketMovementRow) error {
-		return marshalRecord(e, (*jsonMarketMovementRow)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[MarketMovementRow](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MarketRecord) error {
-		return marshalRecord(e, (*jsonMarketRecord)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[MarketRecord](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MeetingResult) error {
-		return marshalRecord(e, (*jsonMeetingResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[MeetingResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MostGainedResponse) error {
-		return marshalRecord(e, (*jsonMostGainedResponse)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[MostGainedResponse](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MovementWindow) error {
-		return marshalRecord(e, (*jsonMovementWindow)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[MovementWindow](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *NoteEdit) error { return marshalRecord(e, (*jsonNoteEdit)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *NoteEdit) error {
+		return marshalRecord(e, reflect.TypeFor[NoteEdit](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OfficeOverride) error {
-		return marshalRecord(e, (*jsonOfficeOverride)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[OfficeOverride](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OfficeRef) error { return marshalRecord(e, (*jsonOfficeRef)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OrgMember) error { return marshalRecord(e, (*jsonOrgMember)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OfficeRef) error {
+		return marshalRecord(e, reflect.TypeFor[OfficeRef](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OrgMember) error {
+		return marshalRecord(e, reflect.TypeFor[OrgMember](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OrganizationMatch) error {
-		return marshalRecord(e, (*jsonOrganizationMatch)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[OrganizationMatch](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Originator) error { return marshalRecord(e, (*jsonOriginator)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Originator) error {
+		return marshalRecord(e, reflect.TypeFor[Originator](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OriginatorCount) error {
-		return marshalRecord(e, (*jsonOriginatorCount)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[OriginatorCount](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OriginatorHit) error {
-		return marshalRecord(e, (*jsonOriginatorHit)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[OriginatorHit](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Person) error { return marshalRecord(e, (*jsonPerson)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Person) error {
+		return marshalRecord(e, reflect.TypeFor[Person](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PersonMatch) error {
-		return marshalRecord(e, (*jsonPersonMatch)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[PersonMatch](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PersonName) error { return marshalRecord(e, (*jsonPersonName)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PersonName) error {
+		return marshalRecord(e, reflect.TypeFor[PersonName](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PhoneNumber) error {
-		return marshalRecord(e, (*jsonPhoneNumber)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[PhoneNumber](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Property) error { return marshalRecord(e, (*jsonProperty)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Property) error {
+		return marshalRecord(e, reflect.TypeFor[Property](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RecordRemoval) error {
-		return marshalRecord(e, (*jsonRecordRemoval)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[RecordRemoval](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedRef) error { return marshalRecord(e, (*jsonRelatedRef)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedRef) error {
+		return marshalRecord(e, reflect.TypeFor[RelatedRef](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedResponse) error {
-		return marshalRecord(e, (*jsonRelatedResponse)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[RelatedResponse](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Sale) error { return marshalRecord(e, (*jsonSale)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Sale) error {
+		return marshalRecord(e, reflect.TypeFor[Sale](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SavedFilter) error {
-		return marshalRecord(e, (*jsonSavedFilter)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[SavedFilter](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SavedFilterDeletion) error {
-		return marshalRecord(e, (*jsonSavedFilterDeletion)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[SavedFilterDeletion](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SearchToken) error {
-		return marshalRecord(e, (*jsonSearchToken)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[SearchToken](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ShareResult) error {
-		return marshalRecord(e, (*jsonShareResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[ShareResult](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Task) error { return marshalRecord(e, (*jsonTask)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Task) error {
+		return marshalRecord(e, reflect.TypeFor[Task](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TaskDisplay) error {
-		return marshalRecord(e, (*jsonTaskDisplay)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TaskDisplay](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TaskOverrides) error {
-		return marshalRecord(e, (*jsonTaskOverrides)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TaskOverrides](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TitleCompanyPage) error {
-		return marshalRecord(e, (*jsonTitleCompanyPage)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TitleCompanyPage](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TitleCompanyRow) error {
-		return marshalRecord(e, (*jsonTitleCompanyRow)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TitleCompanyRow](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TitleCompanyTotals) error {
-		return marshalRecord(e, (*jsonTitleCompanyTotals)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TitleCompanyTotals](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TranscriptLine) error {
-		return marshalRecord(e, (*jsonTranscriptLine)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TranscriptLine](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *WorkspaceTask) error {
-		return marshalRecord(e, (*jsonWorkspaceTask)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[WorkspaceTask](), unsafe.Pointer(r), r.Extra)
 	}),
 )
 
-// recordUnmarshalers decode each record through its JSON shape in one
+// recordUnmarshalers decode each record through its codec in one
 // streaming pass, with the options of the decoder at hand.
 var recordUnmarshalers = jsonv2.JoinUnmarshalers(
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *AIAction) error { return jsonv2.UnmarshalDecode(d, (*jsonAIAction)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Address) error { return jsonv2.UnmarshalDecode(d, (*jsonAddress)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Agent) error { return jsonv2.UnmarshalDecode(d, (*jsonAgent)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error { return jsonv2.UnmarshalDecode(d, (*jsonBranch)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *BranchPage) error { return jsonv2.UnmarshalDecode(d, (*jsonBranchPage)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMBilling) error { return jsonv2.UnmarshalDecode(d, (*jsonCRMBilling)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *AIAction) error {
+		return decodeRecord(d, reflect.TypeFor[AIAction](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Address) error {
+		return decodeRecord(d, reflect.TypeFor[Address](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Agent) error {
+		return decodeRecord(d, reflect.TypeFor[Agent](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error {
+		return decodeRecord(d, reflect.TypeFor[Branch](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *BranchPage) error {
+		return decodeRecord(d, reflect.TypeFor[BranchPage](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMBilling) error {
+		return decodeRecord(d, reflect.TypeFor[CRMBilling](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResponse) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonCRMPushResponse)(r))
+		return decodeRecord(d, reflect.TypeFor[CRMPushResponse](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonCRMPushResult)(r))
+		return decodeRecord(d, reflect.TypeFor[CRMPushResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushSummary) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonCRMPushSummary)(r))
+		return decodeRecord(d, reflect.TypeFor[CRMPushSummary](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMStatus) error { return jsonv2.UnmarshalDecode(d, (*jsonCRMStatus)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Call) error { return jsonv2.UnmarshalDecode(d, (*jsonCall)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMStatus) error {
+		return decodeRecord(d, reflect.TypeFor[CRMStatus](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Call) error {
+		return decodeRecord(d, reflect.TypeFor[Call](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartCompleteness) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonChartCompleteness)(r))
+		return decodeRecord(d, reflect.TypeFor[ChartCompleteness](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartResponse) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonChartResponse)(r))
+		return decodeRecord(d, reflect.TypeFor[ChartResponse](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error { return jsonv2.UnmarshalDecode(d, (*jsonChartRow)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error {
+		return decodeRecord(d, reflect.TypeFor[ChartRow](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartSegment) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonChartSegment)(r))
+		return decodeRecord(d, reflect.TypeFor[ChartSegment](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error { return jsonv2.UnmarshalDecode(d, (*jsonCompany)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CompanyRef) error { return jsonv2.UnmarshalDecode(d, (*jsonCompanyRef)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error { return jsonv2.UnmarshalDecode(d, (*jsonCount)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error {
+		return decodeRecord(d, reflect.TypeFor[Company](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CompanyRef) error {
+		return decodeRecord(d, reflect.TypeFor[CompanyRef](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error {
+		return decodeRecord(d, reflect.TypeFor[Count](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeliveryStatus) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonDeliveryStatus)(r))
+		return decodeRecord(d, reflect.TypeFor[DeliveryStatus](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error { return jsonv2.UnmarshalDecode(d, (*jsonEmail)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error {
+		return decodeRecord(d, reflect.TypeFor[Email](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichCounts) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichCounts)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichCounts](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichData) error { return jsonv2.UnmarshalDecode(d, (*jsonEnrichData)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichData) error {
+		return decodeRecord(d, reflect.TypeFor[EnrichData](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichJobStatus) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichJobStatus)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichJobStatus](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichResult)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentEntry) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichmentEntry)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichmentEntry](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentResultEntry) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichmentResultEntry)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichmentResultEntry](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *FilterIcon) error { return jsonv2.UnmarshalDecode(d, (*jsonFilterIcon)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *FilterIcon) error {
+		return decodeRecord(d, reflect.TypeFor[FilterIcon](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *HostSearchResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonHostSearchResult)(r))
+		return decodeRecord(d, reflect.TypeFor[HostSearchResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *InstantSearchResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonInstantSearchResult)(r))
+		return decodeRecord(d, reflect.TypeFor[InstantSearchResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderChannel) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonLenderChannel)(r))
+		return decodeRecord(d, reflect.TypeFor[LenderChannel](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderNormalization) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonLenderNormalization)(r))
+		return decodeRecord(d, reflect.TypeFor[LenderNormalization](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Loan) error { return jsonv2.UnmarshalDecode(d, (*jsonLoan)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Location) error { return jsonv2.UnmarshalDecode(d, (*jsonLocation)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Loan) error {
+		return decodeRecord(d, reflect.TypeFor[Loan](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Location) error {
+		return decodeRecord(d, reflect.TypeFor[Location](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationNormalization) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonLocationNormalization)(r))
+		return decodeRecord(d, reflect.TypeFor[LocationNormalization](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationSuggestion) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonLocationSuggestion)(r))
+		return decodeRecord(d, reflect.TypeFor[LocationSuggestion](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketMovementRow) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMarketMovementRow)(r))
+		return decodeRecord(d, reflect.TypeFor[MarketMovementRow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketRecord) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMarketRecord)(r))
+		return decodeRecord(d, reflect.TypeFor[MarketRecord](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MeetingResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMeetingResult)(r))
+		return decodeRecord(d, reflect.TypeFor[MeetingResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MostGainedResponse) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMostGainedResponse)(r))
+		return decodeRecord(d, reflect.TypeFor[MostGainedResponse](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MovementWindow) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMovementWindow)(r))
+		return decodeRecord(d, reflect.TypeFor[MovementWindow](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *NoteEdit) error { return jsonv2.UnmarshalDecode(d, (*jsonNoteEdit)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *NoteEdit) error {
+		return decodeRecord(d, reflect.TypeFor[NoteEdit](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeOverride) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonOfficeOverride)(r))
+		return decodeRecord(d, reflect.TypeFor[OfficeOverride](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeRef) error { return jsonv2.UnmarshalDecode(d, (*jsonOfficeRef)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrgMember) error { return jsonv2.UnmarshalDecode(d, (*jsonOrgMember)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeRef) error {
+		return decodeRecord(d, reflect.TypeFor[OfficeRef](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrgMember) error {
+		return decodeRecord(d, reflect.TypeFor[OrgMember](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrganizationMatch) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonOrganizationMatch)(r))
+		return decodeRecord(d, reflect.TypeFor[OrganizationMatch](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Originator) error { return jsonv2.UnmarshalDecode(d, (*jsonOriginator)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Originator) error {
+		return decodeRecord(d, reflect.TypeFor[Originator](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorCount) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonOriginatorCount)(r))
+		return decodeRecord(d, reflect.TypeFor[OriginatorCount](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorHit) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonOriginatorHit)(r))
+		return decodeRecord(d, reflect.TypeFor[OriginatorHit](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Person) error { return jsonv2.UnmarshalDecode(d, (*jsonPerson)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Person) error {
+		return decodeRecord(d, reflect.TypeFor[Person](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonMatch) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonPersonMatch)(r))
+		return decodeRecord(d, reflect.TypeFor[PersonMatch](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonName) error { return jsonv2.UnmarshalDecode(d, (*jsonPersonName)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonName) error {
+		return decodeRecord(d, reflect.TypeFor[PersonName](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PhoneNumber) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonPhoneNumber)(r))
+		return decodeRecord(d, reflect.TypeFor[PhoneNumber](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error { return jsonv2.UnmarshalDecode(d, (*jsonProperty)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error {
+		return decodeRecord(d, reflect.TypeFor[Property](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RecordRemoval) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonRecordRemoval)(r))
+		return decodeRecord(d, reflect.TypeFor[RecordRemoval](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedRef) error { return jsonv2.UnmarshalDecode(d, (*jsonRelatedRef)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedRef) error {
+		return decodeRecord(d, reflect.TypeFor[RelatedRef](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedResponse) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonRelatedResponse)(r))
+		return decodeRecord(d, reflect.TypeFor[RelatedResponse](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error { return jsonv2.UnmarshalDecode(d, (*jsonSale)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error {
+		return decodeRecord(d, reflect.TypeFor[Sale](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilter) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonSavedFilter)(r))
+		return decodeRecord(d, reflect.TypeFor[SavedFilter](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilterDeletion) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonSavedFilterDeletion)(r))
+		return decodeRecord(d, reflect.TypeFor[SavedFilterDeletion](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SearchToken) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonSearchToken)(r))
+		return decodeRecord(d, reflect.TypeFor[SearchToken](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ShareResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonShareResult)(r))
+		return decodeRecord(d, reflect.TypeFor[ShareResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error { return jsonv2.UnmarshalDecode(d, (*jsonTask)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error {
+		return decodeRecord(d, reflect.TypeFor[Task](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskDisplay) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTaskDisplay)(r))
+		return decodeRecord(d, reflect.TypeFor[TaskDisplay](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskOverrides) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTaskOverrides)(r))
+		return decodeRecord(d, reflect.TypeFor[TaskOverrides](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyPage) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTitleCompanyPage)(r))
+		return decodeRecord(d, reflect.TypeFor[TitleCompanyPage](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyRow) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTitleCompanyRow)(r))
+		return decodeRecord(d, reflect.TypeFor[TitleCompanyRow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyTotals) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTitleCompanyTotals)(r))
+		return decodeRecord(d, reflect.TypeFor[TitleCompanyTotals](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TranscriptLine) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTranscriptLine)(r))
+		return decodeRecord(d, reflect.TypeFor[TranscriptLine](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *WorkspaceTask) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonWorkspaceTask)(r))
+		return decodeRecord(d, reflect.TypeFor[WorkspaceTask](), unsafe.Pointer(r))
 	}),
 )
 
 // recordUnmarshalersLenient decode each record leniently
-// (WithLenientDecoding): see lenientDecode.
+// (WithLenientDecoding): see decodeRecordLenient.
 var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *AIAction) error { return lenientDecode(d, (*jsonAIAction)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Address) error { return lenientDecode(d, (*jsonAddress)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Agent) error { return lenientDecode(d, (*jsonAgent)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error { return lenientDecode(d, (*jsonBranch)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *AIAction) error {
+		return decodeRecordLenient(d, reflect.TypeFor[AIAction](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Address) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Address](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Agent) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Agent](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Branch](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *BranchPage) error {
-		return lenientDecode(d, (*jsonBranchPage)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[BranchPage](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMBilling) error {
-		return lenientDecode(d, (*jsonCRMBilling)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[CRMBilling](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResponse) error {
-		return lenientDecode(d, (*jsonCRMPushResponse)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[CRMPushResponse](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushResult) error {
-		return lenientDecode(d, (*jsonCRMPushResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[CRMPushResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushSummary) error {
-		return lenientDecode(d, (*jsonCRMPushSummary)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[CRMPushSummary](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMStatus) error { return lenientDecode(d, (*jsonCRMStatus)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Call) error { return lenientDecode(d, (*jsonCall)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMStatus) error {
+		return decodeRecordLenient(d, reflect.TypeFor[CRMStatus](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Call) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Call](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartCompleteness) error {
-		return lenientDecode(d, (*jsonChartCompleteness)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[ChartCompleteness](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartResponse) error {
-		return lenientDecode(d, (*jsonChartResponse)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[ChartResponse](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error { return lenientDecode(d, (*jsonChartRow)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error {
+		return decodeRecordLenient(d, reflect.TypeFor[ChartRow](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartSegment) error {
-		return lenientDecode(d, (*jsonChartSegment)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[ChartSegment](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error { return lenientDecode(d, (*jsonCompany)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Company](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CompanyRef) error {
-		return lenientDecode(d, (*jsonCompanyRef)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[CompanyRef](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error { return lenientDecode(d, (*jsonCount)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Count](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeliveryStatus) error {
-		return lenientDecode(d, (*jsonDeliveryStatus)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[DeliveryStatus](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error { return lenientDecode(d, (*jsonEmail)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Email](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichCounts) error {
-		return lenientDecode(d, (*jsonEnrichCounts)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichCounts](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichData) error {
-		return lenientDecode(d, (*jsonEnrichData)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichData](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichJobStatus) error {
-		return lenientDecode(d, (*jsonEnrichJobStatus)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichJobStatus](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichResult) error {
-		return lenientDecode(d, (*jsonEnrichResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentEntry) error {
-		return lenientDecode(d, (*jsonEnrichmentEntry)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichmentEntry](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentResultEntry) error {
-		return lenientDecode(d, (*jsonEnrichmentResultEntry)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichmentResultEntry](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *FilterIcon) error {
-		return lenientDecode(d, (*jsonFilterIcon)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[FilterIcon](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *HostSearchResult) error {
-		return lenientDecode(d, (*jsonHostSearchResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[HostSearchResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *InstantSearchResult) error {
-		return lenientDecode(d, (*jsonInstantSearchResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[InstantSearchResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderChannel) error {
-		return lenientDecode(d, (*jsonLenderChannel)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[LenderChannel](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderNormalization) error {
-		return lenientDecode(d, (*jsonLenderNormalization)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[LenderNormalization](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Loan) error { return lenientDecode(d, (*jsonLoan)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Location) error { return lenientDecode(d, (*jsonLocation)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Loan) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Loan](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Location) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Location](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationNormalization) error {
-		return lenientDecode(d, (*jsonLocationNormalization)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[LocationNormalization](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationSuggestion) error {
-		return lenientDecode(d, (*jsonLocationSuggestion)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[LocationSuggestion](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketMovementRow) error {
-		return lenientDecode(d, (*jsonMarketMovementRow)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[MarketMovementRow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketRecord) error {
-		return lenientDecode(d, (*jsonMarketRecord)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[MarketRecord](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MeetingResult) error {
-		return lenientDecode(d, (*jsonMeetingResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[MeetingResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MostGainedResponse) error {
-		return lenientDecode(d, (*jsonMostGainedResponse)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[MostGainedResponse](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MovementWindow) error {
-		return lenientDecode(d, (*jsonMovementWindow)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[MovementWindow](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *NoteEdit) error { return lenientDecode(d, (*jsonNoteEdit)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *NoteEdit) error {
+		return decodeRecordLenient(d, reflect.TypeFor[NoteEdit](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeOverride) error {
-		return lenientDecode(d, (*jsonOfficeOverride)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[OfficeOverride](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeRef) error { return lenientDecode(d, (*jsonOfficeRef)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrgMember) error { return lenientDecode(d, (*jsonOrgMember)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeRef) error {
+		return decodeRecordLenient(d, reflect.TypeFor[OfficeRef](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrgMember) error {
+		return decodeRecordLenient(d, reflect.TypeFor[OrgMember](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrganizationMatch) error {
-		return lenientDecode(d, (*jsonOrganizationMatch)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[OrganizationMatch](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Originator) error {
-		return lenientDecode(d, (*jsonOriginator)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[Originator](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorCount) error {
-		return lenientDecode(d, (*jsonOriginatorCount)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[OriginatorCount](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorHit) error {
-		return lenientDecode(d, (*jsonOriginatorHit)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[OriginatorHit](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Person) error { return lenientDecode(d, (*jsonPerson)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Person) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Person](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonMatch) error {
-		return lenientDecode(d, (*jsonPersonMatch)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[PersonMatch](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonName) error {
-		return lenientDecode(d, (*jsonPersonName)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[PersonName](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PhoneNumber) error {
-		return lenientDecode(d, (*jsonPhoneNumber)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[PhoneNumber](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error { return lenientDecode(d, (*jsonProperty)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Property](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RecordRemoval) error {
-		return lenientDecode(d, (*jsonRecordRemoval)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[RecordRemoval](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedRef) error {
-		return lenientDecode(d, (*jsonRelatedRef)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[RelatedRef](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedResponse) error {
-		return lenientDecode(d, (*jsonRelatedResponse)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[RelatedResponse](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error { return lenientDecode(d, (*jsonSale)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Sale](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilter) error {
-		return lenientDecode(d, (*jsonSavedFilter)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[SavedFilter](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilterDeletion) error {
-		return lenientDecode(d, (*jsonSavedFilterDeletion)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[SavedFilterDeletion](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SearchToken) error {
-		return lenientDecode(d, (*jsonSearchToken)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[SearchToken](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ShareResult) error {
-		return lenientDecode(d, (*jsonShareResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[ShareResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error { return lenientDecode(d, (*jsonTask)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Task](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskDisplay) error {
-		return lenientDecode(d, (*jsonTaskDisplay)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TaskDisplay](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskOverrides) error {
-		return lenientDecode(d, (*jsonTaskOverrides)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TaskOverrides](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyPage) error {
-		return lenientDecode(d, (*jsonTitleCompanyPage)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TitleCompanyPage](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyRow) error {
-		return lenientDecode(d, (*jsonTitleCompanyRow)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TitleCompanyRow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyTotals) error {
-		return lenientDecode(d, (*jsonTitleCompanyTotals)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TitleCompanyTotals](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TranscriptLine) error {
-		return lenientDecode(d, (*jsonTranscriptLine)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TranscriptLine](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *WorkspaceTask) error {
-		return lenientDecode(d, (*jsonWorkspaceTask)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[WorkspaceTask](), unsafe.Pointer(r))
 	}),
 )

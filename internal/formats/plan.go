@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"encoding"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -8,19 +9,21 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // RowDecoder returns a factory of row decoders for T, one per worker
-// goroutine. For struct rows of plain fields (and map rows of raw JSON
-// values) it scans the JSON object once, sets scalar fields directly,
-// decodes nested structs, pointers and slices of them in the same scan,
-// and keeps unknown members as sub-slices of one per-row buffer with
-// interned names; csv cells and parquet values set fields straight from
+// goroutine. For struct rows of plain fields (and rows that are a JSON
+// object kept whole, or a map of raw JSON values) it scans the JSON
+// object once, sets scalar fields directly, decodes nested structs,
+// pointers and slices of them in the same scan, and keeps unknown members
+// in one new buffer per row (see setExtra); csv cells and parquet values set fields straight from
 // the cell or value (a JSON-encoded nested field straight into the nested
 // field). Anything it does not handle exactly as slow would (escapes that
 // do not unquote cleanly, a type mismatch, invalid JSON, unusual tags, a
@@ -31,14 +34,53 @@ import (
 // slow decodes a whole JSON value into a pointer; trusted means T's own
 // unmarshal methods (if any) decode exactly like its fields would.
 func RowDecoder[T any](slow func([]byte, any) error, trusted bool) func() *RowDec[T] {
-	p := newPlan(reflect.TypeFor[T](), trusted, slow)
-	return func() *RowDec[T] {
-		s := &scratch{names: map[string]string{}}
-		if p != nil {
-			s.pos = make([][]posEntry, p.nplans)
-		}
-		return &RowDec[T]{plan: p, slow: slow, s: s}
+	p := newPlan(reflect.TypeFor[T](), trusted, false, slow)
+	return func() *RowDec[T] { return &RowDec[T]{plan: p, slow: slow, s: newScratch(p)} }
+}
+
+func newScratch(p *plan) *scratch {
+	s := &scratch{names: map[string]string{}}
+	if p != nil {
+		s.pos = make([][]posEntry, p.nplans)
 	}
+	return s
+}
+
+// ObjectDecoder decodes JSON objects into values of one struct type, as
+// RowDecoder's decoders do rows, from any number of goroutines at once.
+// The package lendgraph's records decode through it.
+type ObjectDecoder struct {
+	p    *plan
+	pool sync.Pool // of *scratch
+}
+
+// NewObjectDecoder returns a decoder of JSON objects into values of the
+// struct type t, or nil when the direct scan does not decode t (see
+// RowDecoder). With exact, a member sets only the field of exactly its
+// name (the SDK's rules for API answers); without, also one whose name
+// folds alike (its rules for rows and Fields.Decode). slow decodes a
+// field the scan leaves to it (a type with its own unmarshal methods) and
+// must follow the same rules. t's own unmarshal methods, if any, are
+// bypassed: they must decode exactly like its fields.
+func NewObjectDecoder(t reflect.Type, exact bool, slow func([]byte, any) error) *ObjectDecoder {
+	p := newPlan(t, true, exact, slow)
+	if p == nil || p.rootMap || p.rootRaw {
+		return nil
+	}
+	d := &ObjectDecoder{p: p}
+	d.pool.New = func() any { return newScratch(p) }
+	return d
+}
+
+// Decode decodes the JSON object b into the value of the decoder's type
+// at v and reports true, or reports false when b must be decoded by the
+// full decoder instead (anything unusual, and every error): v may then
+// hold some of b's members, which the full decoder sets again.
+func (d *ObjectDecoder) Decode(b []byte, v unsafe.Pointer) bool {
+	s := d.pool.Get().(*scratch)
+	ok := d.p.decode(b, v, s)
+	d.pool.Put(s)
+	return ok
 }
 
 // RowDec decodes rows into T on one worker goroutine.
@@ -160,29 +202,49 @@ type plan struct {
 	// names no field exactly matches one whose name folds alike, as
 	// encoding/json and the SDK's slow path (MatchCaseInsensitiveNames)
 	// match them.
-	folded  map[string]*planField
-	extra   int // offset of the unknown-members map, or -1
-	rootMap bool
-	slow    func([]byte, any) error
+	folded map[string]*planField
+	extra  int // offset of the unknown-members field, or -1
+	// extraRaw: the unknown-members field is a JSON object kept whole
+	// (isRawObject), not a map.
+	extraRaw bool
+	// rootMap: the row is a map of raw JSON values; rootRaw: the row is a
+	// JSON object kept whole.
+	rootMap, rootRaw bool
+	slow             func([]byte, any) error
 }
 
-// rawValue is the element type of the SDK's Fields, the unknown members of
-// a row: the one place to change when Fields changes.
+// rawValue is the element type of the maps of unknown members the plan
+// builds (a row type's own map[string]json.RawMessage).
 type rawValue = json.RawMessage
 
-// fieldsMap is the type the plan stores unknown members in.
+// fieldsMap is the map type the plan stores unknown members in.
 type fieldsMap = map[string]rawValue
-
-// FieldsMap is fieldsMap for the SDK's compile-time check that its Fields
-// type is the one the plan decodes directly.
-type FieldsMap = fieldsMap
 
 var fieldsType = reflect.TypeFor[fieldsMap]()
 
+// rawType is the type jsonv2 collects unknown members into as one JSON
+// object; the SDK's Fields has its memory layout (see isRawObject).
+var rawType = reflect.TypeFor[jsontext.Value]()
+
+var numberType = reflect.TypeFor[json.Number]()
+
+// isRawObject reports whether t holds a JSON object as its bytes (a
+// []byte at offset 0): jsontext.Value, or the SDK's Fields. The plan keeps
+// unknown members in one, as jsonv2 does in a jsontext.Value field tagged
+// unknown: '{', each member's name as sent, ':', its value as sent, ','
+// between members, '}'.
+func isRawObject(t reflect.Type) bool { return t == rawType || t == sdkCodec.fields && t != nil }
+
+// unmarshalerTypes are the interfaces through which a type decodes itself.
+// (Implements, not MethodByName, which would keep every exported method of
+// every type in a program that links this package.)
+var unmarshalerTypes = []reflect.Type{reflect.TypeFor[json.Unmarshaler](), reflect.TypeFor[jsonv2.UnmarshalerFrom](),
+	reflect.TypeFor[encoding.TextUnmarshaler]()}
+
 func hasUnmarshaler(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
-	for _, m := range []string{"UnmarshalJSON", "UnmarshalJSONFrom", "UnmarshalText"} {
-		if _, ok := pt.MethodByName(m); ok {
+	for _, u := range unmarshalerTypes {
+		if pt.Implements(u) {
 			return true
 		}
 	}
@@ -194,8 +256,12 @@ func isFieldsMap(t reflect.Type) bool {
 }
 
 // newPlan returns nil when t is not a type the plan decodes exactly as the
-// slow path does.
-func newPlan(t reflect.Type, trusted bool, slow func([]byte, any) error) *plan {
+// slow path does. exact: names match fields exactly only (see
+// NewObjectDecoder).
+func newPlan(t reflect.Type, trusted, exact bool, slow func([]byte, any) error) *plan {
+	if isRawObject(t) {
+		return &plan{extra: 0, rootRaw: true, slow: slow, nplans: 1}
+	}
 	if isFieldsMap(t) {
 		if !trusted && hasUnmarshaler(t) {
 			return nil
@@ -205,7 +271,7 @@ func newPlan(t reflect.Type, trusted bool, slow func([]byte, any) error) *plan {
 	if t.Kind() != reflect.Struct || !trusted && hasUnmarshaler(t) {
 		return nil
 	}
-	b := &planBuilder{plans: map[reflect.Type]*plan{}, slow: slow}
+	b := &planBuilder{plans: map[reflect.Type]*plan{}, slow: slow, exact: exact}
 	p := b.structPlan(t, true)
 	if p != nil {
 		p.nplans = len(b.plans)
@@ -216,6 +282,7 @@ func newPlan(t reflect.Type, trusted bool, slow func([]byte, any) error) *plan {
 type planBuilder struct {
 	plans map[reflect.Type]*plan
 	slow  func([]byte, any) error
+	exact bool
 }
 
 // structPlan returns the plan of struct type t; nil when one of its fields
@@ -231,7 +298,7 @@ func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
 		f    reflect.StructField
 	}
 	var members []member
-	extra := -1
+	extra, extraRaw := -1, false
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, hasTag := f.Tag.Lookup("json")
@@ -253,10 +320,11 @@ func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
 			}
 		}
 		if unknown {
-			if !root || extra >= 0 || !isFieldsMap(f.Type) || hasUnmarshaler(f.Type) {
+			raw := isRawObject(f.Type)
+			if !root || extra >= 0 || !raw && (!isFieldsMap(f.Type) || hasUnmarshaler(f.Type)) {
 				return nil
 			}
-			extra = int(f.Offset)
+			extra, extraRaw = int(f.Offset), raw
 			continue
 		}
 		if !hasTag || name == "" {
@@ -269,13 +337,16 @@ func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
 		}
 		members = append(members, member{name, f})
 	}
-	p := &plan{id: len(b.plans), fields: map[string]*planField{}, folded: map[string]*planField{}, extra: extra, slow: b.slow}
+	p := &plan{id: len(b.plans), fields: map[string]*planField{}, extra: extra, extraRaw: extraRaw, slow: b.slow}
+	if !b.exact {
+		p.folded = map[string]*planField{}
+	}
 	b.plans[t] = p
 	for _, m := range members {
 		pf := b.field(m.f.Type)
 		pf.offset = m.f.Offset
 		p.fields[m.name] = pf
-		if k := foldName(m.name); p.folded[k] == nil {
+		if k := foldName(m.name); p.folded != nil && p.folded[k] == nil {
 			p.folded[k] = pf // the first field declared wins, as in jsonv2
 		}
 	}
@@ -283,9 +354,10 @@ func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
 }
 
 // field returns the field a member called name sets: the field of that
-// exact name, else one whose name folds alike; nil for an unknown member.
+// exact name, else (unless the plan matches names exactly) one whose name
+// folds alike; nil for an unknown member.
 func (p *plan) field(name string) *planField {
-	if f := p.fields[name]; f != nil {
+	if f := p.fields[name]; f != nil || p.folded == nil {
 		return f
 	}
 	return p.folded[foldName(name)]
@@ -324,8 +396,8 @@ func foldRune(r rune) rune {
 // field returns how a value of type t is set (at offset 0).
 func (b *planBuilder) field(t reflect.Type) *planField {
 	f := &planField{typ: t}
-	if hasUnmarshaler(t) {
-		return f
+	if hasUnmarshaler(t) || t == numberType {
+		return f // the slow path's (the SDK decodes json.Number its own way)
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -367,6 +439,7 @@ func (b *planBuilder) field(t reflect.Type) *planField {
 type scratch struct {
 	names   map[string]string // interned unknown member names
 	unknown []span
+	quoted  map[string][]byte // names quoted, for Setter.KeepUnknown
 	unq     []byte
 	// pos remembers, per plan and member position, the last name seen
 	// there and its field: rows of one file list their members in the
@@ -456,8 +529,11 @@ func (s *scratch) zero(t reflect.Type, ptr unsafe.Pointer) {
 	s.strs = s.strs[:k]
 }
 
+// span is an unknown member: its name (name unquoted, qname as JSON
+// text) and its value, b[start:end] of the buffer at hand.
 type span struct {
 	name       string
+	qname      []byte
 	start, end int
 }
 
@@ -487,6 +563,14 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
+	}
+	if p.rootRaw {
+		end, ok := skipValue(b, i, 0)
+		if !ok || skipWS(b, end) != len(b) {
+			return false
+		}
+		*(*[]byte)(v) = append([]byte(nil), b[i:end]...)
+		return true
 	}
 	s.unknown = s.unknown[:0]
 	s.resetStrings()
@@ -523,7 +607,7 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 			pos = append(pos, posEntry{})
 			s.pos[p.id] = pos
 		}
-		pe := &pos[k]
+		pe, ns := &pos[k], i
 		// Rows of a file list their members in the same order: the name
 		// at this position is most often the previous row's, compared
 		// as bytes without a scan.
@@ -561,7 +645,7 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 		} else {
 			ve, ok = skipValue(b, vs, depth)
 			if ok && p.extra >= 0 {
-				s.unknown = append(s.unknown, span{mname, vs, ve})
+				s.unknown = append(s.unknown, span{mname, b[ns:ne], vs, ve})
 			}
 		}
 		if !ok {
@@ -802,13 +886,18 @@ func (f *planField) newSlice(n int) unsafe.Pointer {
 	return reflect.MakeSlice(f.typ, n, n).UnsafePointer()
 }
 
-// setExtra stores the unknown members (spans of b) in one new buffer, in
-// the row's map: the one there (a parquet row group's columns are read by
+// setExtra stores the unknown members (spans of b) in one new buffer: a
+// JSON object, when the row keeps them whole (extraRaw), with the members
+// it holds already first (a parquet row group's columns are read by
 // several goroutines in turn, each of which may keep some: see
-// Setter.ExpectUnknown), else a new one with room for hint members, or
-// for these.
+// Setter.ExpectUnknown); else in the row's map, the one there or a new one
+// with room for hint members, or for these.
 func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span, hint int) {
 	if len(unknown) == 0 {
+		return
+	}
+	if p.extraRaw {
+		setRawExtra((*[]byte)(unsafe.Add(v, p.extra)), b, unknown)
 		return
 	}
 	n := 0
@@ -829,10 +918,50 @@ func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span, hint int) {
 	}
 }
 
+// setRawExtra adds the unknown members (spans of b) to the JSON object
+// *obj, in one new buffer, as jsonv2 adds each member to a jsontext.Value
+// field tagged unknown: *obj less its closing '}' (and the space around
+// it), a ',' unless it then ends in '{' or ',', and the members, each its
+// name and value as sent, then '}'.
+func setRawExtra(obj *[]byte, b []byte, unknown []span) {
+	old := *obj
+	if len(old) > 0 {
+		old = trimWSRight(old)
+		old = trimWSRight(old[:len(old)-1]) // the '}'
+	}
+	n := len(old) + 1 + len(unknown)
+	for _, u := range unknown {
+		n += len(u.qname) + 1 + u.end - u.start
+	}
+	buf := make([]byte, 0, n)
+	if len(old) == 0 {
+		buf = append(buf, '{')
+	} else {
+		buf = append(buf, old...)
+		if c := old[len(old)-1]; c != '{' && c != ',' {
+			buf = append(buf, ',')
+		}
+	}
+	for k, u := range unknown {
+		if k > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(append(append(buf, u.qname...), ':'), b[u.start:u.end]...)
+	}
+	*obj = append(buf, '}')
+}
+
+func trimWSRight(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // setCSV sets the fields of the row at v from a csv record, as the JSON
 // the record converts to would; false means use that JSON instead.
 func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch) bool {
-	if p.rootMap {
+	if p.rootMap || p.rootRaw {
 		return false
 	}
 	if s.csvCols != c {
@@ -854,7 +983,8 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 			}
 			a := len(s.ebuf)
 			s.ebuf = c.appendUnknown(s.ebuf, i, cell)
-			s.unknown = append(s.unknown, span{c.header[i], a, len(s.ebuf)})
+			q := c.names[i]
+			s.unknown = append(s.unknown, span{c.header[i], q[:len(q)-1], a, len(s.ebuf)})
 			continue
 		}
 		if !p.cell(f, unsafe.Add(v, f.offset), cell, s) {
@@ -1214,12 +1344,19 @@ var sdkCodec struct {
 	trusted func(reflect.Type) bool
 	// rowError converts a decoding error to the SDK's exported type.
 	rowError func(*RowError) error
+	// fields is the SDK's Fields type (see isRawObject).
+	fields reflect.Type
 }
 
 // SetSDKCodec sets the SDK's JSON rules for rows; package lendgraph calls
-// it from its init function, and nothing else may.
-func SetSDKCodec(slow func([]byte, any) error, trusted func(reflect.Type) bool, rowError func(*RowError) error) {
-	sdkCodec.slow, sdkCodec.trusted, sdkCodec.rowError = slow, trusted, rowError
+// it from its init function, and nothing else may. fields is its Fields
+// type, which must have the memory layout of a []byte holding a JSON
+// object (see isRawObject).
+func SetSDKCodec(slow func([]byte, any) error, trusted func(reflect.Type) bool, rowError func(*RowError) error, fields reflect.Type) {
+	if fields.Size() != rawType.Size() || fields.Kind() != reflect.Struct || fields.NumField() != 1 || fields.Field(0).Type.Kind() != reflect.Slice || fields.Field(0).Type.Elem().Kind() != reflect.Uint8 {
+		panic("formats: the SDK's Fields must be a struct holding one []byte")
+	}
+	sdkCodec.slow, sdkCodec.trusted, sdkCodec.rowError, sdkCodec.fields = slow, trusted, rowError, fields
 }
 
 // SDKRowDecoder is RowDecoder with the SDK's JSON rules.

@@ -444,3 +444,48 @@ func TestDeliveryJob_ParquetNeedsParquetPackage(t *testing.T) {
 	}
 }
 
+// TestDeliveryJob_RowsSurfaceTheDownloadError: when the signed link is
+// refused (a 403, as an expired or revoked link is), answered by a page
+// that is not the file (a proxy's HTML page, of another size than the
+// status record says), or cut mid-body every time, the rows of every
+// format end with the download's own error (a *DownloadError holding the
+// cause), never with a decoding error that calls the file empty or
+// malformed.
+func TestDeliveryJob_RowsSurfaceTheDownloadError(t *testing.T) {
+	srv, _ := newDeliveryServer(t)
+	c := srv.Client(lendgraph.WithMaxRetries(1), lendgraph.WithRetryBackoff(time.Millisecond, time.Millisecond), lendgraph.WithDownloadConnections(1))
+	faults := map[string]lendgraphtest.Fault{
+		"refused": {Kind: lendgraphtest.Respond, Status: 403, Times: -1, Header: map[string]string{"Content-Type": "application/xml"},
+			Body: `<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>`},
+		"html page": {Kind: lendgraphtest.Respond, Status: 200, Times: -1, Header: map[string]string{"Content-Type": "text/html"},
+			Body: "<html><body>Sign in to continue</body></html>"},
+		"cut": {Kind: lendgraphtest.DropMidBody, Times: -1},
+	}
+	for _, f := range allFormats {
+		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f, Limit: 1000})
+		for name, fault := range faults {
+			srv.InjectFault("", "/objects/{key...}", fault)
+			n := 0
+			var last error
+			for _, err := range jobRows(context.Background(), job, f) {
+				if err != nil {
+					last = err
+					break
+				}
+				n++
+			}
+			srv.ClearFaults()
+			var de *lendgraph.DownloadError
+			if !errors.As(last, &de) {
+				t.Errorf("%s, link %s: after %d rows: %v; want a *DownloadError", f, name, n, last)
+				continue
+			}
+			if name == "refused" && !strings.Contains(last.Error(), "403") || strings.Contains(last.Error(), "empty") {
+				t.Errorf("%s, link %s: %v", f, name, last)
+			}
+			if name != "cut" && n != 0 {
+				t.Errorf("%s, link %s: %d rows from a file that never came", f, name, n)
+			}
+		}
+	}
+}

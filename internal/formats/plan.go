@@ -448,9 +448,12 @@ type scratch struct {
 	// csvFields maps the columns of csvCols to fields.
 	csvCols   *csvColumns
 	csvFields []*planField
-	// A row's string fields (nested ones included) are built in sbuf and
-	// made one string at the end of the row (one allocation a row, not one
-	// a field).
+	// A row's string fields (nested ones included) are queued as they are
+	// found, as spans of the JSON row being decoded (row) or of sbuf (an
+	// unescaped string, a csv cell, a parquet value), and set at the end of
+	// the row from one new buffer (one allocation a row, not one a field:
+	// see finishRow).
+	row  []byte
 	sbuf []byte
 	strs []strSpan
 	ebuf []byte
@@ -479,14 +482,22 @@ func plainName(name string) bool {
 
 type strSpan struct {
 	ptr  unsafe.Pointer // *string
-	a, n int            // in sbuf
+	a, n int            // in sbuf, or in the row
+	row  bool
 }
 
-// addString queues the field at ptr to get bytes b (appended to sbuf).
+// addString queues the field at ptr to get bytes b: a span of the row
+// being decoded when b is in it, else a copy appended to sbuf.
 func (s *scratch) addString(ptr unsafe.Pointer, b []byte) {
+	if len(b) > 0 && s.row != nil {
+		if off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(s.row))); off < uintptr(len(s.row)) {
+			s.strs = append(s.strs, strSpan{ptr, int(off), len(b), true})
+			return
+		}
+	}
 	a := len(s.sbuf)
 	s.sbuf = append(s.sbuf, b...)
-	s.strs = append(s.strs, strSpan{ptr, a, len(b)})
+	s.strs = append(s.strs, strSpan{ptr, a, len(b), false})
 }
 
 // setStrings sets the queued string fields, in order (the last of a
@@ -535,6 +546,7 @@ type span struct {
 	name       string
 	qname      []byte
 	start, end int
+	ns         int // in a JSON row: where the name starts (its quote)
 }
 
 func (s *scratch) intern(b []byte) string {
@@ -574,16 +586,124 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 	}
 	s.unknown = s.unknown[:0]
 	s.resetStrings()
+	s.row = b
 	end, ok := p.object(b, i, v, s, 0)
+	s.row = nil
 	if !ok || skipWS(b, end) != len(b) {
 		return false
 	}
 	if p.rootMap && len(s.unknown) == 0 {
 		*(*fieldsMap)(v) = fieldsMap{}
 	}
-	s.setStrings()
-	p.setExtra(v, b, s.unknown, 0)
+	p.finishRow(v, b, end, s)
 	return true
+}
+
+// finishRow sets the strings of the row b (its object ends at end) and its
+// unknown members, from one new buffer: a copy of the part of b that holds
+// the strings when they fill at least about half of it (so that a string
+// is a slice of it), else the strings one after another; the unescaped
+// strings; and the unknown members, when the row keeps them whole. Those
+// are the copy's own bytes, the first changed to '{', when they are one
+// run of members written as jsonv2 writes them (no space around ':' or
+// ','), ending the object: as a file writes the columns a row type does
+// not declare after those it does. A map of unknown members is built
+// apart (setExtra).
+func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
+	var obj *[]byte
+	x0, extraLen := -1, 0
+	if p.extra >= 0 && p.extraRaw && len(s.unknown) > 0 {
+		obj = (*[]byte)(unsafe.Add(v, p.extra))
+		if len(*obj) == 0 && trailingRun(b, end, s.unknown) {
+			x0 = s.unknown[0].ns - 1
+		} else {
+			extraLen = rawExtraLen(*obj, s.unknown)
+		}
+	}
+	lo, hi, need := len(b), 0, 0
+	for _, sp := range s.strs {
+		if sp.row {
+			lo, hi, need = min(lo, sp.a), max(hi, sp.a+sp.n), need+sp.n
+		}
+	}
+	if x0 >= 0 {
+		lo, hi, need = min(lo, x0), end, need+end-x0
+	}
+	window := hi > lo && hi-lo <= 2*need+64
+	size := len(s.sbuf) + extraLen
+	if window {
+		size += hi - lo
+	} else {
+		size += need
+	}
+	if size > 0 {
+		buf := make([]byte, size)
+		pos := 0
+		if window {
+			pos = copy(buf, b[lo:hi])
+			for k := range s.strs {
+				if s.strs[k].row {
+					s.strs[k].a -= lo
+				}
+			}
+			if x0 >= 0 {
+				buf[x0-lo] = '{'
+				*obj = buf[x0-lo : end-lo : end-lo]
+			}
+		} else {
+			for k, sp := range s.strs {
+				if sp.row {
+					s.strs[k].a = pos
+					pos += copy(buf[pos:], b[sp.a:sp.a+sp.n])
+				}
+			}
+			if x0 >= 0 {
+				n := copy(buf[pos:], b[x0:end])
+				buf[pos] = '{'
+				*obj = buf[pos : pos+n : pos+n]
+				pos += n
+			}
+		}
+		sb := pos
+		pos += copy(buf[pos:], s.sbuf)
+		if extraLen > 0 {
+			*obj = appendRawExtra(buf[pos:pos:pos+extraLen], *obj, b, s.unknown)
+		}
+		all := unsafe.String(unsafe.SliceData(buf), len(buf))
+		for _, sp := range s.strs {
+			switch {
+			case sp.n == 0:
+				*(*string)(sp.ptr) = ""
+			case sp.row:
+				*(*string)(sp.ptr) = all[sp.a : sp.a+sp.n]
+			default:
+				*(*string)(sp.ptr) = all[sb+sp.a : sb+sp.a+sp.n]
+			}
+		}
+	} else {
+		for _, sp := range s.strs {
+			*(*string)(sp.ptr) = ""
+		}
+	}
+	s.strs = s.strs[:0]
+	if obj == nil {
+		p.setExtra(v, b, s.unknown, 0)
+	}
+}
+
+// trailingRun reports whether the unknown members of the JSON row b are
+// one run of members that ends its object at end, each written as jsonv2
+// writes a member it keeps whole (the name, ':', the value), one ','
+// between them (see finishRow).
+func trailingRun(b []byte, end int, unknown []span) bool {
+	for k, u := range unknown {
+		ne := u.ns + len(u.qname)
+		if b[ne] != ':' || u.start != ne+1 || k > 0 && (u.ns != unknown[k-1].end+1 || b[u.ns-1] != ',') {
+			return false
+		}
+	}
+	last := unknown[len(unknown)-1].end
+	return last == end-1 && b[last] == '}'
 }
 
 // object decodes the JSON object at b[i] == '{' into the struct at v (the
@@ -645,7 +765,7 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 		} else {
 			ve, ok = skipValue(b, vs, depth)
 			if ok && p.extra >= 0 {
-				s.unknown = append(s.unknown, span{mname, b[ns:ne], vs, ve})
+				s.unknown = append(s.unknown, span{mname, b[ns:ne], vs, ve, ns})
 			}
 		}
 		if !ok {
@@ -897,7 +1017,8 @@ func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span, hint int) {
 		return
 	}
 	if p.extraRaw {
-		setRawExtra((*[]byte)(unsafe.Add(v, p.extra)), b, unknown)
+		obj := (*[]byte)(unsafe.Add(v, p.extra))
+		*obj = appendRawExtra(make([]byte, 0, rawExtraLen(*obj, unknown)), *obj, b, unknown)
 		return
 	}
 	n := 0
@@ -918,37 +1039,46 @@ func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span, hint int) {
 	}
 }
 
-// setRawExtra adds the unknown members (spans of b) to the JSON object
-// *obj, in one new buffer, as jsonv2 adds each member to a jsontext.Value
-// field tagged unknown: *obj less its closing '}' (and the space around
-// it), a ',' unless it then ends in '{' or ',', and the members, each its
-// name and value as sent, then '}'.
-func setRawExtra(obj *[]byte, b []byte, unknown []span) {
-	old := *obj
-	if len(old) > 0 {
-		old = trimWSRight(old)
-		old = trimWSRight(old[:len(old)-1]) // the '}'
-	}
-	n := len(old) + 1 + len(unknown)
-	for _, u := range unknown {
-		n += len(u.qname) + 1 + u.end - u.start
-	}
-	buf := make([]byte, 0, n)
+// appendRawExtra appends to dst the JSON object obj with the unknown
+// members (spans of b) added, as jsonv2 adds each member to a
+// jsontext.Value field tagged unknown: obj less its closing '}' (and the
+// space around it), a ',' unless it then ends in '{' or ',', and the
+// members, each its name and value as sent, then '}'. rawExtraLen is its
+// length.
+func appendRawExtra(dst, obj, b []byte, unknown []span) []byte {
+	old := trimmedObject(obj)
 	if len(old) == 0 {
-		buf = append(buf, '{')
+		dst = append(dst, '{')
 	} else {
-		buf = append(buf, old...)
+		dst = append(dst, old...)
 		if c := old[len(old)-1]; c != '{' && c != ',' {
-			buf = append(buf, ',')
+			dst = append(dst, ',')
 		}
 	}
 	for k, u := range unknown {
 		if k > 0 {
-			buf = append(buf, ',')
+			dst = append(dst, ',')
 		}
-		buf = append(append(append(buf, u.qname...), ':'), b[u.start:u.end]...)
+		dst = append(append(append(dst, u.qname...), ':'), b[u.start:u.end]...)
 	}
-	*obj = append(buf, '}')
+	return append(dst, '}')
+}
+
+func rawExtraLen(obj []byte, unknown []span) int {
+	n := len(trimmedObject(obj)) + 2 + len(unknown)
+	for _, u := range unknown {
+		n += len(u.qname) + 1 + u.end - u.start
+	}
+	return n
+}
+
+// trimmedObject is obj without its closing '}' and the space around it.
+func trimmedObject(obj []byte) []byte {
+	if len(obj) == 0 {
+		return obj
+	}
+	obj = trimWSRight(obj)
+	return trimWSRight(obj[:len(obj)-1])
 }
 
 func trimWSRight(b []byte) []byte {
@@ -984,7 +1114,7 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 			a := len(s.ebuf)
 			s.ebuf = c.appendUnknown(s.ebuf, i, cell)
 			q := c.names[i]
-			s.unknown = append(s.unknown, span{c.header[i], q[:len(q)-1], a, len(s.ebuf)})
+			s.unknown = append(s.unknown, span{c.header[i], q[:len(q)-1], a, len(s.ebuf), 0})
 			continue
 		}
 		if !p.cell(f, unsafe.Add(v, f.offset), cell, s) {
@@ -1109,7 +1239,7 @@ func (p *plan) set(f *planField, ptr unsafe.Pointer, raw []byte, s *scratch) boo
 		if s.sbuf, err = jsontext.AppendUnquote(s.sbuf, raw); err != nil {
 			return false
 		}
-		s.strs = append(s.strs, strSpan{ptr, a, len(s.sbuf) - a})
+		s.strs = append(s.strs, strSpan{ptr, a, len(s.sbuf) - a, false})
 	case setBool:
 		switch raw[0] {
 		case 't':

@@ -439,6 +439,7 @@ func (b *planBuilder) field(t reflect.Type) *planField {
 type scratch struct {
 	names   map[string]string // interned unknown member names
 	unknown []span
+	runk    []rspan           // a JSON row's unknown members, when kept whole
 	quoted  map[string][]byte // names quoted, for Setter.KeepUnknown
 	unq     []byte
 	// pos remembers, per plan and member position, the last name seen
@@ -464,20 +465,44 @@ type scratch struct {
 type posEntry struct {
 	name string
 	f    *planField
-	// plain: name is printable ASCII without '"' or '\\', so a member
-	// name whose raw bytes are name followed by '"' is exactly name.
-	plain bool
+	// q is the member's name as JSON text followed by ':' (`"name":`)
+	// when the name is printable ASCII without '"' or '\\' (its JSON text is
+	// then exactly that), else "". A member whose raw bytes start with q
+	// is the member called name: w holds q's bytes as little-endian words
+	// (zero past its end) and m masks them, for a compare of up to 24
+	// bytes without a call.
+	q string
+	w [3]uint64
+	m [3]uint64
 }
 
-// plainName reports whether the JSON string "name" needs no escapes and
-// has only printable ASCII (see posEntry.plain).
-func plainName(name string) bool {
+func newPosEntry(name string, f *planField) posEntry {
+	pe := posEntry{name: name, f: f}
 	for i := range len(name) {
 		if c := name[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
+			return pe
 		}
 	}
-	return true
+	pe.q = `"` + name + `":`
+	for k := 0; k < len(pe.q) && k < 24; k++ {
+		pe.w[k/8] |= uint64(pe.q[k]) << (8 * (k % 8))
+		pe.m[k/8] |= 0xff << (8 * (k % 8))
+	}
+	return pe
+}
+
+// at reports whether the member at b[i] starts with pe.q.
+func (pe *posEntry) at(b []byte, i int) bool {
+	n := len(pe.q)
+	if n == 0 || n > len(b)-i {
+		return false
+	}
+	if n <= 24 && len(b)-i >= 24 {
+		b = b[i : i+24]
+		return binary.LittleEndian.Uint64(b)&pe.m[0] == pe.w[0] && binary.LittleEndian.Uint64(b[8:])&pe.m[1] == pe.w[1] &&
+			binary.LittleEndian.Uint64(b[16:])&pe.m[2] == pe.w[2]
+	}
+	return string(b[i:i+n]) == pe.q
 }
 
 type strSpan struct {
@@ -546,8 +571,11 @@ type span struct {
 	name       string
 	qname      []byte
 	start, end int
-	ns         int // in a JSON row: where the name starts (its quote)
 }
+
+// rspan is an unknown member of a JSON row kept whole: b[ns:ne] is its
+// name as JSON text, b[vs:ve] its value.
+type rspan struct{ ns, ne, vs, ve int }
 
 func (s *scratch) intern(b []byte) string {
 	if n, ok := s.names[string(b)]; ok {
@@ -584,7 +612,7 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 		*(*[]byte)(v) = append([]byte(nil), b[i:end]...)
 		return true
 	}
-	s.unknown = s.unknown[:0]
+	s.unknown, s.runk = s.unknown[:0], s.runk[:0]
 	s.resetStrings()
 	s.row = b
 	end, ok := p.object(b, i, v, s, 0)
@@ -612,12 +640,12 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
 	var obj *[]byte
 	x0, extraLen := -1, 0
-	if p.extra >= 0 && p.extraRaw && len(s.unknown) > 0 {
+	if len(s.runk) > 0 {
 		obj = (*[]byte)(unsafe.Add(v, p.extra))
-		if len(*obj) == 0 && trailingRun(b, end, s.unknown) {
-			x0 = s.unknown[0].ns - 1
+		if len(*obj) == 0 && trailingRun(b, end, s.runk) {
+			x0 = s.runk[0].ns - 1
 		} else {
-			extraLen = rawExtraLen(*obj, s.unknown)
+			extraLen = rowExtraLen(*obj, s.runk)
 		}
 	}
 	lo, hi, need := len(b), 0, 0
@@ -667,7 +695,7 @@ func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
 		sb := pos
 		pos += copy(buf[pos:], s.sbuf)
 		if extraLen > 0 {
-			*obj = appendRawExtra(buf[pos:pos:pos+extraLen], *obj, b, s.unknown)
+			*obj = appendRowExtra(buf[pos:pos:pos+extraLen], *obj, b, s.runk)
 		}
 		all := unsafe.String(unsafe.SliceData(buf), len(buf))
 		for _, sp := range s.strs {
@@ -686,30 +714,48 @@ func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
 		}
 	}
 	s.strs = s.strs[:0]
-	if obj == nil {
-		p.setExtra(v, b, s.unknown, 0)
-	}
+	p.setExtra(v, b, s.unknown, 0)
 }
 
 // trailingRun reports whether the unknown members of the JSON row b are
 // one run of members that ends its object at end, each written as jsonv2
 // writes a member it keeps whole (the name, ':', the value), one ','
 // between them (see finishRow).
-func trailingRun(b []byte, end int, unknown []span) bool {
+func trailingRun(b []byte, end int, unknown []rspan) bool {
 	for k, u := range unknown {
-		ne := u.ns + len(u.qname)
-		if b[ne] != ':' || u.start != ne+1 || k > 0 && (u.ns != unknown[k-1].end+1 || b[u.ns-1] != ',') {
+		if u.vs != u.ne+1 || k > 0 && u.ns != unknown[k-1].ve+1 {
 			return false
 		}
 	}
-	last := unknown[len(unknown)-1].end
-	return last == end-1 && b[last] == '}'
+	last := unknown[len(unknown)-1].ve
+	return last == end-1
+}
+
+// appendRowExtra is appendRawExtra for the members of a JSON row; rowExtraLen
+// is its length.
+func appendRowExtra(dst, obj, b []byte, unknown []rspan) []byte {
+	dst = openObject(dst, obj)
+	for k, u := range unknown {
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(append(append(dst, b[u.ns:u.ne]...), ':'), b[u.vs:u.ve]...)
+	}
+	return append(dst, '}')
+}
+
+func rowExtraLen(obj []byte, unknown []rspan) int {
+	n := len(trimmedObject(obj)) + 2 + len(unknown)
+	for _, u := range unknown {
+		n += u.ne - u.ns + 1 + u.ve - u.vs
+	}
+	return n
 }
 
 // object decodes the JSON object at b[i] == '{' into the struct at v (the
 // row map of a root map plan: every member unknown) and returns the index
-// after it; members the plan does not know are queued in s.unknown when
-// it keeps them.
+// after it; members the plan does not know are queued in s.unknown (or,
+// kept whole, s.runk) when it keeps them.
 func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) (int, bool) {
 	if depth > maxDepth {
 		return 0, false
@@ -720,9 +766,6 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 		return i + 1, true
 	}
 	for k := 0; ; k++ { // k: member position
-		if i >= len(b) || b[i] != '"' {
-			return 0, false
-		}
 		if k >= len(pos) {
 			pos = append(pos, posEntry{})
 			s.pos[p.id] = pos
@@ -730,9 +773,15 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 		pe, ns := &pos[k], i
 		// Rows of a file list their members in the same order: the name
 		// at this position is most often the previous row's, compared
-		// as bytes without a scan.
-		ne := i + 1 + len(pe.name)
-		if !pe.plain || ne >= len(b) || b[ne] != '"' || string(b[i+1:ne]) != pe.name {
+		// as bytes (with the ':' after it) without a scan.
+		var ne, vs int
+		if pe.at(b, i) {
+			ne = i + len(pe.q) - 1
+			vs = skipWS(b, ne+1)
+		} else {
+			if i >= len(b) || b[i] != '"' {
+				return 0, false
+			}
 			var esc, hi, ok bool
 			if ne, esc, hi, ok = scanString(b, i); !ok {
 				return 0, false
@@ -747,17 +796,15 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 			}
 			if pe.name != string(name) {
 				n := s.intern(name)
-				*pe = posEntry{n, p.field(n), plainName(n)}
+				*pe = newPosEntry(n, p.field(n))
 			}
-		} else {
-			ne++ // past the closing quote
+			i = skipWS(b, ne)
+			if i >= len(b) || b[i] != ':' {
+				return 0, false
+			}
+			vs = skipWS(b, i+1)
 		}
-		i = skipWS(b, ne)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		vs := skipWS(b, i+1)
-		f, mname := pe.f, pe.name
+		f := pe.f
 		var ok bool
 		var ve int
 		if f != nil {
@@ -765,11 +812,19 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 		} else {
 			ve, ok = skipValue(b, vs, depth)
 			if ok && p.extra >= 0 {
-				s.unknown = append(s.unknown, span{mname, b[ns:ne], vs, ve, ns})
+				if p.extraRaw {
+					s.runk = append(s.runk, rspan{ns, ne, vs, ve})
+				} else {
+					s.unknown = append(s.unknown, span{pe.name, b[ns:ne], vs, ve})
+				}
 			}
 		}
 		if !ok {
 			return 0, false
+		}
+		if ve < len(b) && b[ve] == ',' {
+			i = skipWS(b, ve+1)
+			continue
 		}
 		i = skipWS(b, ve)
 		if i < len(b) && b[i] == ',' {
@@ -1046,15 +1101,7 @@ func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span, hint int) {
 // members, each its name and value as sent, then '}'. rawExtraLen is its
 // length.
 func appendRawExtra(dst, obj, b []byte, unknown []span) []byte {
-	old := trimmedObject(obj)
-	if len(old) == 0 {
-		dst = append(dst, '{')
-	} else {
-		dst = append(dst, old...)
-		if c := old[len(old)-1]; c != '{' && c != ',' {
-			dst = append(dst, ',')
-		}
-	}
+	dst = openObject(dst, obj)
 	for k, u := range unknown {
 		if k > 0 {
 			dst = append(dst, ',')
@@ -1070,6 +1117,21 @@ func rawExtraLen(obj []byte, unknown []span) int {
 		n += len(u.qname) + 1 + u.end - u.start
 	}
 	return n
+}
+
+// openObject appends the object obj without its closing '}' (and the
+// space around it), then a ',' unless it ends in '{' or ','; or '{' for
+// no object.
+func openObject(dst, obj []byte) []byte {
+	old := trimmedObject(obj)
+	if len(old) == 0 {
+		return append(dst, '{')
+	}
+	dst = append(dst, old...)
+	if c := old[len(old)-1]; c != '{' && c != ',' {
+		dst = append(dst, ',')
+	}
+	return dst
 }
 
 // trimmedObject is obj without its closing '}' and the space around it.
@@ -1114,7 +1176,7 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 			a := len(s.ebuf)
 			s.ebuf = c.appendUnknown(s.ebuf, i, cell)
 			q := c.names[i]
-			s.unknown = append(s.unknown, span{c.header[i], q[:len(q)-1], a, len(s.ebuf), 0})
+			s.unknown = append(s.unknown, span{c.header[i], q[:len(q)-1], a, len(s.ebuf)})
 			continue
 		}
 		if !p.cell(f, unsafe.Add(v, f.offset), cell, s) {

@@ -123,7 +123,7 @@ func (st *Setter) KeepUnknown(name string, buf []byte, start int) {
 			st.s.quoted[name] = q
 		}
 	}
-	st.s.unknown = append(st.s.unknown, span{name, q, start, len(buf), 0})
+	st.s.unknown = append(st.s.unknown, span{name, q, start, len(buf)})
 }
 
 // Deref returns the pointee of the pointer field f at ptr, allocated when

@@ -457,7 +457,9 @@ type scratch struct {
 	row  []byte
 	sbuf []byte
 	strs []strSpan
-	ebuf []byte
+	// lo, hi: the part of row the queued spans cover; need: their total.
+	lo, hi, need int
+	ebuf         []byte
 	// elems holds the elements of the arrays being decoded (array).
 	elems []elemSpan
 }
@@ -493,17 +495,20 @@ func newPosEntry(name string, f *planField) posEntry {
 
 // at reports whether the member at b[i] starts with pe.q.
 func (pe *posEntry) at(b []byte, i int) bool {
-	n := len(pe.q)
-	if n == 0 || n > len(b)-i {
-		return false
+	if len(b)-i < 24 || uint(len(pe.q)-1) >= 24 { // none, or longer than 24
+		return pe.atEnd(b, i)
 	}
-	if n <= 24 && len(b)-i >= 24 {
-		b = b[i : i+24]
-		return binary.LittleEndian.Uint64(b)&pe.m[0] == pe.w[0] && binary.LittleEndian.Uint64(b[8:])&pe.m[1] == pe.w[1] &&
-			binary.LittleEndian.Uint64(b[16:])&pe.m[2] == pe.w[2]
-	}
-	return string(b[i:i+n]) == pe.q
+	b = b[i : i+24 : i+24]
+	return le64(b)&pe.m[0] == pe.w[0] && le64(b[8:])&pe.m[1] == pe.w[1] && le64(b[16:])&pe.m[2] == pe.w[2]
 }
+
+// atEnd is at for a member near the end of b, or a long name.
+func (pe *posEntry) atEnd(b []byte, i int) bool {
+	n := len(pe.q)
+	return n > 0 && n <= len(b)-i && string(b[i:i+n]) == pe.q
+}
+
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 
 type strSpan struct {
 	ptr  unsafe.Pointer // *string
@@ -511,12 +516,24 @@ type strSpan struct {
 	row  bool
 }
 
+// addRowString queues the field at ptr to get bytes b[a:e] of the JSON
+// text b: of the row being decoded when b is it (a span: see finishRow),
+// else (a csv cell, a parquet string) a copy appended to sbuf.
+func (s *scratch) addRowString(ptr unsafe.Pointer, b []byte, a, e int) {
+	if s.row == nil || e == a {
+		s.addString(ptr, b[a:e])
+		return
+	}
+	s.strs = append(s.strs, strSpan{ptr, a, e - a, true})
+	s.lo, s.hi, s.need = min(s.lo, a), max(s.hi, e), s.need+e-a
+}
+
 // addString queues the field at ptr to get bytes b: a span of the row
 // being decoded when b is in it, else a copy appended to sbuf.
 func (s *scratch) addString(ptr unsafe.Pointer, b []byte) {
 	if len(b) > 0 && s.row != nil {
 		if off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(s.row))); off < uintptr(len(s.row)) {
-			s.strs = append(s.strs, strSpan{ptr, int(off), len(b), true})
+			s.addRowString(ptr, s.row, int(off), int(off)+len(b))
 			return
 		}
 	}
@@ -547,6 +564,7 @@ func (s *scratch) setStrings() {
 
 func (s *scratch) resetStrings() {
 	s.strs, s.sbuf, s.elems = s.strs[:0], s.sbuf[:0], s.elems[:0]
+	s.lo, s.hi, s.need = int(^uint(0)>>1), 0, 0
 }
 
 // zero clears the value of type t at ptr (a JSON null into a struct),
@@ -648,12 +666,7 @@ func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
 			extraLen = rowExtraLen(*obj, s.runk)
 		}
 	}
-	lo, hi, need := len(b), 0, 0
-	for _, sp := range s.strs {
-		if sp.row {
-			lo, hi, need = min(lo, sp.a), max(hi, sp.a+sp.n), need+sp.n
-		}
-	}
+	lo, hi, need := s.lo, s.hi, s.need
 	if x0 >= 0 {
 		lo, hi, need = min(lo, x0), end, need+end-x0
 	}
@@ -667,13 +680,9 @@ func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
 	if size > 0 {
 		buf := make([]byte, size)
 		pos := 0
+		base := 0 // where the copy of the row's byte at 0 would be
 		if window {
-			pos = copy(buf, b[lo:hi])
-			for k := range s.strs {
-				if s.strs[k].row {
-					s.strs[k].a -= lo
-				}
-			}
+			pos, base = copy(buf, b[lo:hi]), -lo
 			if x0 >= 0 {
 				buf[x0-lo] = '{'
 				*obj = buf[x0-lo : end-lo : end-lo]
@@ -681,7 +690,7 @@ func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
 		} else {
 			for k, sp := range s.strs {
 				if sp.row {
-					s.strs[k].a = pos
+					s.strs[k].a = pos // base 0
 					pos += copy(buf[pos:], b[sp.a:sp.a+sp.n])
 				}
 			}
@@ -703,7 +712,7 @@ func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
 			case sp.n == 0:
 				*(*string)(sp.ptr) = ""
 			case sp.row:
-				*(*string)(sp.ptr) = all[sp.a : sp.a+sp.n]
+				*(*string)(sp.ptr) = all[base+sp.a : base+sp.a+sp.n]
 			default:
 				*(*string)(sp.ptr) = all[sb+sp.a : sb+sp.a+sp.n]
 			}
@@ -714,7 +723,9 @@ func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
 		}
 	}
 	s.strs = s.strs[:0]
-	p.setExtra(v, b, s.unknown, 0)
+	if len(s.unknown) > 0 {
+		p.setExtra(v, b, s.unknown, 0)
+	}
 }
 
 // trailingRun reports whether the unknown members of the JSON row b are
@@ -886,12 +897,16 @@ func (p *plan) value(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scrat
 	}
 	if f.kind == setString && b[i] == '"' {
 		// One scan: a plain string is queued as it is.
+		if ve := shortString(b, i); ve > 0 {
+			s.addRowString(ptr, b, i+1, ve-1)
+			return ve, true
+		}
 		ve, esc, hi, ok := scanString(b, i)
 		if !ok {
 			return 0, false
 		}
 		if body := b[i+1 : ve-1]; !esc && (!hi || utf8.Valid(body)) {
-			s.addString(ptr, body)
+			s.addRowString(ptr, b, i+1, ve-1)
 			return ve, true
 		}
 		return ve, p.set(f, ptr, b[i:ve], s)
@@ -1032,7 +1047,7 @@ func (p *plan) array(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scrat
 	for k := range n {
 		el, at := s.elems[base+k], unsafe.Add(data, uintptr(k)*f.size)
 		if el.plain && f.elem.kind == setString {
-			s.addString(at, b[el.start+1:el.end-1])
+			s.addRowString(at, b, el.start+1, el.end-1)
 			continue
 		}
 		if e, ok := p.value(f.elem, b, el.start, at, s, depth+1); !ok || e != el.end {
@@ -1406,9 +1421,7 @@ func scanString(b []byte, i int) (end int, esc, hi, ok bool) {
 		// character or byte above 0x7f (a borrow can only mark bytes after
 		// the first such byte, so the lowest mark is exact).
 		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			m := (x - lo8*0x20 | hasZero(x^(lo8*'"')) | hasZero(x^(lo8*'\\')) | x) & hi8
-			if m != 0 {
+			if m := special(le64(b[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
@@ -1452,6 +1465,39 @@ func scanString(b []byte, i int) (end int, esc, hi, ok bool) {
 	return 0, false, false, false
 }
 
+// shortString returns the end of the JSON string at b[i] == '"' when it
+// closes within 16 bytes of printable ASCII without '\\' (a plain string,
+// which scanString would scan the same), else 0. It reads 17 bytes or
+// returns 0.
+func shortString(b []byte, i int) int {
+	if len(b)-i < 17 {
+		return 0
+	}
+	if m := special(le64(b[i+1:])); m != 0 {
+		return quoteAt(b, i+1+bits.TrailingZeros64(m)>>3)
+	}
+	if m := special(le64(b[i+9:])); m != 0 {
+		return quoteAt(b, i+9+bits.TrailingZeros64(m)>>3)
+	}
+	return 0
+}
+
+// special marks (its top bit set) the first byte of x, at least, that a
+// JSON string's scan stops at: '"', '\\', a control character or a byte
+// above 0x7f (a borrow can only mark bytes after the first such byte, so
+// the lowest mark is exact).
+func special(x uint64) uint64 {
+	return (x - lo8*0x20 | hasZero(x^(lo8*'"')) | hasZero(x^(lo8*'\\')) | x) & hi8
+}
+
+// quoteAt is the index after b[j] when it is '"', else 0.
+func quoteAt(b []byte, j int) int {
+	if b[j] == '"' {
+		return j + 1
+	}
+	return 0
+}
+
 // skipValue returns the end of the JSON value starting at b[i], checking
 // its syntax (strings may hold invalid UTF-8, as the SDK's options allow;
 // duplicate names inside nested objects are allowed too).
@@ -1461,6 +1507,9 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	}
 	switch c := b[i]; {
 	case c == '"':
+		if end := shortString(b, i); end > 0 {
+			return end, true
+		}
 		end, _, _, ok := scanString(b, i)
 		return end, ok
 	case c == '{' || c == '[':
@@ -1510,13 +1559,59 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	case c == 'n':
 		return literal(b, i, "null")
 	case c == '-' || '0' <= c && c <= '9':
-		j := i
-		for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || '0' <= b[j] && b[j] <= '9') {
-			j++
-		}
-		return j, isNumber(unsafe.String(&b[i], j-i))
+		return skipNumber(b, i)
 	}
 	return 0, false
+}
+
+// skipNumber returns the end of the JSON number at b[i] ('-' or a digit),
+// checking it in one pass. Like isNumber on the run of number bytes there
+// (digits, '-', '+', '.', 'e', 'E'), it refuses a run that does not end
+// where the number does ("01", "1-2", "1e5.3").
+func skipNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = digits(b, i+1)
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		d := i + 1
+		if i = digits(b, d); i == d {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		if i = digits(b, d); i == d {
+			return 0, false
+		}
+	}
+	if i < len(b) {
+		switch c := b[i]; {
+		case '0' <= c && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// digits returns the index of the first byte at or after i that is not a
+// digit.
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i]-'0' <= 9 {
+		i++
+	}
+	return i
 }
 
 func literal(b []byte, i int, lit string) (int, bool) {

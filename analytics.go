@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	jsonv2 "github.com/go-json-experiment/json"
-
 	"github.com/lendgraph/lendgraph-go/internal/retry"
 )
 
@@ -64,7 +62,7 @@ type AnalyticsResult struct {
 }
 
 // Decode decodes the body into v (a struct, a map, ...).
-func (r *AnalyticsResult) Decode(v any) error { return jsonv2.Unmarshal(r.Raw, v, jsonOptions) }
+func (r *AnalyticsResult) Decode(v any) error { return unmarshal(r.Raw, v) }
 
 // MarshalJSON writes the body as received.
 func (r AnalyticsResult) MarshalJSON() ([]byte, error) { return r.Raw, nil }

@@ -2,8 +2,6 @@ package lendgraph
 
 import (
 	"encoding/json"
-
-	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // ChartRequest is a chart query: list-style filters plus how to slice,
@@ -43,7 +41,7 @@ type AnalyticsResult struct {
 }
 
 // Decode decodes the body into v (a struct, a map, ...).
-func (r *AnalyticsResult) Decode(v any) error { return jsonv2.Unmarshal(r.Raw, v, jsonOptions) }
+func (r *AnalyticsResult) Decode(v any) error { return unmarshal(r.Raw, v) }
 
 // MarshalJSON writes the body as received.
 func (r AnalyticsResult) MarshalJSON() ([]byte, error) { return r.Raw, nil }

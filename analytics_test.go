@@ -39,3 +39,16 @@ func TestAnalyticsService_EveryMethod(t *testing.T) {
 		t.Fatalf("sales chart: %+v, %v", ch, err)
 	}
 }
+
+// AnalyticsResult.Decode takes a struct of the caller's that keeps unknown
+// members in a Fields, as the records do.
+func TestAnalyticsResult_DecodeKeepsUnknownMembers(t *testing.T) {
+	r := &lendgraph.AnalyticsResult{Raw: []byte(`{"total":3,"byState":{"TX":2},"total2":1}`)}
+	var out struct {
+		Total int              `json:"total"`
+		Extra lendgraph.Fields `json:",unknown"`
+	}
+	if err := r.Decode(&out); err != nil || out.Total != 3 || member(out.Extra, "byState") != `{"TX":2}` || out.Extra.Len() != 2 {
+		t.Fatalf("%+v, %v", out, err)
+	}
+}

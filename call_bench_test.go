@@ -145,7 +145,7 @@ func BenchmarkGetAgent(b *testing.B) {
 	}
 	sdk := func() {
 		a, err := c.Agents.Get(ctx, id)
-		if err != nil || a.ID != id || len(a.Extra) == 0 {
+		if err != nil || a.ID != id || a.Extra.Len() == 0 {
 			b.Fatal(err)
 		}
 		sink += a.TransactionCount

@@ -53,7 +53,7 @@ func BenchmarkDecodeAgentPage(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Page[Agent]
-			if err := unmarshalMode(body, &p, false); err != nil || len(p.Data) != 100 || len(p.Data[0].Extra) != 12 {
+			if err := unmarshalMode(body, &p, false); err != nil || len(p.Data) != 100 || p.Data[0].Extra.Len() != 12 {
 				b.Fatal(err)
 			}
 		}
@@ -62,7 +62,7 @@ func BenchmarkDecodeAgentPage(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var p Page[Agent]
-			if err := unmarshalMode(body, &p, true); err != nil || len(p.Data) != 100 || len(p.Data[0].Extra) != 12 {
+			if err := unmarshalMode(body, &p, true); err != nil || len(p.Data) != 100 || p.Data[0].Extra.Len() != 12 {
 				b.Fatal(err)
 			}
 		}

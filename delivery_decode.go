@@ -12,9 +12,10 @@ import (
 )
 
 // Row is an untyped delivery row, for files whose schema is not known at
-// compile time: every column as the raw JSON the SDK built for it. Numbers
-// keep their exact text (integers above 2^53 included); decode a column
-// with Row.Decode or read the raw value.
+// compile time: every column as the raw JSON the SDK built for it, kept
+// as one JSON object and decoded only when read. Numbers keep their exact
+// text (integers above 2^53 included); decode a column with Row.Decode or
+// read its JSON text with Row.Get.
 type Row = Fields
 
 // DecodeRows decodes a delivery file in format f from r into rows of T,
@@ -95,7 +96,7 @@ func DecodeRows[T any](r io.Reader, f Format, opts ...Option) iter.Seq2[T, error
 func decodeRows[T any](r io.Reader, f Format, cfg *callConfig) iter.Seq2[T, error] {
 	dec := rowDecoder[T]()
 	if cfg.lenient {
-		dec = formats.LenientRowDecoder[T](func(b []byte, v any) error { return jsonv2.Unmarshal(b, v, lenientRowOptions) },
+		dec = formats.LenientRowDecoder[T](func(b []byte, v any) error { return unshapeErr(jsonv2.Unmarshal(b, shaped(v), lenientRowOptions)) },
 			plainRecords[reflect.TypeFor[T]()])
 	}
 	switch f {
@@ -126,13 +127,10 @@ func rowDecoder[T any]() func() *formats.RowDec[T] { return formats.SDKRowDecode
 // The SDK's parquet package decodes rows as this package does: the same
 // JSON rules and the same trusted record types.
 func init() {
-	formats.SetSDKCodec(func(b []byte, v any) error { return jsonv2.Unmarshal(b, v, decodeFieldOptions) }, func(t reflect.Type) bool { return plainRecords[t] },
-		func(e *formats.RowError) error { return (*RowError)(e) })
+	formats.SetSDKCodec(func(b []byte, v any) error { return unshapeErr(jsonv2.Unmarshal(b, shaped(v), decodeFieldOptions)) },
+		func(t reflect.Type) bool { return plainRecords[t] },
+		func(e *formats.RowError) error { return (*RowError)(e) }, fieldsType)
 }
-
-// Fields must be the type the row decoders store unknown members in (see
-// internal/formats: fieldsMap).
-var _ formats.FieldsMap = Fields(nil)
 
 // plainRecords are the delivery row types whose unmarshal methods decode
 // exactly like their fields (records_json.go), so the direct scan may

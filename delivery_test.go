@@ -3,15 +3,13 @@ package lendgraph_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"maps"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
@@ -110,11 +108,11 @@ func TestDeliveryJob_RowsMarshalAlike(t *testing.T) {
 	_, c := newDeliveryServer(t)
 	ctx := context.Background()
 	marshal := func(r wireRow) string {
-		b, err := jsonv2.Marshal(r, jsonv2.Deterministic(true))
+		extra, err := r.Extra.MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(b)
+		return fmt.Sprintf(`{"id":%q,"transactionCount":%d,"volume":%v} + %s`, r.ID, r.TransactionCount, r.Volume, extra)
 	}
 	var raw, noNull [][]string
 	for _, f := range allFormats {
@@ -123,7 +121,11 @@ func TestDeliveryJob_RowsMarshalAlike(t *testing.T) {
 		var as, ns []string
 		for _, r := range collect(t, jobRows(ctx, lendgraph.DeliveryJobAs[wireRow](job), f)) {
 			as = append(as, marshal(r))
-			maps.DeleteFunc(r.Extra, func(_ string, v json.RawMessage) bool { return string(v) == "null" })
+			for name, v := range r.Extra.All() {
+				if string(v) == "null" {
+					r.Extra.Delete(name)
+				}
+			}
 			ns = append(ns, marshal(r))
 		}
 		if len(as) != 1000 {
@@ -267,15 +269,15 @@ func TestDeliveryService_DeliverFieldsLimitAndBilling(t *testing.T) {
 		t.Fatalf("all allowed columns: %v", got)
 	}
 	for _, r := range rows {
-		if string(r["state"]) != `"CA"` {
-			t.Fatalf("row filter: %s", r["state"])
+		if member(r, "state") != `"CA"` {
+			t.Fatalf("row filter: %s", member(r, "state"))
 		}
 	}
 	// A narrowed file leaves the missing typed fields zero, in every format.
 	for _, f := range allFormats {
 		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f, Limit: 3, Fields: []string{"id", "state"}})
 		for _, a := range collect(t, jobRows(ctx, job, f)) {
-			if a.ID == "" || a.State != "CA" || a.FullName != "" || a.TransactionCount != 0 || len(a.Extra) != 0 {
+			if a.ID == "" || a.State != "CA" || a.FullName != "" || a.TransactionCount != 0 || a.Extra.Len() != 0 {
 				t.Fatalf("%s narrowed row: %+v", f, a)
 			}
 		}
@@ -387,21 +389,20 @@ func TestDeliveryJob_RowsStopsCleanly(t *testing.T) {
 // string holding the cell's text that decodes to the same float64.
 func sameExtra(t *testing.T, row int, want, got lendgraph.Fields) {
 	t.Helper()
-	for _, name := range want.Names() {
-		raw := want[name]
+	for name, raw := range want.All() {
 		switch raw[0] {
 		case '"', 't', 'f', '[', '{':
 			// Text, booleans, objects and arrays: the value itself.
-			if string(got[name]) != string(raw) {
-				t.Fatalf("csv row %d: %s is %s, want %s", row, name, got[name], raw)
+			if member(got, name) != string(raw) {
+				t.Fatalf("csv row %d: %s is %s, want %s", row, name, member(got, name), raw)
 			}
 			continue
 		case 'n':
 			continue // csv has no null: an empty cell
 		}
 		// A number: csv carries no types, so its text, which Decode reads.
-		if !got.Has(name) || len(got[name]) == 0 || got[name][0] != '"' {
-			t.Fatalf("csv row %d: %s is %s, want a JSON string", row, name, got[name])
+		if g := member(got, name); len(g) == 0 || g[0] != '"' {
+			t.Fatalf("csv row %d: %s is %s, want a JSON string", row, name, g)
 		}
 		w, g := new(float64), new(float64)
 		if err := want.Decode(name, w); err != nil {
@@ -425,6 +426,52 @@ func TestDeliveryJob_ParquetNeedsParquetPackage(t *testing.T) {
 		for _, err := range job.Rows(ctx) {
 			if !errors.As(err, &ia) || !strings.Contains(err.Error(), "parquet.Rows") {
 				t.Fatalf("job.Rows on parquet: %v", err)
+			}
+		}
+	}
+}
+
+// TestDeliveryJob_RowsSurfaceTheDownloadError: when the signed link is
+// refused (a 403, as an expired or revoked link is), answered by a page
+// that is not the file (a proxy's HTML page, of another size than the
+// status record says), or cut mid-body every time, the rows of every
+// format end with the download's own error (a *DownloadError holding the
+// cause), never with a decoding error that calls the file empty or
+// malformed.
+func TestDeliveryJob_RowsSurfaceTheDownloadError(t *testing.T) {
+	srv, _ := newDeliveryServer(t)
+	c := srv.Client(lendgraph.WithMaxRetries(1), lendgraph.WithRetryBackoff(time.Millisecond, time.Millisecond), lendgraph.WithDownloadConnections(1))
+	faults := map[string]lendgraphtest.Fault{
+		"refused": {Kind: lendgraphtest.Respond, Status: 403, Times: -1, Header: map[string]string{"Content-Type": "application/xml"},
+			Body: `<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>`},
+		"html page": {Kind: lendgraphtest.Respond, Status: 200, Times: -1, Header: map[string]string{"Content-Type": "text/html"},
+			Body: "<html><body>Sign in to continue</body></html>"},
+		"cut": {Kind: lendgraphtest.DropMidBody, Times: -1},
+	}
+	for _, f := range allFormats {
+		job, _ := deliver(t, c, &lendgraph.DeliveryRequest{Format: f, Limit: 1000})
+		for name, fault := range faults {
+			srv.InjectFault("", "/objects/{key...}", fault)
+			n := 0
+			var last error
+			for _, err := range jobRows(context.Background(), job, f) {
+				if err != nil {
+					last = err
+					break
+				}
+				n++
+			}
+			srv.ClearFaults()
+			var de *lendgraph.DownloadError
+			if !errors.As(last, &de) {
+				t.Errorf("%s, link %s: after %d rows: %v; want a *DownloadError", f, name, n, last)
+				continue
+			}
+			if name == "refused" && !strings.Contains(last.Error(), "403") || strings.Contains(last.Error(), "empty") {
+				t.Errorf("%s, link %s: %v", f, name, last)
+			}
+			if name != "cut" && n != 0 {
+				t.Errorf("%s, link %s: %d rows from a file that never came", f, name, n)
 			}
 		}
 	}

@@ -36,15 +36,15 @@ type EnrichmentEvent struct {
 // from "payload" or "data"; the rest goes to Extra. A name without the
 // enrichment.bulk. prefix is an error.
 func ParseEnrichmentEvent(body []byte) (*EnrichmentEvent, error) {
-	var m map[string]json.RawMessage
+	var m Fields
 	if err := unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("lendgraph: enrichment event: the body is not a JSON object: %w", err)
 	}
-	ev := &EnrichmentEvent{Extra: Fields{}}
+	ev := &EnrichmentEvent{}
 	for _, k := range []string{"name", "event", "type"} {
-		if v, ok := m[k]; ok && kindOf(v) == '"' {
+		if v, ok := m.Get(k); ok && kindOf(v) == '"' {
 			if err := unmarshal(v, &ev.Name); err == nil {
-				delete(m, k)
+				m.Delete(k)
 				break
 			}
 		}
@@ -56,15 +56,13 @@ func ParseEnrichmentEvent(body []byte) (*EnrichmentEvent, error) {
 		return nil, fmt.Errorf("lendgraph: enrichment event: %q is not an enrichment event (names start with %q)", ev.Name, EnrichmentEventPrefix)
 	}
 	for _, k := range []string{"payload", "data"} {
-		if v, ok := m[k]; ok {
+		if v, ok := m.Get(k); ok {
 			ev.Payload = v
-			delete(m, k)
+			m.Delete(k)
 			break
 		}
 	}
-	for k, v := range m {
-		ev.Extra[k] = v
-	}
+	ev.Extra = m
 	return ev, nil
 }
 

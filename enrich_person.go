@@ -78,8 +78,7 @@ type PersonFlags struct {
 func (p Person) Flags() PersonFlags {
 	f := PersonFlags{DNC: p.DNC.Value, Litigator: p.Litigator.Value, Death: p.Death.Value}
 	have := [3]bool{p.DNC.Present(), p.Litigator.Present(), p.Death.Present()}
-	for _, name := range p.Extra.Names() {
-		raw := p.Extra[name]
+	for _, raw := range p.Extra.All() {
 		if kindOf(raw) != '{' {
 			continue
 		}

@@ -122,7 +122,8 @@ func ExampleWithLenientDecoding() {
 		log.Fatal(err)
 	}
 	for _, a := range page.Data {
-		fmt.Println(a.ID, a.TransactionCount, a.InvalidFields(), string(a.Extra["transactionCount"]))
+		raw, _ := a.Extra.Get("transactionCount") // the value as sent
+		fmt.Println(a.ID, a.TransactionCount, a.InvalidFields(), string(raw))
 	}
 	// Output:
 	// agt_1 0 [transactionCount] "12"

@@ -714,11 +714,11 @@ func readTestFile(t testing.TB, name string) []byte {
 	return b
 }
 
-func decodeAll[T any](t *testing.T, b []byte, f lendgraph.Format) ([]T, error) {
+func decodeAll[T any](t *testing.T, b []byte, f lendgraph.Format, opts ...lendgraph.Option) ([]T, error) {
 	t.Helper()
 	var out []T
 	var err error
-	for r, e := range lendgraph.DecodeRows[T](bytes.NewReader(b), f) {
+	for r, e := range lendgraph.DecodeRows[T](bytes.NewReader(b), f, opts...) {
 		if e != nil {
 			err = e
 			break
@@ -789,3 +789,21 @@ func chaosRands(t *testing.T) (stops, faults *rand.Rand) {
 }
 
 func newRand(seed int) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 17)) }
+
+// member is the JSON text of f's member called name ("" when f has none).
+func member(f lendgraph.Fields, name string) string {
+	v, _ := f.Get(name)
+	return string(v)
+}
+
+// fieldsOf builds a Fields from members given as JSON text.
+func fieldsOf(t testing.TB, members map[string]string) lendgraph.Fields {
+	t.Helper()
+	var f lendgraph.Fields
+	for name, v := range members {
+		if err := f.Set(name, json.RawMessage(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}

@@ -4,83 +4,10 @@ package lendgraph
 
 import (
 	"reflect"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-)
-
-// The JSON shapes of the records that keep unknown members: each has its
-// record's fields and none of its methods, which stops the recursion.
-type (
-	jsonAIAction                AIAction
-	jsonAddress                 Address
-	jsonAgent                   Agent
-	jsonBranch                  Branch
-	jsonBranchPage              BranchPage
-	jsonCRMBilling              CRMBilling
-	jsonCRMPushOutcome          CRMPushOutcome
-	jsonCRMPushSummary          CRMPushSummary
-	jsonCRMStatus               CRMStatus
-	jsonCall                    Call
-	jsonChartCompleteness       ChartCompleteness
-	jsonChartResult             ChartResult
-	jsonChartRow                ChartRow
-	jsonChartSegment            ChartSegment
-	jsonCompany                 Company
-	jsonCompanyRef              CompanyRef
-	jsonCount                   Count
-	jsonDeleteRecordsResult     DeleteRecordsResult
-	jsonDeleteSavedFilterResult DeleteSavedFilterResult
-	jsonDeliveryStatus          DeliveryStatus
-	jsonEditNoteResult          EditNoteResult
-	jsonEmail                   Email
-	jsonEnrichCounts            EnrichCounts
-	jsonEnrichData              EnrichData
-	jsonEnrichJobStatus         EnrichJobStatus
-	jsonEnrichResult            EnrichResult
-	jsonEnrichmentEntry         EnrichmentEntry
-	jsonEnrichmentResultEntry   EnrichmentResultEntry
-	jsonFilterIcon              FilterIcon
-	jsonHostSearchResult        HostSearchResult
-	jsonInstantSearchResult     InstantSearchResult
-	jsonLenderChannel           LenderChannel
-	jsonLenderNormalization     LenderNormalization
-	jsonLoan                    Loan
-	jsonLocation                Location
-	jsonLocationNormalization   LocationNormalization
-	jsonLocationSuggestion      LocationSuggestion
-	jsonMarketMovementRow       MarketMovementRow
-	jsonMarketRecord            MarketRecord
-	jsonMostGainedResult        MostGainedResult
-	jsonMovementWindow          MovementWindow
-	jsonOfficeOverride          OfficeOverride
-	jsonOfficeRef               OfficeRef
-	jsonOrgMember               OrgMember
-	jsonOrganizationMatch       OrganizationMatch
-	jsonOriginator              Originator
-	jsonOriginatorCount         OriginatorCount
-	jsonOriginatorHit           OriginatorHit
-	jsonPerson                  Person
-	jsonPersonMatch             PersonMatch
-	jsonPersonName              PersonName
-	jsonPhoneNumber             PhoneNumber
-	jsonProperty                Property
-	jsonPushCRMResult           PushCRMResult
-	jsonRelatedRef              RelatedRef
-	jsonRelatedResult           RelatedResult
-	jsonSale                    Sale
-	jsonSavedFilter             SavedFilter
-	jsonSearchToken             SearchToken
-	jsonShareRecordResult       ShareRecordResult
-	jsonTask                    Task
-	jsonTaskDisplay             TaskDisplay
-	jsonTaskOverrides           TaskOverrides
-	jsonTitleCompanyPage        TitleCompanyPage
-	jsonTitleCompanyRow         TitleCompanyRow
-	jsonTitleCompanyTotals      TitleCompanyTotals
-	jsonTranscriptLine          TranscriptLine
-	jsonUpdateMeetingResult     UpdateMeetingResult
-	jsonWorkspaceTask           WorkspaceTask
 )
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -89,13 +16,15 @@ func (r AIAction) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *AIAction) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAIAction)(r)) }
+func (r *AIAction) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[AIAction](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r AIAction) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonAIAction](), r.Extra)
+	return invalidFields(reflect.TypeFor[AIAction](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -104,14 +33,14 @@ func (r Address) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Address) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAddress)(r)) }
+func (r *Address) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Address](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Address) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonAddress](), r.Extra)
-}
+func (r Address) InvalidFields() []string { return invalidFields(reflect.TypeFor[Address](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -119,12 +48,14 @@ func (r Agent) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Agent) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonAgent)(r)) }
+func (r *Agent) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Agent](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Agent) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonAgent](), r.Extra) }
+func (r Agent) InvalidFields() []string { return invalidFields(reflect.TypeFor[Agent](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -132,14 +63,14 @@ func (r Branch) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Branch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonBranch)(r)) }
+func (r *Branch) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Branch](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Branch) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonBranch](), r.Extra)
-}
+func (r Branch) InvalidFields() []string { return invalidFields(reflect.TypeFor[Branch](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -147,13 +78,15 @@ func (r BranchPage) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *BranchPage) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonBranchPage)(r)) }
+func (r *BranchPage) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[BranchPage](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r BranchPage) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonBranchPage](), r.Extra)
+	return invalidFields(reflect.TypeFor[BranchPage](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -162,13 +95,15 @@ func (r CRMBilling) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CRMBilling) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMBilling)(r)) }
+func (r *CRMBilling) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CRMBilling](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CRMBilling) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMBilling](), r.Extra)
+	return invalidFields(reflect.TypeFor[CRMBilling](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -177,13 +112,15 @@ func (r CRMPushOutcome) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CRMPushOutcome) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMPushOutcome)(r)) }
+func (r *CRMPushOutcome) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CRMPushOutcome](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CRMPushOutcome) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMPushOutcome](), r.Extra)
+	return invalidFields(reflect.TypeFor[CRMPushOutcome](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -192,13 +129,15 @@ func (r CRMPushSummary) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CRMPushSummary) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMPushSummary)(r)) }
+func (r *CRMPushSummary) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CRMPushSummary](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CRMPushSummary) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMPushSummary](), r.Extra)
+	return invalidFields(reflect.TypeFor[CRMPushSummary](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -207,13 +146,15 @@ func (r CRMStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CRMStatus) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCRMStatus)(r)) }
+func (r *CRMStatus) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CRMStatus](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CRMStatus) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCRMStatus](), r.Extra)
+	return invalidFields(reflect.TypeFor[CRMStatus](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -222,12 +163,14 @@ func (r Call) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Call) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCall)(r)) }
+func (r *Call) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Call](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Call) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonCall](), r.Extra) }
+func (r Call) InvalidFields() []string { return invalidFields(reflect.TypeFor[Call](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -236,14 +179,14 @@ func (r ChartCompleteness) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *ChartCompleteness) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonChartCompleteness)(r))
+	return unmarshalRecord(b, reflect.TypeFor[ChartCompleteness](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ChartCompleteness) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonChartCompleteness](), r.Extra)
+	return invalidFields(reflect.TypeFor[ChartCompleteness](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -252,13 +195,15 @@ func (r ChartResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *ChartResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartResult)(r)) }
+func (r *ChartResult) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[ChartResult](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ChartResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonChartResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[ChartResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -267,13 +212,15 @@ func (r ChartRow) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *ChartRow) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartRow)(r)) }
+func (r *ChartRow) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[ChartRow](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ChartRow) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonChartRow](), r.Extra)
+	return invalidFields(reflect.TypeFor[ChartRow](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -282,13 +229,15 @@ func (r ChartSegment) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *ChartSegment) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonChartSegment)(r)) }
+func (r *ChartSegment) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[ChartSegment](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ChartSegment) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonChartSegment](), r.Extra)
+	return invalidFields(reflect.TypeFor[ChartSegment](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -297,14 +246,14 @@ func (r Company) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Company) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCompany)(r)) }
+func (r *Company) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Company](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Company) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCompany](), r.Extra)
-}
+func (r Company) InvalidFields() []string { return invalidFields(reflect.TypeFor[Company](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -312,13 +261,15 @@ func (r CompanyRef) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *CompanyRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCompanyRef)(r)) }
+func (r *CompanyRef) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[CompanyRef](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r CompanyRef) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonCompanyRef](), r.Extra)
+	return invalidFields(reflect.TypeFor[CompanyRef](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -327,12 +278,14 @@ func (r Count) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Count) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonCount)(r)) }
+func (r *Count) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Count](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Count) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonCount](), r.Extra) }
+func (r Count) InvalidFields() []string { return invalidFields(reflect.TypeFor[Count](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -341,14 +294,14 @@ func (r DeleteRecordsResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *DeleteRecordsResult) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonDeleteRecordsResult)(r))
+	return unmarshalRecord(b, reflect.TypeFor[DeleteRecordsResult](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r DeleteRecordsResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonDeleteRecordsResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[DeleteRecordsResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -358,14 +311,14 @@ func (r DeleteSavedFilterResult) MarshalJSON() ([]byte, error) { return marshal(
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *DeleteSavedFilterResult) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonDeleteSavedFilterResult)(r))
+	return unmarshalRecord(b, reflect.TypeFor[DeleteSavedFilterResult](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r DeleteSavedFilterResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonDeleteSavedFilterResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[DeleteSavedFilterResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -374,13 +327,15 @@ func (r DeliveryStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *DeliveryStatus) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonDeliveryStatus)(r)) }
+func (r *DeliveryStatus) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[DeliveryStatus](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r DeliveryStatus) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonDeliveryStatus](), r.Extra)
+	return invalidFields(reflect.TypeFor[DeliveryStatus](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -389,13 +344,15 @@ func (r EditNoteResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *EditNoteResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEditNoteResult)(r)) }
+func (r *EditNoteResult) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[EditNoteResult](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EditNoteResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEditNoteResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[EditNoteResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -404,12 +361,14 @@ func (r Email) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Email) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEmail)(r)) }
+func (r *Email) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Email](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Email) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonEmail](), r.Extra) }
+func (r Email) InvalidFields() []string { return invalidFields(reflect.TypeFor[Email](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -417,13 +376,15 @@ func (r EnrichCounts) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *EnrichCounts) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEnrichCounts)(r)) }
+func (r *EnrichCounts) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[EnrichCounts](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichCounts) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichCounts](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichCounts](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -432,13 +393,15 @@ func (r EnrichData) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *EnrichData) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEnrichData)(r)) }
+func (r *EnrichData) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[EnrichData](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichData) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichData](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichData](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -448,14 +411,14 @@ func (r EnrichJobStatus) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *EnrichJobStatus) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonEnrichJobStatus)(r))
+	return unmarshalRecord(b, reflect.TypeFor[EnrichJobStatus](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichJobStatus) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichJobStatus](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichJobStatus](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -464,13 +427,15 @@ func (r EnrichResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *EnrichResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonEnrichResult)(r)) }
+func (r *EnrichResult) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[EnrichResult](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -480,14 +445,14 @@ func (r EnrichmentEntry) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *EnrichmentEntry) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonEnrichmentEntry)(r))
+	return unmarshalRecord(b, reflect.TypeFor[EnrichmentEntry](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichmentEntry) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichmentEntry](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichmentEntry](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -497,14 +462,14 @@ func (r EnrichmentResultEntry) MarshalJSON() ([]byte, error) { return marshal(r)
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *EnrichmentResultEntry) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonEnrichmentResultEntry)(r))
+	return unmarshalRecord(b, reflect.TypeFor[EnrichmentResultEntry](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r EnrichmentResultEntry) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonEnrichmentResultEntry](), r.Extra)
+	return invalidFields(reflect.TypeFor[EnrichmentResultEntry](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -513,13 +478,15 @@ func (r FilterIcon) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *FilterIcon) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonFilterIcon)(r)) }
+func (r *FilterIcon) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[FilterIcon](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r FilterIcon) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonFilterIcon](), r.Extra)
+	return invalidFields(reflect.TypeFor[FilterIcon](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -529,14 +496,14 @@ func (r HostSearchResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *HostSearchResult) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonHostSearchResult)(r))
+	return unmarshalRecord(b, reflect.TypeFor[HostSearchResult](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r HostSearchResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonHostSearchResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[HostSearchResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -546,14 +513,14 @@ func (r InstantSearchResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *InstantSearchResult) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonInstantSearchResult)(r))
+	return unmarshalRecord(b, reflect.TypeFor[InstantSearchResult](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r InstantSearchResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonInstantSearchResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[InstantSearchResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -562,13 +529,15 @@ func (r LenderChannel) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *LenderChannel) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLenderChannel)(r)) }
+func (r *LenderChannel) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[LenderChannel](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LenderChannel) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLenderChannel](), r.Extra)
+	return invalidFields(reflect.TypeFor[LenderChannel](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -578,14 +547,14 @@ func (r LenderNormalization) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *LenderNormalization) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonLenderNormalization)(r))
+	return unmarshalRecord(b, reflect.TypeFor[LenderNormalization](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LenderNormalization) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLenderNormalization](), r.Extra)
+	return invalidFields(reflect.TypeFor[LenderNormalization](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -594,12 +563,14 @@ func (r Loan) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Loan) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLoan)(r)) }
+func (r *Loan) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Loan](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Loan) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonLoan](), r.Extra) }
+func (r Loan) InvalidFields() []string { return invalidFields(reflect.TypeFor[Loan](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -607,13 +578,15 @@ func (r Location) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Location) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonLocation)(r)) }
+func (r *Location) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Location](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r Location) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLocation](), r.Extra)
+	return invalidFields(reflect.TypeFor[Location](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -623,14 +596,14 @@ func (r LocationNormalization) MarshalJSON() ([]byte, error) { return marshal(r)
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *LocationNormalization) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonLocationNormalization)(r))
+	return unmarshalRecord(b, reflect.TypeFor[LocationNormalization](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LocationNormalization) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLocationNormalization](), r.Extra)
+	return invalidFields(reflect.TypeFor[LocationNormalization](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -640,14 +613,14 @@ func (r LocationSuggestion) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *LocationSuggestion) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonLocationSuggestion)(r))
+	return unmarshalRecord(b, reflect.TypeFor[LocationSuggestion](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r LocationSuggestion) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonLocationSuggestion](), r.Extra)
+	return invalidFields(reflect.TypeFor[LocationSuggestion](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -657,14 +630,14 @@ func (r MarketMovementRow) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *MarketMovementRow) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonMarketMovementRow)(r))
+	return unmarshalRecord(b, reflect.TypeFor[MarketMovementRow](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MarketMovementRow) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMarketMovementRow](), r.Extra)
+	return invalidFields(reflect.TypeFor[MarketMovementRow](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -673,13 +646,15 @@ func (r MarketRecord) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *MarketRecord) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonMarketRecord)(r)) }
+func (r *MarketRecord) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[MarketRecord](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MarketRecord) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMarketRecord](), r.Extra)
+	return invalidFields(reflect.TypeFor[MarketRecord](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -689,14 +664,14 @@ func (r MostGainedResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *MostGainedResult) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonMostGainedResult)(r))
+	return unmarshalRecord(b, reflect.TypeFor[MostGainedResult](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MostGainedResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMostGainedResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[MostGainedResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -705,13 +680,15 @@ func (r MovementWindow) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *MovementWindow) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonMovementWindow)(r)) }
+func (r *MovementWindow) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[MovementWindow](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r MovementWindow) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonMovementWindow](), r.Extra)
+	return invalidFields(reflect.TypeFor[MovementWindow](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -720,13 +697,15 @@ func (r OfficeOverride) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *OfficeOverride) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOfficeOverride)(r)) }
+func (r *OfficeOverride) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[OfficeOverride](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OfficeOverride) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOfficeOverride](), r.Extra)
+	return invalidFields(reflect.TypeFor[OfficeOverride](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -735,13 +714,15 @@ func (r OfficeRef) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *OfficeRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOfficeRef)(r)) }
+func (r *OfficeRef) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[OfficeRef](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OfficeRef) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOfficeRef](), r.Extra)
+	return invalidFields(reflect.TypeFor[OfficeRef](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -750,13 +731,15 @@ func (r OrgMember) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *OrgMember) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOrgMember)(r)) }
+func (r *OrgMember) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[OrgMember](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OrgMember) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOrgMember](), r.Extra)
+	return invalidFields(reflect.TypeFor[OrgMember](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -766,14 +749,14 @@ func (r OrganizationMatch) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *OrganizationMatch) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonOrganizationMatch)(r))
+	return unmarshalRecord(b, reflect.TypeFor[OrganizationMatch](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OrganizationMatch) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOrganizationMatch](), r.Extra)
+	return invalidFields(reflect.TypeFor[OrganizationMatch](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -782,13 +765,15 @@ func (r Originator) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Originator) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOriginator)(r)) }
+func (r *Originator) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Originator](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r Originator) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOriginator](), r.Extra)
+	return invalidFields(reflect.TypeFor[Originator](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -798,14 +783,14 @@ func (r OriginatorCount) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *OriginatorCount) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonOriginatorCount)(r))
+	return unmarshalRecord(b, reflect.TypeFor[OriginatorCount](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OriginatorCount) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOriginatorCount](), r.Extra)
+	return invalidFields(reflect.TypeFor[OriginatorCount](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -814,13 +799,15 @@ func (r OriginatorHit) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *OriginatorHit) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonOriginatorHit)(r)) }
+func (r *OriginatorHit) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[OriginatorHit](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r OriginatorHit) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonOriginatorHit](), r.Extra)
+	return invalidFields(reflect.TypeFor[OriginatorHit](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -829,14 +816,14 @@ func (r Person) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Person) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPerson)(r)) }
+func (r *Person) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Person](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Person) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonPerson](), r.Extra)
-}
+func (r Person) InvalidFields() []string { return invalidFields(reflect.TypeFor[Person](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -844,13 +831,15 @@ func (r PersonMatch) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *PersonMatch) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPersonMatch)(r)) }
+func (r *PersonMatch) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[PersonMatch](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r PersonMatch) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonPersonMatch](), r.Extra)
+	return invalidFields(reflect.TypeFor[PersonMatch](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -859,13 +848,15 @@ func (r PersonName) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *PersonName) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPersonName)(r)) }
+func (r *PersonName) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[PersonName](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r PersonName) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonPersonName](), r.Extra)
+	return invalidFields(reflect.TypeFor[PersonName](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -874,13 +865,15 @@ func (r PhoneNumber) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *PhoneNumber) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPhoneNumber)(r)) }
+func (r *PhoneNumber) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[PhoneNumber](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r PhoneNumber) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonPhoneNumber](), r.Extra)
+	return invalidFields(reflect.TypeFor[PhoneNumber](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -889,13 +882,15 @@ func (r Property) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Property) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonProperty)(r)) }
+func (r *Property) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Property](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r Property) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonProperty](), r.Extra)
+	return invalidFields(reflect.TypeFor[Property](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -904,13 +899,15 @@ func (r PushCRMResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *PushCRMResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonPushCRMResult)(r)) }
+func (r *PushCRMResult) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[PushCRMResult](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r PushCRMResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonPushCRMResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[PushCRMResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -919,13 +916,15 @@ func (r RelatedRef) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *RelatedRef) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonRelatedRef)(r)) }
+func (r *RelatedRef) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[RelatedRef](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r RelatedRef) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonRelatedRef](), r.Extra)
+	return invalidFields(reflect.TypeFor[RelatedRef](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -934,13 +933,15 @@ func (r RelatedResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *RelatedResult) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonRelatedResult)(r)) }
+func (r *RelatedResult) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[RelatedResult](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r RelatedResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonRelatedResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[RelatedResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -949,12 +950,14 @@ func (r Sale) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Sale) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSale)(r)) }
+func (r *Sale) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Sale](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Sale) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonSale](), r.Extra) }
+func (r Sale) InvalidFields() []string { return invalidFields(reflect.TypeFor[Sale](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -962,13 +965,15 @@ func (r SavedFilter) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *SavedFilter) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSavedFilter)(r)) }
+func (r *SavedFilter) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[SavedFilter](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r SavedFilter) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonSavedFilter](), r.Extra)
+	return invalidFields(reflect.TypeFor[SavedFilter](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -977,13 +982,15 @@ func (r SearchToken) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *SearchToken) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonSearchToken)(r)) }
+func (r *SearchToken) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[SearchToken](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r SearchToken) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonSearchToken](), r.Extra)
+	return invalidFields(reflect.TypeFor[SearchToken](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -993,14 +1000,14 @@ func (r ShareRecordResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *ShareRecordResult) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonShareRecordResult)(r))
+	return unmarshalRecord(b, reflect.TypeFor[ShareRecordResult](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r ShareRecordResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonShareRecordResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[ShareRecordResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1009,12 +1016,14 @@ func (r Task) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *Task) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTask)(r)) }
+func (r *Task) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[Task](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r Task) InvalidFields() []string { return invalidFields(reflect.TypeFor[jsonTask](), r.Extra) }
+func (r Task) InvalidFields() []string { return invalidFields(reflect.TypeFor[Task](), r.Extra) }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
 // have no typed field (Extra) are written back.
@@ -1022,13 +1031,15 @@ func (r TaskDisplay) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *TaskDisplay) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTaskDisplay)(r)) }
+func (r *TaskDisplay) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[TaskDisplay](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TaskDisplay) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTaskDisplay](), r.Extra)
+	return invalidFields(reflect.TypeFor[TaskDisplay](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1037,13 +1048,15 @@ func (r TaskOverrides) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *TaskOverrides) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTaskOverrides)(r)) }
+func (r *TaskOverrides) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[TaskOverrides](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TaskOverrides) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTaskOverrides](), r.Extra)
+	return invalidFields(reflect.TypeFor[TaskOverrides](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1053,14 +1066,14 @@ func (r TitleCompanyPage) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *TitleCompanyPage) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonTitleCompanyPage)(r))
+	return unmarshalRecord(b, reflect.TypeFor[TitleCompanyPage](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TitleCompanyPage) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTitleCompanyPage](), r.Extra)
+	return invalidFields(reflect.TypeFor[TitleCompanyPage](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1070,14 +1083,14 @@ func (r TitleCompanyRow) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *TitleCompanyRow) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonTitleCompanyRow)(r))
+	return unmarshalRecord(b, reflect.TypeFor[TitleCompanyRow](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TitleCompanyRow) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTitleCompanyRow](), r.Extra)
+	return invalidFields(reflect.TypeFor[TitleCompanyRow](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1087,14 +1100,14 @@ func (r TitleCompanyTotals) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *TitleCompanyTotals) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonTitleCompanyTotals)(r))
+	return unmarshalRecord(b, reflect.TypeFor[TitleCompanyTotals](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TitleCompanyTotals) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTitleCompanyTotals](), r.Extra)
+	return invalidFields(reflect.TypeFor[TitleCompanyTotals](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1103,13 +1116,15 @@ func (r TranscriptLine) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *TranscriptLine) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonTranscriptLine)(r)) }
+func (r *TranscriptLine) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[TranscriptLine](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r TranscriptLine) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonTranscriptLine](), r.Extra)
+	return invalidFields(reflect.TypeFor[TranscriptLine](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1119,14 +1134,14 @@ func (r UpdateMeetingResult) MarshalJSON() ([]byte, error) { return marshal(r) }
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
 func (r *UpdateMeetingResult) UnmarshalJSON(b []byte) error {
-	return unmarshal(b, (*jsonUpdateMeetingResult)(r))
+	return unmarshalRecord(b, reflect.TypeFor[UpdateMeetingResult](), unsafe.Pointer(r))
 }
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r UpdateMeetingResult) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonUpdateMeetingResult](), r.Extra)
+	return invalidFields(reflect.TypeFor[UpdateMeetingResult](), r.Extra)
 }
 
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -1135,510 +1150,650 @@ func (r WorkspaceTask) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *WorkspaceTask) UnmarshalJSON(b []byte) error { return unmarshal(b, (*jsonWorkspaceTask)(r)) }
+func (r *WorkspaceTask) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[WorkspaceTask](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
 func (r WorkspaceTask) InvalidFields() []string {
-	return invalidFields(reflect.TypeFor[jsonWorkspaceTask](), r.Extra)
+	return invalidFields(reflect.TypeFor[WorkspaceTask](), r.Extra)
 }
 
-// recordMarshalers encode each record through its JSON shape in one pass;
-// the SDK's options carry them, so no record needs a v2 method. They take
-// pointers (jsonv2 always marshals from an addressable value), so that
-// every record shares one instantiation of MarshalToFunc: a program pays
-// for the code once, not once per record type.
+// recordMarshalers encode each record through its codec in one pass; the
+// SDK's options carry them, so no record needs a v2 method. They take
+// pointers (jsonv2 always marshals from an addressable value).
 var recordMarshalers = jsonv2.JoinMarshalers(
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *AIAction) error { return marshalRecord(e, (*jsonAIAction)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Address) error { return marshalRecord(e, (*jsonAddress)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Agent) error { return marshalRecord(e, (*jsonAgent)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Branch) error { return marshalRecord(e, (*jsonBranch)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *BranchPage) error { return marshalRecord(e, (*jsonBranchPage)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMBilling) error { return marshalRecord(e, (*jsonCRMBilling)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *AIAction) error {
+		return marshalRecord(e, reflect.TypeFor[AIAction](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Address) error {
+		return marshalRecord(e, reflect.TypeFor[Address](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Agent) error {
+		return marshalRecord(e, reflect.TypeFor[Agent](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Branch) error {
+		return marshalRecord(e, reflect.TypeFor[Branch](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *BranchPage) error {
+		return marshalRecord(e, reflect.TypeFor[BranchPage](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMBilling) error {
+		return marshalRecord(e, reflect.TypeFor[CRMBilling](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushOutcome) error {
-		return marshalRecord(e, (*jsonCRMPushOutcome)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[CRMPushOutcome](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMPushSummary) error {
-		return marshalRecord(e, (*jsonCRMPushSummary)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[CRMPushSummary](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMStatus) error { return marshalRecord(e, (*jsonCRMStatus)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Call) error { return marshalRecord(e, (*jsonCall)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CRMStatus) error {
+		return marshalRecord(e, reflect.TypeFor[CRMStatus](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Call) error {
+		return marshalRecord(e, reflect.TypeFor[Call](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartCompleteness) error {
-		return marshalRecord(e, (*jsonChartCompleteness)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[ChartCompleteness](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartResult) error {
-		return marshalRecord(e, (*jsonChartResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[ChartResult](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartRow) error { return marshalRecord(e, (*jsonChartRow)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartRow) error {
+		return marshalRecord(e, reflect.TypeFor[ChartRow](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ChartSegment) error {
-		return marshalRecord(e, (*jsonChartSegment)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[ChartSegment](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Company) error { return marshalRecord(e, (*jsonCompany)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CompanyRef) error { return marshalRecord(e, (*jsonCompanyRef)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Count) error { return marshalRecord(e, (*jsonCount)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Company) error {
+		return marshalRecord(e, reflect.TypeFor[Company](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *CompanyRef) error {
+		return marshalRecord(e, reflect.TypeFor[CompanyRef](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Count) error {
+		return marshalRecord(e, reflect.TypeFor[Count](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *DeleteRecordsResult) error {
-		return marshalRecord(e, (*jsonDeleteRecordsResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[DeleteRecordsResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *DeleteSavedFilterResult) error {
-		return marshalRecord(e, (*jsonDeleteSavedFilterResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[DeleteSavedFilterResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *DeliveryStatus) error {
-		return marshalRecord(e, (*jsonDeliveryStatus)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[DeliveryStatus](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EditNoteResult) error {
-		return marshalRecord(e, (*jsonEditNoteResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EditNoteResult](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Email) error { return marshalRecord(e, (*jsonEmail)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Email) error {
+		return marshalRecord(e, reflect.TypeFor[Email](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichCounts) error {
-		return marshalRecord(e, (*jsonEnrichCounts)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichCounts](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichData) error { return marshalRecord(e, (*jsonEnrichData)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichData) error {
+		return marshalRecord(e, reflect.TypeFor[EnrichData](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichJobStatus) error {
-		return marshalRecord(e, (*jsonEnrichJobStatus)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichJobStatus](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichResult) error {
-		return marshalRecord(e, (*jsonEnrichResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichmentEntry) error {
-		return marshalRecord(e, (*jsonEnrichmentEntry)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichmentEntry](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *EnrichmentResultEntry) error {
-		return marshalRecord(e, (*jsonEnrichmentResultEntry)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[EnrichmentResultEntry](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *FilterIcon) error { return marshalRecord(e, (*jsonFilterIcon)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *FilterIcon) error {
+		return marshalRecord(e, reflect.TypeFor[FilterIcon](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *HostSearchResult) error {
-		return marshalRecord(e, (*jsonHostSearchResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[HostSearchResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *InstantSearchResult) error {
-		return marshalRecord(e, (*jsonInstantSearchResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[InstantSearchResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LenderChannel) error {
-		return marshalRecord(e, (*jsonLenderChannel)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[LenderChannel](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LenderNormalization) error {
-		return marshalRecord(e, (*jsonLenderNormalization)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[LenderNormalization](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Loan) error { return marshalRecord(e, (*jsonLoan)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Location) error { return marshalRecord(e, (*jsonLocation)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Loan) error {
+		return marshalRecord(e, reflect.TypeFor[Loan](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Location) error {
+		return marshalRecord(e, reflect.TypeFor[Location](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LocationNormalization) error {
-		return marshalRecord(e, (*jsonLocationNormalization)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[LocationNormalization](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *LocationSuggestion) error {
-		return marshalRecord(e, (*jsonLocationSuggestion)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[LocationSuggestion](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MarketMovementRow) error {
-		return marshalRecord(e, (*jsonMarketMovementRow)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[MarketMovementRow](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MarketRecord) error {
-		return marshalRecord(e, (*jsonMarketRecord)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[MarketRecord](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MostGainedResult) error {
-		return marshalRecord(e, (*jsonMostGainedResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[MostGainedResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *MovementWindow) error {
-		return marshalRecord(e, (*jsonMovementWindow)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[MovementWindow](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OfficeOverride) error {
-		return marshalRecord(e, (*jsonOfficeOverride)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[OfficeOverride](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OfficeRef) error { return marshalRecord(e, (*jsonOfficeRef)(r), r.Extra) }),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OrgMember) error { return marshalRecord(e, (*jsonOrgMember)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OfficeRef) error {
+		return marshalRecord(e, reflect.TypeFor[OfficeRef](), unsafe.Pointer(r), r.Extra)
+	}),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OrgMember) error {
+		return marshalRecord(e, reflect.TypeFor[OrgMember](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OrganizationMatch) error {
-		return marshalRecord(e, (*jsonOrganizationMatch)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[OrganizationMatch](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Originator) error { return marshalRecord(e, (*jsonOriginator)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Originator) error {
+		return marshalRecord(e, reflect.TypeFor[Originator](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OriginatorCount) error {
-		return marshalRecord(e, (*jsonOriginatorCount)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[OriginatorCount](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *OriginatorHit) error {
-		return marshalRecord(e, (*jsonOriginatorHit)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[OriginatorHit](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Person) error { return marshalRecord(e, (*jsonPerson)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Person) error {
+		return marshalRecord(e, reflect.TypeFor[Person](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PersonMatch) error {
-		return marshalRecord(e, (*jsonPersonMatch)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[PersonMatch](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PersonName) error { return marshalRecord(e, (*jsonPersonName)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PersonName) error {
+		return marshalRecord(e, reflect.TypeFor[PersonName](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PhoneNumber) error {
-		return marshalRecord(e, (*jsonPhoneNumber)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[PhoneNumber](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Property) error { return marshalRecord(e, (*jsonProperty)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Property) error {
+		return marshalRecord(e, reflect.TypeFor[Property](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *PushCRMResult) error {
-		return marshalRecord(e, (*jsonPushCRMResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[PushCRMResult](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedRef) error { return marshalRecord(e, (*jsonRelatedRef)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedRef) error {
+		return marshalRecord(e, reflect.TypeFor[RelatedRef](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *RelatedResult) error {
-		return marshalRecord(e, (*jsonRelatedResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[RelatedResult](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Sale) error { return marshalRecord(e, (*jsonSale)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Sale) error {
+		return marshalRecord(e, reflect.TypeFor[Sale](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SavedFilter) error {
-		return marshalRecord(e, (*jsonSavedFilter)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[SavedFilter](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *SearchToken) error {
-		return marshalRecord(e, (*jsonSearchToken)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[SearchToken](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *ShareRecordResult) error {
-		return marshalRecord(e, (*jsonShareRecordResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[ShareRecordResult](), unsafe.Pointer(r), r.Extra)
 	}),
-	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Task) error { return marshalRecord(e, (*jsonTask)(r), r.Extra) }),
+	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *Task) error {
+		return marshalRecord(e, reflect.TypeFor[Task](), unsafe.Pointer(r), r.Extra)
+	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TaskDisplay) error {
-		return marshalRecord(e, (*jsonTaskDisplay)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TaskDisplay](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TaskOverrides) error {
-		return marshalRecord(e, (*jsonTaskOverrides)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TaskOverrides](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TitleCompanyPage) error {
-		return marshalRecord(e, (*jsonTitleCompanyPage)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TitleCompanyPage](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TitleCompanyRow) error {
-		return marshalRecord(e, (*jsonTitleCompanyRow)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TitleCompanyRow](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TitleCompanyTotals) error {
-		return marshalRecord(e, (*jsonTitleCompanyTotals)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TitleCompanyTotals](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *TranscriptLine) error {
-		return marshalRecord(e, (*jsonTranscriptLine)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[TranscriptLine](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *UpdateMeetingResult) error {
-		return marshalRecord(e, (*jsonUpdateMeetingResult)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[UpdateMeetingResult](), unsafe.Pointer(r), r.Extra)
 	}),
 	jsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *WorkspaceTask) error {
-		return marshalRecord(e, (*jsonWorkspaceTask)(r), r.Extra)
+		return marshalRecord(e, reflect.TypeFor[WorkspaceTask](), unsafe.Pointer(r), r.Extra)
 	}),
 )
 
-// recordUnmarshalers decode each record through its JSON shape in one
+// recordUnmarshalers decode each record through its codec in one
 // streaming pass, with the options of the decoder at hand.
 var recordUnmarshalers = jsonv2.JoinUnmarshalers(
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *AIAction) error { return jsonv2.UnmarshalDecode(d, (*jsonAIAction)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Address) error { return jsonv2.UnmarshalDecode(d, (*jsonAddress)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Agent) error { return jsonv2.UnmarshalDecode(d, (*jsonAgent)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error { return jsonv2.UnmarshalDecode(d, (*jsonBranch)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *BranchPage) error { return jsonv2.UnmarshalDecode(d, (*jsonBranchPage)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMBilling) error { return jsonv2.UnmarshalDecode(d, (*jsonCRMBilling)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *AIAction) error {
+		return decodeRecord(d, reflect.TypeFor[AIAction](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Address) error {
+		return decodeRecord(d, reflect.TypeFor[Address](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Agent) error {
+		return decodeRecord(d, reflect.TypeFor[Agent](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error {
+		return decodeRecord(d, reflect.TypeFor[Branch](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *BranchPage) error {
+		return decodeRecord(d, reflect.TypeFor[BranchPage](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMBilling) error {
+		return decodeRecord(d, reflect.TypeFor[CRMBilling](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushOutcome) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonCRMPushOutcome)(r))
+		return decodeRecord(d, reflect.TypeFor[CRMPushOutcome](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushSummary) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonCRMPushSummary)(r))
+		return decodeRecord(d, reflect.TypeFor[CRMPushSummary](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMStatus) error { return jsonv2.UnmarshalDecode(d, (*jsonCRMStatus)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Call) error { return jsonv2.UnmarshalDecode(d, (*jsonCall)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMStatus) error {
+		return decodeRecord(d, reflect.TypeFor[CRMStatus](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Call) error {
+		return decodeRecord(d, reflect.TypeFor[Call](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartCompleteness) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonChartCompleteness)(r))
+		return decodeRecord(d, reflect.TypeFor[ChartCompleteness](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonChartResult)(r))
+		return decodeRecord(d, reflect.TypeFor[ChartResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error { return jsonv2.UnmarshalDecode(d, (*jsonChartRow)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error {
+		return decodeRecord(d, reflect.TypeFor[ChartRow](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartSegment) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonChartSegment)(r))
+		return decodeRecord(d, reflect.TypeFor[ChartSegment](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error { return jsonv2.UnmarshalDecode(d, (*jsonCompany)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CompanyRef) error { return jsonv2.UnmarshalDecode(d, (*jsonCompanyRef)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error { return jsonv2.UnmarshalDecode(d, (*jsonCount)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error {
+		return decodeRecord(d, reflect.TypeFor[Company](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CompanyRef) error {
+		return decodeRecord(d, reflect.TypeFor[CompanyRef](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error {
+		return decodeRecord(d, reflect.TypeFor[Count](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeleteRecordsResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonDeleteRecordsResult)(r))
+		return decodeRecord(d, reflect.TypeFor[DeleteRecordsResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeleteSavedFilterResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonDeleteSavedFilterResult)(r))
+		return decodeRecord(d, reflect.TypeFor[DeleteSavedFilterResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeliveryStatus) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonDeliveryStatus)(r))
+		return decodeRecord(d, reflect.TypeFor[DeliveryStatus](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EditNoteResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEditNoteResult)(r))
+		return decodeRecord(d, reflect.TypeFor[EditNoteResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error { return jsonv2.UnmarshalDecode(d, (*jsonEmail)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error {
+		return decodeRecord(d, reflect.TypeFor[Email](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichCounts) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichCounts)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichCounts](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichData) error { return jsonv2.UnmarshalDecode(d, (*jsonEnrichData)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichData) error {
+		return decodeRecord(d, reflect.TypeFor[EnrichData](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichJobStatus) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichJobStatus)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichJobStatus](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichResult)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentEntry) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichmentEntry)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichmentEntry](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentResultEntry) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonEnrichmentResultEntry)(r))
+		return decodeRecord(d, reflect.TypeFor[EnrichmentResultEntry](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *FilterIcon) error { return jsonv2.UnmarshalDecode(d, (*jsonFilterIcon)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *FilterIcon) error {
+		return decodeRecord(d, reflect.TypeFor[FilterIcon](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *HostSearchResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonHostSearchResult)(r))
+		return decodeRecord(d, reflect.TypeFor[HostSearchResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *InstantSearchResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonInstantSearchResult)(r))
+		return decodeRecord(d, reflect.TypeFor[InstantSearchResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderChannel) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonLenderChannel)(r))
+		return decodeRecord(d, reflect.TypeFor[LenderChannel](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderNormalization) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonLenderNormalization)(r))
+		return decodeRecord(d, reflect.TypeFor[LenderNormalization](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Loan) error { return jsonv2.UnmarshalDecode(d, (*jsonLoan)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Location) error { return jsonv2.UnmarshalDecode(d, (*jsonLocation)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Loan) error {
+		return decodeRecord(d, reflect.TypeFor[Loan](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Location) error {
+		return decodeRecord(d, reflect.TypeFor[Location](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationNormalization) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonLocationNormalization)(r))
+		return decodeRecord(d, reflect.TypeFor[LocationNormalization](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationSuggestion) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonLocationSuggestion)(r))
+		return decodeRecord(d, reflect.TypeFor[LocationSuggestion](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketMovementRow) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMarketMovementRow)(r))
+		return decodeRecord(d, reflect.TypeFor[MarketMovementRow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketRecord) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMarketRecord)(r))
+		return decodeRecord(d, reflect.TypeFor[MarketRecord](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MostGainedResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMostGainedResult)(r))
+		return decodeRecord(d, reflect.TypeFor[MostGainedResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MovementWindow) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonMovementWindow)(r))
+		return decodeRecord(d, reflect.TypeFor[MovementWindow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeOverride) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonOfficeOverride)(r))
+		return decodeRecord(d, reflect.TypeFor[OfficeOverride](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeRef) error { return jsonv2.UnmarshalDecode(d, (*jsonOfficeRef)(r)) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrgMember) error { return jsonv2.UnmarshalDecode(d, (*jsonOrgMember)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeRef) error {
+		return decodeRecord(d, reflect.TypeFor[OfficeRef](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrgMember) error {
+		return decodeRecord(d, reflect.TypeFor[OrgMember](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrganizationMatch) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonOrganizationMatch)(r))
+		return decodeRecord(d, reflect.TypeFor[OrganizationMatch](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Originator) error { return jsonv2.UnmarshalDecode(d, (*jsonOriginator)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Originator) error {
+		return decodeRecord(d, reflect.TypeFor[Originator](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorCount) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonOriginatorCount)(r))
+		return decodeRecord(d, reflect.TypeFor[OriginatorCount](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorHit) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonOriginatorHit)(r))
+		return decodeRecord(d, reflect.TypeFor[OriginatorHit](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Person) error { return jsonv2.UnmarshalDecode(d, (*jsonPerson)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Person) error {
+		return decodeRecord(d, reflect.TypeFor[Person](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonMatch) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonPersonMatch)(r))
+		return decodeRecord(d, reflect.TypeFor[PersonMatch](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonName) error { return jsonv2.UnmarshalDecode(d, (*jsonPersonName)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonName) error {
+		return decodeRecord(d, reflect.TypeFor[PersonName](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PhoneNumber) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonPhoneNumber)(r))
+		return decodeRecord(d, reflect.TypeFor[PhoneNumber](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error { return jsonv2.UnmarshalDecode(d, (*jsonProperty)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error {
+		return decodeRecord(d, reflect.TypeFor[Property](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PushCRMResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonPushCRMResult)(r))
+		return decodeRecord(d, reflect.TypeFor[PushCRMResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedRef) error { return jsonv2.UnmarshalDecode(d, (*jsonRelatedRef)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedRef) error {
+		return decodeRecord(d, reflect.TypeFor[RelatedRef](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonRelatedResult)(r))
+		return decodeRecord(d, reflect.TypeFor[RelatedResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error { return jsonv2.UnmarshalDecode(d, (*jsonSale)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error {
+		return decodeRecord(d, reflect.TypeFor[Sale](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilter) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonSavedFilter)(r))
+		return decodeRecord(d, reflect.TypeFor[SavedFilter](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SearchToken) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonSearchToken)(r))
+		return decodeRecord(d, reflect.TypeFor[SearchToken](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ShareRecordResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonShareRecordResult)(r))
+		return decodeRecord(d, reflect.TypeFor[ShareRecordResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error { return jsonv2.UnmarshalDecode(d, (*jsonTask)(r)) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error {
+		return decodeRecord(d, reflect.TypeFor[Task](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskDisplay) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTaskDisplay)(r))
+		return decodeRecord(d, reflect.TypeFor[TaskDisplay](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskOverrides) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTaskOverrides)(r))
+		return decodeRecord(d, reflect.TypeFor[TaskOverrides](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyPage) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTitleCompanyPage)(r))
+		return decodeRecord(d, reflect.TypeFor[TitleCompanyPage](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyRow) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTitleCompanyRow)(r))
+		return decodeRecord(d, reflect.TypeFor[TitleCompanyRow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyTotals) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTitleCompanyTotals)(r))
+		return decodeRecord(d, reflect.TypeFor[TitleCompanyTotals](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TranscriptLine) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonTranscriptLine)(r))
+		return decodeRecord(d, reflect.TypeFor[TranscriptLine](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *UpdateMeetingResult) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonUpdateMeetingResult)(r))
+		return decodeRecord(d, reflect.TypeFor[UpdateMeetingResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *WorkspaceTask) error {
-		return jsonv2.UnmarshalDecode(d, (*jsonWorkspaceTask)(r))
+		return decodeRecord(d, reflect.TypeFor[WorkspaceTask](), unsafe.Pointer(r))
 	}),
 )
 
 // recordUnmarshalersLenient decode each record leniently
-// (WithLenientDecoding): see lenientDecode.
+// (WithLenientDecoding): see decodeRecordLenient.
 var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *AIAction) error { return lenientDecode(d, (*jsonAIAction)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Address) error { return lenientDecode(d, (*jsonAddress)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Agent) error { return lenientDecode(d, (*jsonAgent)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error { return lenientDecode(d, (*jsonBranch)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *AIAction) error {
+		return decodeRecordLenient(d, reflect.TypeFor[AIAction](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Address) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Address](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Agent) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Agent](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Branch) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Branch](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *BranchPage) error {
-		return lenientDecode(d, (*jsonBranchPage)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[BranchPage](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMBilling) error {
-		return lenientDecode(d, (*jsonCRMBilling)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[CRMBilling](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushOutcome) error {
-		return lenientDecode(d, (*jsonCRMPushOutcome)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[CRMPushOutcome](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMPushSummary) error {
-		return lenientDecode(d, (*jsonCRMPushSummary)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[CRMPushSummary](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMStatus) error { return lenientDecode(d, (*jsonCRMStatus)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Call) error { return lenientDecode(d, (*jsonCall)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CRMStatus) error {
+		return decodeRecordLenient(d, reflect.TypeFor[CRMStatus](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Call) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Call](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartCompleteness) error {
-		return lenientDecode(d, (*jsonChartCompleteness)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[ChartCompleteness](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartResult) error {
-		return lenientDecode(d, (*jsonChartResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[ChartResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error { return lenientDecode(d, (*jsonChartRow)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartRow) error {
+		return decodeRecordLenient(d, reflect.TypeFor[ChartRow](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ChartSegment) error {
-		return lenientDecode(d, (*jsonChartSegment)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[ChartSegment](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error { return lenientDecode(d, (*jsonCompany)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Company) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Company](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *CompanyRef) error {
-		return lenientDecode(d, (*jsonCompanyRef)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[CompanyRef](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error { return lenientDecode(d, (*jsonCount)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Count) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Count](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeleteRecordsResult) error {
-		return lenientDecode(d, (*jsonDeleteRecordsResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[DeleteRecordsResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeleteSavedFilterResult) error {
-		return lenientDecode(d, (*jsonDeleteSavedFilterResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[DeleteSavedFilterResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *DeliveryStatus) error {
-		return lenientDecode(d, (*jsonDeliveryStatus)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[DeliveryStatus](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EditNoteResult) error {
-		return lenientDecode(d, (*jsonEditNoteResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EditNoteResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error { return lenientDecode(d, (*jsonEmail)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Email) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Email](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichCounts) error {
-		return lenientDecode(d, (*jsonEnrichCounts)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichCounts](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichData) error {
-		return lenientDecode(d, (*jsonEnrichData)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichData](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichJobStatus) error {
-		return lenientDecode(d, (*jsonEnrichJobStatus)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichJobStatus](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichResult) error {
-		return lenientDecode(d, (*jsonEnrichResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentEntry) error {
-		return lenientDecode(d, (*jsonEnrichmentEntry)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichmentEntry](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *EnrichmentResultEntry) error {
-		return lenientDecode(d, (*jsonEnrichmentResultEntry)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[EnrichmentResultEntry](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *FilterIcon) error {
-		return lenientDecode(d, (*jsonFilterIcon)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[FilterIcon](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *HostSearchResult) error {
-		return lenientDecode(d, (*jsonHostSearchResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[HostSearchResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *InstantSearchResult) error {
-		return lenientDecode(d, (*jsonInstantSearchResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[InstantSearchResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderChannel) error {
-		return lenientDecode(d, (*jsonLenderChannel)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[LenderChannel](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LenderNormalization) error {
-		return lenientDecode(d, (*jsonLenderNormalization)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[LenderNormalization](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Loan) error { return lenientDecode(d, (*jsonLoan)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Location) error { return lenientDecode(d, (*jsonLocation)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Loan) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Loan](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Location) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Location](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationNormalization) error {
-		return lenientDecode(d, (*jsonLocationNormalization)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[LocationNormalization](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *LocationSuggestion) error {
-		return lenientDecode(d, (*jsonLocationSuggestion)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[LocationSuggestion](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketMovementRow) error {
-		return lenientDecode(d, (*jsonMarketMovementRow)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[MarketMovementRow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MarketRecord) error {
-		return lenientDecode(d, (*jsonMarketRecord)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[MarketRecord](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MostGainedResult) error {
-		return lenientDecode(d, (*jsonMostGainedResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[MostGainedResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *MovementWindow) error {
-		return lenientDecode(d, (*jsonMovementWindow)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[MovementWindow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeOverride) error {
-		return lenientDecode(d, (*jsonOfficeOverride)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[OfficeOverride](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeRef) error { return lenientDecode(d, (*jsonOfficeRef)(r), &r.Extra) }),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrgMember) error { return lenientDecode(d, (*jsonOrgMember)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OfficeRef) error {
+		return decodeRecordLenient(d, reflect.TypeFor[OfficeRef](), unsafe.Pointer(r))
+	}),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrgMember) error {
+		return decodeRecordLenient(d, reflect.TypeFor[OrgMember](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OrganizationMatch) error {
-		return lenientDecode(d, (*jsonOrganizationMatch)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[OrganizationMatch](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Originator) error {
-		return lenientDecode(d, (*jsonOriginator)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[Originator](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorCount) error {
-		return lenientDecode(d, (*jsonOriginatorCount)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[OriginatorCount](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *OriginatorHit) error {
-		return lenientDecode(d, (*jsonOriginatorHit)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[OriginatorHit](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Person) error { return lenientDecode(d, (*jsonPerson)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Person) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Person](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonMatch) error {
-		return lenientDecode(d, (*jsonPersonMatch)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[PersonMatch](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PersonName) error {
-		return lenientDecode(d, (*jsonPersonName)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[PersonName](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PhoneNumber) error {
-		return lenientDecode(d, (*jsonPhoneNumber)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[PhoneNumber](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error { return lenientDecode(d, (*jsonProperty)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Property) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Property](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *PushCRMResult) error {
-		return lenientDecode(d, (*jsonPushCRMResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[PushCRMResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedRef) error {
-		return lenientDecode(d, (*jsonRelatedRef)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[RelatedRef](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *RelatedResult) error {
-		return lenientDecode(d, (*jsonRelatedResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[RelatedResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error { return lenientDecode(d, (*jsonSale)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Sale) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Sale](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SavedFilter) error {
-		return lenientDecode(d, (*jsonSavedFilter)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[SavedFilter](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *SearchToken) error {
-		return lenientDecode(d, (*jsonSearchToken)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[SearchToken](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *ShareRecordResult) error {
-		return lenientDecode(d, (*jsonShareRecordResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[ShareRecordResult](), unsafe.Pointer(r))
 	}),
-	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error { return lenientDecode(d, (*jsonTask)(r), &r.Extra) }),
+	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *Task) error {
+		return decodeRecordLenient(d, reflect.TypeFor[Task](), unsafe.Pointer(r))
+	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskDisplay) error {
-		return lenientDecode(d, (*jsonTaskDisplay)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TaskDisplay](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TaskOverrides) error {
-		return lenientDecode(d, (*jsonTaskOverrides)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TaskOverrides](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyPage) error {
-		return lenientDecode(d, (*jsonTitleCompanyPage)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TitleCompanyPage](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyRow) error {
-		return lenientDecode(d, (*jsonTitleCompanyRow)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TitleCompanyRow](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TitleCompanyTotals) error {
-		return lenientDecode(d, (*jsonTitleCompanyTotals)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TitleCompanyTotals](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *TranscriptLine) error {
-		return lenientDecode(d, (*jsonTranscriptLine)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[TranscriptLine](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *UpdateMeetingResult) error {
-		return lenientDecode(d, (*jsonUpdateMeetingResult)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[UpdateMeetingResult](), unsafe.Pointer(r))
 	}),
 	jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *WorkspaceTask) error {
-		return lenientDecode(d, (*jsonWorkspaceTask)(r), &r.Extra)
+		return decodeRecordLenient(d, reflect.TypeFor[WorkspaceTask](), unsafe.Pointer(r))
 	}),
 )

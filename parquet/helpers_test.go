@@ -3,6 +3,7 @@ package parquet_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"iter"
 	"math/rand/v2"
 	"net"
@@ -335,4 +336,22 @@ func envString(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// member is the JSON text of f's member called name ("" when f has none).
+func member(f lendgraph.Fields, name string) string {
+	v, _ := f.Get(name)
+	return string(v)
+}
+
+// fieldsOf builds a Fields from members given as JSON text.
+func fieldsOf(t testing.TB, members map[string]string) lendgraph.Fields {
+	t.Helper()
+	var f lendgraph.Fields
+	for name, v := range members {
+		if err := f.Set(name, json.RawMessage(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
 }

@@ -224,8 +224,8 @@ func TestPqwrite_DecodeReadsIt(t *testing.T) {
 	}
 	// Untyped rows keep every int64 exactly.
 	untyped := collect(t, parquet.Decode[lendgraph.Row](bytes.NewReader(file), int64(len(file))))
-	if string(untyped[0]["count"]) != "-9223372036854775808" || string(untyped[1]["count"]) != "9223372036854775807" {
-		t.Fatalf("int64 extremes: %s %s", untyped[0]["count"], untyped[1]["count"])
+	if member(untyped[0], "count") != "-9223372036854775808" || member(untyped[1], "count") != "9223372036854775807" {
+		t.Fatalf("int64 extremes: %s %s", member(untyped[0], "count"), member(untyped[1], "count"))
 	}
 }
 

@@ -287,7 +287,7 @@ func rowsText(t *testing.T, rows []lendgraph.Row) []map[string]string {
 	out := make([]map[string]string, len(rows))
 	for i, r := range rows {
 		out[i] = map[string]string{}
-		for k, v := range r {
+		for k, v := range r.All() {
 			out[i][k] = cellText(jsontext.Value(v))
 		}
 	}

@@ -261,7 +261,7 @@ func (c *fieldCheck) see(row lendgraph.Row) {
 	if len(c.missing) == 0 {
 		return
 	}
-	for name := range row {
+	for name := range row.All() {
 		c.seen[name] = true
 		delete(c.missing, name)
 	}
@@ -293,7 +293,7 @@ func (c *fieldCheck) first(row lendgraph.Row) error {
 	var typos []string
 	lacks := map[string]bool{}
 	for _, f := range c.fields {
-		if _, ok := row[f]; !ok && suggestField(f, have) != "" {
+		if !row.Has(f) && suggestField(f, have) != "" {
 			typos = append(typos, strconv.Quote(f))
 			lacks[f] = true
 		}
@@ -456,9 +456,9 @@ func (rw *rowWriter) writeCSV(row lendgraph.Row) error {
 	}
 	rw.cells = rw.cells[:0]
 	for _, f := range rw.fields {
-		rw.cells = append(rw.cells, cellText(jsontext.Value(row[f])))
+		rw.cells = append(rw.cells, cellText(jsontext.Value(column(row, f))))
 	}
-	for name := range row {
+	for name := range row.All() {
 		if !rw.named && !rw.header[name] && !rw.warned[name] {
 			if rw.warned == nil {
 				rw.warned = map[string]bool{}
@@ -514,7 +514,7 @@ func appendObject(b []byte, row lendgraph.Row, fields []string) []byte {
 	b = append(b, '{')
 	first := true
 	for _, f := range fields {
-		v, ok := row[f]
+		v, ok := row.Get(f)
 		if !ok {
 			continue
 		}
@@ -556,4 +556,11 @@ func cellText(v jsontext.Value) string {
 		return string(s)
 	}
 	return string(appendCompact(nil, v))
+}
+
+// column is the JSON text of row's column called name; nil when the row
+// has none.
+func column(row lendgraph.Row, name string) []byte {
+	v, _ := row.Get(name)
+	return v
 }

@@ -251,7 +251,7 @@ func writeInferred(w io.Writer, rows func() (iter.Seq2[lendgraph.Row, error], er
 			return err
 		}
 		check.see(row)
-		for name, v := range row {
+		for name, v := range row.All() {
 			if _, want := kinds[name]; !want && fields != nil {
 				continue
 			}
@@ -323,7 +323,7 @@ func writeInferred(w io.Writer, rows func() (iter.Seq2[lendgraph.Row, error], er
 		n++
 		out := batch[len(batch):cap(batch)][:1][0][:0]
 		for i, name := range cols {
-			v, err := parquetValue(jsontext.Value(row[name]), types[name], text)
+			v, err := parquetValue(jsontext.Value(column(row, name)), types[name], text)
 			if err != nil {
 				return fmt.Errorf("row %d, column %q: %w", n, name, err)
 			}

@@ -125,14 +125,19 @@ func (s *arraySplitter) run() error {
 		i, keep = 3, 3
 	}
 	if ok, err := next(&keep); err != nil || !ok {
-		if err == nil {
-			// A delivery of no rows is still "[]": nothing (or only white
-			// space) is a file that never arrived whole.
-			return rowErr(0, errors.New("the file is empty: not even the '[]' of a delivery of no rows"))
+		if err != nil {
+			return err
 		}
-		re := s.fail("reading the opening '['", i).(*RowError)
-		re.Row = 0
-		return re
+		if s.rerr != nil && !errors.Is(s.rerr, io.EOF) {
+			// The stream failed before its first byte (a link refused, a
+			// download cut): its error, not an empty file.
+			re := s.fail("reading the opening '['", i).(*RowError)
+			re.Row = 0
+			return re
+		}
+		// A delivery of no rows is still "[]": nothing (or only white
+		// space) is a file that never arrived whole.
+		return rowErr(0, errors.New("the file is empty: not even the '[]' of a delivery of no rows"))
 	}
 	if c := s.b.buf[i]; c != '[' {
 		return &RowError{Offset: s.off + int64(i), Err: fmt.Errorf("the file is not one JSON array: it starts with %q", c)}

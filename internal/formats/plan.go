@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"encoding"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -8,19 +9,21 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 	"unsafe"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // RowDecoder returns a factory of row decoders for T, one per worker
-// goroutine. For struct rows of plain fields (and map rows of raw JSON
-// values) it scans the JSON object once, sets scalar fields directly,
-// decodes nested structs, pointers and slices of them in the same scan,
-// and keeps unknown members as sub-slices of one per-row buffer with
-// interned names; csv cells and parquet values set fields straight from
+// goroutine. For struct rows of plain fields (and rows that are a JSON
+// object kept whole, or a map of raw JSON values) it scans the JSON
+// object once, sets scalar fields directly, decodes nested structs,
+// pointers and slices of them in the same scan, and keeps unknown members
+// in one new buffer per row (see setExtra); csv cells and parquet values set fields straight from
 // the cell or value (a JSON-encoded nested field straight into the nested
 // field). Anything it does not handle exactly as slow would (escapes that
 // do not unquote cleanly, a type mismatch, invalid JSON, unusual tags, a
@@ -31,14 +34,53 @@ import (
 // slow decodes a whole JSON value into a pointer; trusted means T's own
 // unmarshal methods (if any) decode exactly like its fields would.
 func RowDecoder[T any](slow func([]byte, any) error, trusted bool) func() *RowDec[T] {
-	p := newPlan(reflect.TypeFor[T](), trusted, slow)
-	return func() *RowDec[T] {
-		s := &scratch{names: map[string]string{}}
-		if p != nil {
-			s.pos = make([][]posEntry, p.nplans)
-		}
-		return &RowDec[T]{plan: p, slow: slow, s: s}
+	p := newPlan(reflect.TypeFor[T](), trusted, false, slow)
+	return func() *RowDec[T] { return &RowDec[T]{plan: p, slow: slow, s: newScratch(p)} }
+}
+
+func newScratch(p *plan) *scratch {
+	s := &scratch{names: map[string]string{}}
+	if p != nil {
+		s.pos = make([][]posEntry, p.nplans)
 	}
+	return s
+}
+
+// ObjectDecoder decodes JSON objects into values of one struct type, as
+// RowDecoder's decoders do rows, from any number of goroutines at once.
+// The package lendgraph's records decode through it.
+type ObjectDecoder struct {
+	p    *plan
+	pool sync.Pool // of *scratch
+}
+
+// NewObjectDecoder returns a decoder of JSON objects into values of the
+// struct type t, or nil when the direct scan does not decode t (see
+// RowDecoder). With exact, a member sets only the field of exactly its
+// name (the SDK's rules for API answers); without, also one whose name
+// folds alike (its rules for rows and Fields.Decode). slow decodes a
+// field the scan leaves to it (a type with its own unmarshal methods) and
+// must follow the same rules. t's own unmarshal methods, if any, are
+// bypassed: they must decode exactly like its fields.
+func NewObjectDecoder(t reflect.Type, exact bool, slow func([]byte, any) error) *ObjectDecoder {
+	p := newPlan(t, true, exact, slow)
+	if p == nil || p.rootMap || p.rootRaw {
+		return nil
+	}
+	d := &ObjectDecoder{p: p}
+	d.pool.New = func() any { return newScratch(p) }
+	return d
+}
+
+// Decode decodes the JSON object b into the value of the decoder's type
+// at v and reports true, or reports false when b must be decoded by the
+// full decoder instead (anything unusual, and every error): v may then
+// hold some of b's members, which the full decoder sets again.
+func (d *ObjectDecoder) Decode(b []byte, v unsafe.Pointer) bool {
+	s := d.pool.Get().(*scratch)
+	ok := d.p.decode(b, v, s)
+	d.pool.Put(s)
+	return ok
 }
 
 // RowDec decodes rows into T on one worker goroutine.
@@ -160,29 +202,49 @@ type plan struct {
 	// names no field exactly matches one whose name folds alike, as
 	// encoding/json and the SDK's slow path (MatchCaseInsensitiveNames)
 	// match them.
-	folded  map[string]*planField
-	extra   int // offset of the unknown-members map, or -1
-	rootMap bool
-	slow    func([]byte, any) error
+	folded map[string]*planField
+	extra  int // offset of the unknown-members field, or -1
+	// extraRaw: the unknown-members field is a JSON object kept whole
+	// (isRawObject), not a map.
+	extraRaw bool
+	// rootMap: the row is a map of raw JSON values; rootRaw: the row is a
+	// JSON object kept whole.
+	rootMap, rootRaw bool
+	slow             func([]byte, any) error
 }
 
-// rawValue is the element type of the SDK's Fields, the unknown members of
-// a row: the one place to change when Fields changes.
+// rawValue is the element type of the maps of unknown members the plan
+// builds (a row type's own map[string]json.RawMessage).
 type rawValue = json.RawMessage
 
-// fieldsMap is the type the plan stores unknown members in.
+// fieldsMap is the map type the plan stores unknown members in.
 type fieldsMap = map[string]rawValue
-
-// FieldsMap is fieldsMap for the SDK's compile-time check that its Fields
-// type is the one the plan decodes directly.
-type FieldsMap = fieldsMap
 
 var fieldsType = reflect.TypeFor[fieldsMap]()
 
+// rawType is the type jsonv2 collects unknown members into as one JSON
+// object; the SDK's Fields has its memory layout (see isRawObject).
+var rawType = reflect.TypeFor[jsontext.Value]()
+
+var numberType = reflect.TypeFor[json.Number]()
+
+// isRawObject reports whether t holds a JSON object as its bytes (a
+// []byte at offset 0): jsontext.Value, or the SDK's Fields. The plan keeps
+// unknown members in one, as jsonv2 does in a jsontext.Value field tagged
+// unknown: '{', each member's name as sent, ':', its value as sent, ','
+// between members, '}'.
+func isRawObject(t reflect.Type) bool { return t == rawType || t == sdkCodec.fields && t != nil }
+
+// unmarshalerTypes are the interfaces through which a type decodes itself.
+// (Implements, not MethodByName, which would keep every exported method of
+// every type in a program that links this package.)
+var unmarshalerTypes = []reflect.Type{reflect.TypeFor[json.Unmarshaler](), reflect.TypeFor[jsonv2.UnmarshalerFrom](),
+	reflect.TypeFor[encoding.TextUnmarshaler]()}
+
 func hasUnmarshaler(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
-	for _, m := range []string{"UnmarshalJSON", "UnmarshalJSONFrom", "UnmarshalText"} {
-		if _, ok := pt.MethodByName(m); ok {
+	for _, u := range unmarshalerTypes {
+		if pt.Implements(u) {
 			return true
 		}
 	}
@@ -194,8 +256,12 @@ func isFieldsMap(t reflect.Type) bool {
 }
 
 // newPlan returns nil when t is not a type the plan decodes exactly as the
-// slow path does.
-func newPlan(t reflect.Type, trusted bool, slow func([]byte, any) error) *plan {
+// slow path does. exact: names match fields exactly only (see
+// NewObjectDecoder).
+func newPlan(t reflect.Type, trusted, exact bool, slow func([]byte, any) error) *plan {
+	if isRawObject(t) {
+		return &plan{extra: 0, rootRaw: true, slow: slow, nplans: 1}
+	}
 	if isFieldsMap(t) {
 		if !trusted && hasUnmarshaler(t) {
 			return nil
@@ -205,7 +271,7 @@ func newPlan(t reflect.Type, trusted bool, slow func([]byte, any) error) *plan {
 	if t.Kind() != reflect.Struct || !trusted && hasUnmarshaler(t) {
 		return nil
 	}
-	b := &planBuilder{plans: map[reflect.Type]*plan{}, slow: slow}
+	b := &planBuilder{plans: map[reflect.Type]*plan{}, slow: slow, exact: exact}
 	p := b.structPlan(t, true)
 	if p != nil {
 		p.nplans = len(b.plans)
@@ -216,6 +282,7 @@ func newPlan(t reflect.Type, trusted bool, slow func([]byte, any) error) *plan {
 type planBuilder struct {
 	plans map[reflect.Type]*plan
 	slow  func([]byte, any) error
+	exact bool
 }
 
 // structPlan returns the plan of struct type t; nil when one of its fields
@@ -231,7 +298,7 @@ func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
 		f    reflect.StructField
 	}
 	var members []member
-	extra := -1
+	extra, extraRaw := -1, false
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, hasTag := f.Tag.Lookup("json")
@@ -253,10 +320,11 @@ func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
 			}
 		}
 		if unknown {
-			if !root || extra >= 0 || !isFieldsMap(f.Type) || hasUnmarshaler(f.Type) {
+			raw := isRawObject(f.Type)
+			if !root || extra >= 0 || !raw && (!isFieldsMap(f.Type) || hasUnmarshaler(f.Type)) {
 				return nil
 			}
-			extra = int(f.Offset)
+			extra, extraRaw = int(f.Offset), raw
 			continue
 		}
 		if !hasTag || name == "" {
@@ -269,13 +337,16 @@ func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
 		}
 		members = append(members, member{name, f})
 	}
-	p := &plan{id: len(b.plans), fields: map[string]*planField{}, folded: map[string]*planField{}, extra: extra, slow: b.slow}
+	p := &plan{id: len(b.plans), fields: map[string]*planField{}, extra: extra, extraRaw: extraRaw, slow: b.slow}
+	if !b.exact {
+		p.folded = map[string]*planField{}
+	}
 	b.plans[t] = p
 	for _, m := range members {
 		pf := b.field(m.f.Type)
 		pf.offset = m.f.Offset
 		p.fields[m.name] = pf
-		if k := foldName(m.name); p.folded[k] == nil {
+		if k := foldName(m.name); p.folded != nil && p.folded[k] == nil {
 			p.folded[k] = pf // the first field declared wins, as in jsonv2
 		}
 	}
@@ -283,9 +354,10 @@ func (b *planBuilder) structPlan(t reflect.Type, root bool) *plan {
 }
 
 // field returns the field a member called name sets: the field of that
-// exact name, else one whose name folds alike; nil for an unknown member.
+// exact name, else (unless the plan matches names exactly) one whose name
+// folds alike; nil for an unknown member.
 func (p *plan) field(name string) *planField {
-	if f := p.fields[name]; f != nil {
+	if f := p.fields[name]; f != nil || p.folded == nil {
 		return f
 	}
 	return p.folded[foldName(name)]
@@ -324,8 +396,8 @@ func foldRune(r rune) rune {
 // field returns how a value of type t is set (at offset 0).
 func (b *planBuilder) field(t reflect.Type) *planField {
 	f := &planField{typ: t}
-	if hasUnmarshaler(t) {
-		return f
+	if hasUnmarshaler(t) || t == numberType {
+		return f // the slow path's (the SDK decodes json.Number its own way)
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -367,6 +439,8 @@ func (b *planBuilder) field(t reflect.Type) *planField {
 type scratch struct {
 	names   map[string]string // interned unknown member names
 	unknown []span
+	runk    []rspan           // a JSON row's unknown members, when kept whole
+	quoted  map[string][]byte // names quoted, for Setter.KeepUnknown
 	unq     []byte
 	// pos remembers, per plan and member position, the last name seen
 	// there and its field: rows of one file list their members in the
@@ -375,12 +449,17 @@ type scratch struct {
 	// csvFields maps the columns of csvCols to fields.
 	csvCols   *csvColumns
 	csvFields []*planField
-	// A row's string fields (nested ones included) are built in sbuf and
-	// made one string at the end of the row (one allocation a row, not one
-	// a field).
+	// A row's string fields (nested ones included) are queued as they are
+	// found, as spans of the JSON row being decoded (row) or of sbuf (an
+	// unescaped string, a csv cell, a parquet value), and set at the end of
+	// the row from one new buffer (one allocation a row, not one a field:
+	// see finishRow).
+	row  []byte
 	sbuf []byte
 	strs []strSpan
-	ebuf []byte
+	// lo, hi: the part of row the queued spans cover; need: their total.
+	lo, hi, need int
+	ebuf         []byte
 	// elems holds the elements of the arrays being decoded (array).
 	elems []elemSpan
 }
@@ -388,32 +467,79 @@ type scratch struct {
 type posEntry struct {
 	name string
 	f    *planField
-	// plain: name is printable ASCII without '"' or '\\', so a member
-	// name whose raw bytes are name followed by '"' is exactly name.
-	plain bool
+	// q is the member's name as JSON text followed by ':' (`"name":`)
+	// when the name is printable ASCII without '"' or '\\' (its JSON text is
+	// then exactly that), else "". A member whose raw bytes start with q
+	// is the member called name: w holds q's bytes as little-endian words
+	// (zero past its end) and m masks them, for a compare of up to 24
+	// bytes without a call.
+	q string
+	w [3]uint64
+	m [3]uint64
 }
 
-// plainName reports whether the JSON string "name" needs no escapes and
-// has only printable ASCII (see posEntry.plain).
-func plainName(name string) bool {
+func newPosEntry(name string, f *planField) posEntry {
+	pe := posEntry{name: name, f: f}
 	for i := range len(name) {
 		if c := name[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
+			return pe
 		}
 	}
-	return true
+	pe.q = `"` + name + `":`
+	for k := 0; k < len(pe.q) && k < 24; k++ {
+		pe.w[k/8] |= uint64(pe.q[k]) << (8 * (k % 8))
+		pe.m[k/8] |= 0xff << (8 * (k % 8))
+	}
+	return pe
 }
+
+// at reports whether the member at b[i] starts with pe.q.
+func (pe *posEntry) at(b []byte, i int) bool {
+	if len(b)-i < 24 || uint(len(pe.q)-1) >= 24 { // none, or longer than 24
+		return pe.atEnd(b, i)
+	}
+	b = b[i : i+24 : i+24]
+	return le64(b)&pe.m[0] == pe.w[0] && le64(b[8:])&pe.m[1] == pe.w[1] && le64(b[16:])&pe.m[2] == pe.w[2]
+}
+
+// atEnd is at for a member near the end of b, or a long name.
+func (pe *posEntry) atEnd(b []byte, i int) bool {
+	n := len(pe.q)
+	return n > 0 && n <= len(b)-i && string(b[i:i+n]) == pe.q
+}
+
+func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
 
 type strSpan struct {
 	ptr  unsafe.Pointer // *string
-	a, n int            // in sbuf
+	a, n int            // in sbuf, or in the row
+	row  bool
 }
 
-// addString queues the field at ptr to get bytes b (appended to sbuf).
+// addRowString queues the field at ptr to get bytes b[a:e] of the JSON
+// text b: of the row being decoded when b is it (a span: see finishRow),
+// else (a csv cell, a parquet string) a copy appended to sbuf.
+func (s *scratch) addRowString(ptr unsafe.Pointer, b []byte, a, e int) {
+	if s.row == nil || e == a {
+		s.addString(ptr, b[a:e])
+		return
+	}
+	s.strs = append(s.strs, strSpan{ptr, a, e - a, true})
+	s.lo, s.hi, s.need = min(s.lo, a), max(s.hi, e), s.need+e-a
+}
+
+// addString queues the field at ptr to get bytes b: a span of the row
+// being decoded when b is in it, else a copy appended to sbuf.
 func (s *scratch) addString(ptr unsafe.Pointer, b []byte) {
+	if len(b) > 0 && s.row != nil {
+		if off := uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(s.row))); off < uintptr(len(s.row)) {
+			s.addRowString(ptr, s.row, int(off), int(off)+len(b))
+			return
+		}
+	}
 	a := len(s.sbuf)
 	s.sbuf = append(s.sbuf, b...)
-	s.strs = append(s.strs, strSpan{ptr, a, len(b)})
+	s.strs = append(s.strs, strSpan{ptr, a, len(b), false})
 }
 
 // setStrings sets the queued string fields, in order (the last of a
@@ -438,6 +564,7 @@ func (s *scratch) setStrings() {
 
 func (s *scratch) resetStrings() {
 	s.strs, s.sbuf, s.elems = s.strs[:0], s.sbuf[:0], s.elems[:0]
+	s.lo, s.hi, s.need = int(^uint(0)>>1), 0, 0
 }
 
 // zero clears the value of type t at ptr (a JSON null into a struct),
@@ -456,10 +583,17 @@ func (s *scratch) zero(t reflect.Type, ptr unsafe.Pointer) {
 	s.strs = s.strs[:k]
 }
 
+// span is an unknown member: its name (name unquoted, qname as JSON
+// text) and its value, b[start:end] of the buffer at hand.
 type span struct {
 	name       string
+	qname      []byte
 	start, end int
 }
+
+// rspan is an unknown member of a JSON row kept whole: b[ns:ne] is its
+// name as JSON text, b[vs:ve] its value.
+type rspan struct{ ns, ne, vs, ve int }
 
 func (s *scratch) intern(b []byte) string {
 	if n, ok := s.names[string(b)]; ok {
@@ -488,24 +622,151 @@ func (p *plan) decode(b []byte, v unsafe.Pointer, s *scratch) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	s.unknown = s.unknown[:0]
+	if p.rootRaw {
+		end, ok := skipValue(b, i, 0)
+		if !ok || skipWS(b, end) != len(b) {
+			return false
+		}
+		*(*[]byte)(v) = append([]byte(nil), b[i:end]...)
+		return true
+	}
+	s.unknown, s.runk = s.unknown[:0], s.runk[:0]
 	s.resetStrings()
+	s.row = b
 	end, ok := p.object(b, i, v, s, 0)
+	s.row = nil
 	if !ok || skipWS(b, end) != len(b) {
 		return false
 	}
 	if p.rootMap && len(s.unknown) == 0 {
 		*(*fieldsMap)(v) = fieldsMap{}
 	}
-	s.setStrings()
-	p.setExtra(v, b, s.unknown, 0)
+	p.finishRow(v, b, end, s)
 	return true
+}
+
+// finishRow sets the strings of the row b (its object ends at end) and its
+// unknown members, from one new buffer: a copy of the part of b that holds
+// the strings when they fill at least about half of it (so that a string
+// is a slice of it), else the strings one after another; the unescaped
+// strings; and the unknown members, when the row keeps them whole. Those
+// are the copy's own bytes, the first changed to '{', when they are one
+// run of members written as jsonv2 writes them (no space around ':' or
+// ','), ending the object: as a file writes the columns a row type does
+// not declare after those it does. A map of unknown members is built
+// apart (setExtra).
+func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
+	var obj *[]byte
+	x0, extraLen := -1, 0
+	if len(s.runk) > 0 {
+		obj = (*[]byte)(unsafe.Add(v, p.extra))
+		if len(*obj) == 0 && trailingRun(b, end, s.runk) {
+			x0 = s.runk[0].ns - 1
+		} else {
+			extraLen = rowExtraLen(*obj, s.runk)
+		}
+	}
+	lo, hi, need := s.lo, s.hi, s.need
+	if x0 >= 0 {
+		lo, hi, need = min(lo, x0), end, need+end-x0
+	}
+	window := hi > lo && hi-lo <= 2*need+64
+	size := len(s.sbuf) + extraLen
+	if window {
+		size += hi - lo
+	} else {
+		size += need
+	}
+	if size > 0 {
+		buf := make([]byte, size)
+		pos := 0
+		base := 0 // where the copy of the row's byte at 0 would be
+		if window {
+			pos, base = copy(buf, b[lo:hi]), -lo
+			if x0 >= 0 {
+				buf[x0-lo] = '{'
+				*obj = buf[x0-lo : end-lo : end-lo]
+			}
+		} else {
+			for k, sp := range s.strs {
+				if sp.row {
+					s.strs[k].a = pos // base 0
+					pos += copy(buf[pos:], b[sp.a:sp.a+sp.n])
+				}
+			}
+			if x0 >= 0 {
+				n := copy(buf[pos:], b[x0:end])
+				buf[pos] = '{'
+				*obj = buf[pos : pos+n : pos+n]
+				pos += n
+			}
+		}
+		sb := pos
+		pos += copy(buf[pos:], s.sbuf)
+		if extraLen > 0 {
+			*obj = appendRowExtra(buf[pos:pos:pos+extraLen], *obj, b, s.runk)
+		}
+		all := unsafe.String(unsafe.SliceData(buf), len(buf))
+		for _, sp := range s.strs {
+			switch {
+			case sp.n == 0:
+				*(*string)(sp.ptr) = ""
+			case sp.row:
+				*(*string)(sp.ptr) = all[base+sp.a : base+sp.a+sp.n]
+			default:
+				*(*string)(sp.ptr) = all[sb+sp.a : sb+sp.a+sp.n]
+			}
+		}
+	} else {
+		for _, sp := range s.strs {
+			*(*string)(sp.ptr) = ""
+		}
+	}
+	s.strs = s.strs[:0]
+	if len(s.unknown) > 0 {
+		p.setExtra(v, b, s.unknown, 0)
+	}
+}
+
+// trailingRun reports whether the unknown members of the JSON row b are
+// one run of members that ends its object at end, each written as jsonv2
+// writes a member it keeps whole (the name, ':', the value), one ','
+// between them (see finishRow).
+func trailingRun(b []byte, end int, unknown []rspan) bool {
+	for k, u := range unknown {
+		if u.vs != u.ne+1 || k > 0 && u.ns != unknown[k-1].ve+1 {
+			return false
+		}
+	}
+	last := unknown[len(unknown)-1].ve
+	return last == end-1
+}
+
+// appendRowExtra is appendRawExtra for the members of a JSON row; rowExtraLen
+// is its length.
+func appendRowExtra(dst, obj, b []byte, unknown []rspan) []byte {
+	dst = openObject(dst, obj)
+	for k, u := range unknown {
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(append(append(dst, b[u.ns:u.ne]...), ':'), b[u.vs:u.ve]...)
+	}
+	return append(dst, '}')
+}
+
+func rowExtraLen(obj []byte, unknown []rspan) int {
+	n := len(trimmedObject(obj)) + 2 + len(unknown)
+	for _, u := range unknown {
+		n += u.ne - u.ns + 1 + u.ve - u.vs
+	}
+	return n
 }
 
 // object decodes the JSON object at b[i] == '{' into the struct at v (the
 // row map of a root map plan: every member unknown) and returns the index
-// after it; members the plan does not know are queued in s.unknown when
-// it keeps them.
+// after it; members the plan does not know are queued in s.unknown (or,
+// kept whole, s.runk) when it keeps them.
 func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) (int, bool) {
 	if depth > maxDepth {
 		return 0, false
@@ -516,19 +777,22 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 		return i + 1, true
 	}
 	for k := 0; ; k++ { // k: member position
-		if i >= len(b) || b[i] != '"' {
-			return 0, false
-		}
 		if k >= len(pos) {
 			pos = append(pos, posEntry{})
 			s.pos[p.id] = pos
 		}
-		pe := &pos[k]
+		pe, ns := &pos[k], i
 		// Rows of a file list their members in the same order: the name
 		// at this position is most often the previous row's, compared
-		// as bytes without a scan.
-		ne := i + 1 + len(pe.name)
-		if !pe.plain || ne >= len(b) || b[ne] != '"' || string(b[i+1:ne]) != pe.name {
+		// as bytes (with the ':' after it) without a scan.
+		var ne, vs int
+		if pe.at(b, i) {
+			ne = i + len(pe.q) - 1
+			vs = skipWS(b, ne+1)
+		} else {
+			if i >= len(b) || b[i] != '"' {
+				return 0, false
+			}
 			var esc, hi, ok bool
 			if ne, esc, hi, ok = scanString(b, i); !ok {
 				return 0, false
@@ -543,17 +807,15 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 			}
 			if pe.name != string(name) {
 				n := s.intern(name)
-				*pe = posEntry{n, p.field(n), plainName(n)}
+				*pe = newPosEntry(n, p.field(n))
 			}
-		} else {
-			ne++ // past the closing quote
+			i = skipWS(b, ne)
+			if i >= len(b) || b[i] != ':' {
+				return 0, false
+			}
+			vs = skipWS(b, i+1)
 		}
-		i = skipWS(b, ne)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		vs := skipWS(b, i+1)
-		f, mname := pe.f, pe.name
+		f := pe.f
 		var ok bool
 		var ve int
 		if f != nil {
@@ -561,11 +823,19 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 		} else {
 			ve, ok = skipValue(b, vs, depth)
 			if ok && p.extra >= 0 {
-				s.unknown = append(s.unknown, span{mname, vs, ve})
+				if p.extraRaw {
+					s.runk = append(s.runk, rspan{ns, ne, vs, ve})
+				} else {
+					s.unknown = append(s.unknown, span{pe.name, b[ns:ne], vs, ve})
+				}
 			}
 		}
 		if !ok {
 			return 0, false
+		}
+		if ve < len(b) && b[ve] == ',' {
+			i = skipWS(b, ve+1)
+			continue
 		}
 		i = skipWS(b, ve)
 		if i < len(b) && b[i] == ',' {
@@ -627,12 +897,16 @@ func (p *plan) value(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scrat
 	}
 	if f.kind == setString && b[i] == '"' {
 		// One scan: a plain string is queued as it is.
+		if ve := shortString(b, i); ve > 0 {
+			s.addRowString(ptr, b, i+1, ve-1)
+			return ve, true
+		}
 		ve, esc, hi, ok := scanString(b, i)
 		if !ok {
 			return 0, false
 		}
 		if body := b[i+1 : ve-1]; !esc && (!hi || utf8.Valid(body)) {
-			s.addString(ptr, body)
+			s.addRowString(ptr, b, i+1, ve-1)
 			return ve, true
 		}
 		return ve, p.set(f, ptr, b[i:ve], s)
@@ -773,7 +1047,7 @@ func (p *plan) array(f *planField, b []byte, i int, ptr unsafe.Pointer, s *scrat
 	for k := range n {
 		el, at := s.elems[base+k], unsafe.Add(data, uintptr(k)*f.size)
 		if el.plain && f.elem.kind == setString {
-			s.addString(at, b[el.start+1:el.end-1])
+			s.addRowString(at, b, el.start+1, el.end-1)
 			continue
 		}
 		if e, ok := p.value(f.elem, b, el.start, at, s, depth+1); !ok || e != el.end {
@@ -802,13 +1076,19 @@ func (f *planField) newSlice(n int) unsafe.Pointer {
 	return reflect.MakeSlice(f.typ, n, n).UnsafePointer()
 }
 
-// setExtra stores the unknown members (spans of b) in one new buffer, in
-// the row's map: the one there (a parquet row group's columns are read by
+// setExtra stores the unknown members (spans of b) in one new buffer: a
+// JSON object, when the row keeps them whole (extraRaw), with the members
+// it holds already first (a parquet row group's columns are read by
 // several goroutines in turn, each of which may keep some: see
-// Setter.ExpectUnknown), else a new one with room for hint members, or
-// for these.
+// Setter.ExpectUnknown); else in the row's map, the one there or a new one
+// with room for hint members, or for these.
 func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span, hint int) {
 	if len(unknown) == 0 {
+		return
+	}
+	if p.extraRaw {
+		obj := (*[]byte)(unsafe.Add(v, p.extra))
+		*obj = appendRawExtra(make([]byte, 0, rawExtraLen(*obj, unknown)), *obj, b, unknown)
 		return
 	}
 	n := 0
@@ -829,10 +1109,66 @@ func (p *plan) setExtra(v unsafe.Pointer, b []byte, unknown []span, hint int) {
 	}
 }
 
+// appendRawExtra appends to dst the JSON object obj with the unknown
+// members (spans of b) added, as jsonv2 adds each member to a
+// jsontext.Value field tagged unknown: obj less its closing '}' (and the
+// space around it), a ',' unless it then ends in '{' or ',', and the
+// members, each its name and value as sent, then '}'. rawExtraLen is its
+// length.
+func appendRawExtra(dst, obj, b []byte, unknown []span) []byte {
+	dst = openObject(dst, obj)
+	for k, u := range unknown {
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(append(append(dst, u.qname...), ':'), b[u.start:u.end]...)
+	}
+	return append(dst, '}')
+}
+
+func rawExtraLen(obj []byte, unknown []span) int {
+	n := len(trimmedObject(obj)) + 2 + len(unknown)
+	for _, u := range unknown {
+		n += len(u.qname) + 1 + u.end - u.start
+	}
+	return n
+}
+
+// openObject appends the object obj without its closing '}' (and the
+// space around it), then a ',' unless it ends in '{' or ','; or '{' for
+// no object.
+func openObject(dst, obj []byte) []byte {
+	old := trimmedObject(obj)
+	if len(old) == 0 {
+		return append(dst, '{')
+	}
+	dst = append(dst, old...)
+	if c := old[len(old)-1]; c != '{' && c != ',' {
+		dst = append(dst, ',')
+	}
+	return dst
+}
+
+// trimmedObject is obj without its closing '}' and the space around it.
+func trimmedObject(obj []byte) []byte {
+	if len(obj) == 0 {
+		return obj
+	}
+	obj = trimWSRight(obj)
+	return trimWSRight(obj[:len(obj)-1])
+}
+
+func trimWSRight(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // setCSV sets the fields of the row at v from a csv record, as the JSON
 // the record converts to would; false means use that JSON instead.
 func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch) bool {
-	if p.rootMap {
+	if p.rootMap || p.rootRaw {
 		return false
 	}
 	if s.csvCols != c {
@@ -854,7 +1190,8 @@ func (p *plan) setCSV(c *csvColumns, rec []string, v unsafe.Pointer, s *scratch)
 			}
 			a := len(s.ebuf)
 			s.ebuf = c.appendUnknown(s.ebuf, i, cell)
-			s.unknown = append(s.unknown, span{c.header[i], a, len(s.ebuf)})
+			q := c.names[i]
+			s.unknown = append(s.unknown, span{c.header[i], q[:len(q)-1], a, len(s.ebuf)})
 			continue
 		}
 		if !p.cell(f, unsafe.Add(v, f.offset), cell, s) {
@@ -979,7 +1316,7 @@ func (p *plan) set(f *planField, ptr unsafe.Pointer, raw []byte, s *scratch) boo
 		if s.sbuf, err = jsontext.AppendUnquote(s.sbuf, raw); err != nil {
 			return false
 		}
-		s.strs = append(s.strs, strSpan{ptr, a, len(s.sbuf) - a})
+		s.strs = append(s.strs, strSpan{ptr, a, len(s.sbuf) - a, false})
 	case setBool:
 		switch raw[0] {
 		case 't':
@@ -1084,9 +1421,7 @@ func scanString(b []byte, i int) (end int, esc, hi, ok bool) {
 		// character or byte above 0x7f (a borrow can only mark bytes after
 		// the first such byte, so the lowest mark is exact).
 		for i+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[i:])
-			m := (x - lo8*0x20 | hasZero(x^(lo8*'"')) | hasZero(x^(lo8*'\\')) | x) & hi8
-			if m != 0 {
+			if m := special(le64(b[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
@@ -1130,6 +1465,39 @@ func scanString(b []byte, i int) (end int, esc, hi, ok bool) {
 	return 0, false, false, false
 }
 
+// shortString returns the end of the JSON string at b[i] == '"' when it
+// closes within 16 bytes of printable ASCII without '\\' (a plain string,
+// which scanString would scan the same), else 0. It reads 17 bytes or
+// returns 0.
+func shortString(b []byte, i int) int {
+	if len(b)-i < 17 {
+		return 0
+	}
+	if m := special(le64(b[i+1:])); m != 0 {
+		return quoteAt(b, i+1+bits.TrailingZeros64(m)>>3)
+	}
+	if m := special(le64(b[i+9:])); m != 0 {
+		return quoteAt(b, i+9+bits.TrailingZeros64(m)>>3)
+	}
+	return 0
+}
+
+// special marks (its top bit set) the first byte of x, at least, that a
+// JSON string's scan stops at: '"', '\\', a control character or a byte
+// above 0x7f (a borrow can only mark bytes after the first such byte, so
+// the lowest mark is exact).
+func special(x uint64) uint64 {
+	return (x - lo8*0x20 | hasZero(x^(lo8*'"')) | hasZero(x^(lo8*'\\')) | x) & hi8
+}
+
+// quoteAt is the index after b[j] when it is '"', else 0.
+func quoteAt(b []byte, j int) int {
+	if b[j] == '"' {
+		return j + 1
+	}
+	return 0
+}
+
 // skipValue returns the end of the JSON value starting at b[i], checking
 // its syntax (strings may hold invalid UTF-8, as the SDK's options allow;
 // duplicate names inside nested objects are allowed too).
@@ -1139,6 +1507,9 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	}
 	switch c := b[i]; {
 	case c == '"':
+		if end := shortString(b, i); end > 0 {
+			return end, true
+		}
 		end, _, _, ok := scanString(b, i)
 		return end, ok
 	case c == '{' || c == '[':
@@ -1188,13 +1559,59 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	case c == 'n':
 		return literal(b, i, "null")
 	case c == '-' || '0' <= c && c <= '9':
-		j := i
-		for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || '0' <= b[j] && b[j] <= '9') {
-			j++
-		}
-		return j, isNumber(unsafe.String(&b[i], j-i))
+		return skipNumber(b, i)
 	}
 	return 0, false
+}
+
+// skipNumber returns the end of the JSON number at b[i] ('-' or a digit),
+// checking it in one pass. Like isNumber on the run of number bytes there
+// (digits, '-', '+', '.', 'e', 'E'), it refuses a run that does not end
+// where the number does ("01", "1-2", "1e5.3").
+func skipNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		i = digits(b, i+1)
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		d := i + 1
+		if i = digits(b, d); i == d {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		if i = digits(b, d); i == d {
+			return 0, false
+		}
+	}
+	if i < len(b) {
+		switch c := b[i]; {
+		case '0' <= c && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+// digits returns the index of the first byte at or after i that is not a
+// digit.
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i]-'0' <= 9 {
+		i++
+	}
+	return i
 }
 
 func literal(b []byte, i int, lit string) (int, bool) {
@@ -1214,12 +1631,19 @@ var sdkCodec struct {
 	trusted func(reflect.Type) bool
 	// rowError converts a decoding error to the SDK's exported type.
 	rowError func(*RowError) error
+	// fields is the SDK's Fields type (see isRawObject).
+	fields reflect.Type
 }
 
 // SetSDKCodec sets the SDK's JSON rules for rows; package lendgraph calls
-// it from its init function, and nothing else may.
-func SetSDKCodec(slow func([]byte, any) error, trusted func(reflect.Type) bool, rowError func(*RowError) error) {
-	sdkCodec.slow, sdkCodec.trusted, sdkCodec.rowError = slow, trusted, rowError
+// it from its init function, and nothing else may. fields is its Fields
+// type, which must have the memory layout of a []byte holding a JSON
+// object (see isRawObject).
+func SetSDKCodec(slow func([]byte, any) error, trusted func(reflect.Type) bool, rowError func(*RowError) error, fields reflect.Type) {
+	if fields.Size() != rawType.Size() || fields.Kind() != reflect.Struct || fields.NumField() != 1 || fields.Field(0).Type.Kind() != reflect.Slice || fields.Field(0).Type.Elem().Kind() != reflect.Uint8 {
+		panic("formats: the SDK's Fields must be a struct holding one []byte")
+	}
+	sdkCodec.slow, sdkCodec.trusted, sdkCodec.rowError, sdkCodec.fields = slow, trusted, rowError, fields
 }
 
 // SDKRowDecoder is RowDecoder with the SDK's JSON rules.

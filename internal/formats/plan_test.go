@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -21,22 +22,25 @@ var planOpts = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.Allo
 
 func slowUnmarshal(b []byte, v any) error { return jsonv2.Unmarshal(b, v, planOpts) }
 
-type planRow struct {
-	ID    string                     `json:"id"`
-	N     int64                      `json:"n,omitempty"`
-	N8    int8                       `json:"n8"`
-	U     uint32                     `json:"u"`
-	U64   uint64                     `json:"u64"`
-	F     float64                    `json:"f"`
-	F32   float32                    `json:"f32"`
-	B     bool                       `json:"b"`
-	P     *int64                     `json:"p"`
-	Tags  []string                   `json:"tags"`
-	Raw   jsontext.Value             `json:"raw"`
-	Sub   struct{ A int }            `json:"sub"`
-	Name  string                     // no tag: the Go name
-	Skip  string                     `json:"-"`
-	Extra map[string]json.RawMessage `json:",unknown"`
+// planRowOf is a row with every kind of field, keeping unknown members in
+// E: a jsontext.Value (one JSON object, the form of the SDK's Fields) or a
+// map of raw values.
+type planRowOf[E any] struct {
+	ID    string          `json:"id"`
+	N     int64           `json:"n,omitempty"`
+	N8    int8            `json:"n8"`
+	U     uint32          `json:"u"`
+	U64   uint64          `json:"u64"`
+	F     float64         `json:"f"`
+	F32   float32         `json:"f32"`
+	B     bool            `json:"b"`
+	P     *int64          `json:"p"`
+	Tags  []string        `json:"tags"`
+	Raw   jsontext.Value  `json:"raw"`
+	Sub   struct{ A int } `json:"sub"`
+	Name  string          // no tag: the Go name
+	Skip  string          `json:"-"`
+	Extra E               `json:",unknown"`
 	// nested values the direct scan decodes itself
 	Office  planOffice     `json:"office"`
 	POffice *planOffice    `json:"pOffice"`
@@ -50,7 +54,13 @@ type planRow struct {
 	Bytes   []byte         `json:"bytes"`
 	M       map[string]int `json:"m"`
 	Arr     [2]int         `json:"arr"`
+	Num     json.Number    `json:"num"`
 }
+
+type (
+	planRow    = planRowOf[jsontext.Value]
+	planRowMap = planRowOf[map[string]json.RawMessage]
+)
 
 type planOffice struct {
 	Name  string   `json:"name"`
@@ -100,6 +110,9 @@ var planInputs = []string{
 	`{"n":12x}`, `{"n":1-}`, `{"n":-0.0}`, `{"u64":-0}`, `{"u64":-1}`, `{"u":4294967296}`, `{"u64":1.5}`, `{"p":7,"p":-7}`,
 	// member names the previous row had at the same position, or nearly
 	`{"id\u0022":1}`, `{"i\u0064":"x"}`, `{"id" :"x"}`, `{"id\\":"x"}`, `{"idx":"x"}`, `{"i":"x"}`, `{"ID":"x"}`, `{"id`, `{"id"`,
+	// unknown members kept whole, as sent
+	`{"x" : 1 , "y":[ 1 ,2 ],"x":{"a" :null}}`, `{"caf\u00e9":1,"\u0041":"b","A":2}`, `{"b":1,"a":2,"id":"i","c":{}}`,
+	`{"n":1,"NUM":2,"num":"12","Num":3}`, `{"num":"x"}`, `{"num":1.5e3}`, `{"num":null}`,
 }
 
 // TestPlanAfterOtherRows: a decoder remembers the member names of the
@@ -119,7 +132,28 @@ func TestPlanAfterOtherRows(t *testing.T) {
 func TestPlanMatchesSlowPath(t *testing.T) {
 	for _, in := range planInputs {
 		checkPlan[planRow](t, []byte(in))
+		checkPlan[planRowMap](t, []byte(in))
 		checkPlan[map[string]json.RawMessage](t, []byte(in))
+		checkPlan[jsontext.Value](t, []byte(in))
+		checkExact[planRow](t, []byte(in))
+	}
+}
+
+// checkExact checks an ObjectDecoder that matches names exactly against
+// the full unmarshal under the same rule.
+func checkExact[T any](t *testing.T, in []byte) {
+	t.Helper()
+	opts := jsonv2.JoinOptions(planOpts, jsonv2.MatchCaseInsensitiveNames(false))
+	slow := func(b []byte, v any) error { return jsonv2.Unmarshal(b, v, opts) }
+	d := NewObjectDecoder(reflect.TypeFor[T](), true, slow)
+	var fast, want T
+	serr := slow(in, &want)
+	if d.Decode(in, unsafe.Pointer(&fast)) {
+		if serr != nil {
+			t.Errorf("exact %T %q: decoded, want error %v", fast, in, serr)
+		} else if d := cmp.Diff(want, fast); d != "" {
+			t.Errorf("exact %T %q: %s", fast, in, d)
+		}
 	}
 }
 
@@ -155,21 +189,24 @@ func FuzzPlan(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		checkPlan[planRow](t, in)
+		checkPlan[planRowMap](t, in)
 		checkPlan[map[string]json.RawMessage](t, in)
+		checkPlan[jsontext.Value](t, in)
+		checkExact[planRow](t, in)
 		checkPlanAfter[planRow](t, string(in), in)
 		checkPlanAfter[planRow](t, planInputs[2], in)
 	})
 }
 
 type csvRow struct {
-	ID    string                     `json:"id"`
-	N     int64                      `json:"n"`
-	U     uint8                      `json:"u"`
-	F     float64                    `json:"f"`
-	B     bool                       `json:"b"`
-	P     *int64                     `json:"p"`
-	Tags  []string                   `json:"tags"`
-	Extra map[string]json.RawMessage `json:",unknown"`
+	ID    string         `json:"id"`
+	N     int64          `json:"n"`
+	U     uint8          `json:"u"`
+	F     float64        `json:"f"`
+	B     bool           `json:"b"`
+	P     *int64         `json:"p"`
+	Tags  []string       `json:"tags"`
+	Extra jsontext.Value `json:",unknown"`
 	// JSON-encoded cells
 	Office *planOffice    `json:"office"`
 	PS     *string        `json:"ps"`
@@ -287,7 +324,7 @@ func TestCSVTakesNestedCells(t *testing.T) {
 	}
 	// An empty cell leaves a pointer nil, as a null does in the other
 	// formats (the same rows in every format).
-	if r.Office == nil || r.Office.Zip != "02134" || len(r.Tags) != 2 || r.PS != nil || string(r.Extra["zip"]) != `"02134"` {
+	if r.Office == nil || r.Office.Zip != "02134" || len(r.Tags) != 2 || r.PS != nil || string(r.Extra) != `{"zip":"02134"}` {
 		t.Fatalf("%+v", r)
 	}
 }

@@ -53,15 +53,17 @@ func (s Schema) Lookup(name string) (Kind, bool) {
 
 // SchemaOf reads the JSON member names of a struct type t (tags as in
 // encoding/json/v2: the name in the tag, else the Go name; "-" skipped;
-// embedded structs without a name are inlined). A non-struct row type (a
-// map) gives an empty schema: every column is then inferred.
+// embedded structs without a name are inlined). A row type that is not a
+// struct (a map), or that holds a JSON object whole (isRawObject), gives
+// an empty schema: every column is then inferred.
 func SchemaOf(t reflect.Type) Schema {
 	s := Schema{}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct {
+	if t.Kind() != reflect.Struct || isRawObject(t) {
 		s[""] = Unknown
+		return s
 	}
 	s.add(t, 0)
 	return s

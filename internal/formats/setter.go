@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Setter sets the fields of a row one typed value at a time, for formats
@@ -23,7 +25,7 @@ type Setter struct {
 // Setter returns d's setter, or nil when rows of T are always decoded from
 // JSON (a map row type, or a type the plan does not decode).
 func (d *RowDec[T]) Setter() *Setter {
-	if d.plan == nil || d.plan.rootMap {
+	if d.plan == nil || d.plan.rootMap || d.plan.rootRaw {
 		return nil
 	}
 	return &Setter{p: d.plan, s: d.s}
@@ -108,9 +110,20 @@ func (st *Setter) UnknownBuffer() []byte { return st.s.ebuf }
 // keeps unknown members).
 func (st *Setter) KeepUnknown(name string, buf []byte, start int) {
 	st.s.ebuf = buf
-	if st.p.extra >= 0 {
-		st.s.unknown = append(st.s.unknown, span{name, start, len(buf)})
+	if st.p.extra < 0 {
+		return
 	}
+	q := st.s.quoted[name]
+	if q == nil {
+		if st.s.quoted == nil {
+			st.s.quoted = map[string][]byte{}
+		}
+		q, _ = jsontext.AppendQuote(nil, name)
+		if len(st.s.quoted) < 4096 {
+			st.s.quoted[name] = q
+		}
+	}
+	st.s.unknown = append(st.s.unknown, span{name, q, start, len(buf)})
 }
 
 // Deref returns the pointee of the pointer field f at ptr, allocated when

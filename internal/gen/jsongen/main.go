@@ -7,8 +7,6 @@
 //
 // For each such type T, jsongen emits
 //
-//   - a type jsonT with T's fields and none of its methods (it stops the
-//     recursion of the methods below);
 //   - T.MarshalJSON and (*T).UnmarshalJSON, so encoding/json (v1) users see
 //     the same JSON as the SDK: unknown members inlined and written back;
 //   - T.InvalidFields, the members a lenient decode set aside;
@@ -16,6 +14,10 @@
 //     decoder options carry, so pages and rows decode each record in one
 //     streaming pass without exposing any encoding/json/v2 method, and in
 //     recordUnmarshalersLenient, which the lenient options carry.
+//
+// Each goes through the record's codec (codec.go: recordOf), which decodes
+// an object with the direct scan of internal/formats and anything else
+// through the record's shape for jsonv2.
 //
 // Run it with go generate from the module root (codec.go holds the
 // directive); CI fails when json_gen.go is stale.
@@ -122,19 +124,12 @@ package lendgraph
 
 import (
 	"reflect"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
-
-// The JSON shapes of the records that keep unknown members: each has its
-// record's fields and none of its methods, which stops the recursion.
-type (
 `)
-	for _, t := range types {
-		fmt.Fprintf(&b, "\tjson%s %s\n", t, t)
-	}
-	b.WriteString(")\n")
 	for _, t := range types {
 		fmt.Fprintf(&b, `
 // MarshalJSON implements json.Marshaler: the members the server sent that
@@ -143,42 +138,42 @@ func (r %[1]s) MarshalJSON() ([]byte, error) { return marshal(r) }
 
 // UnmarshalJSON implements json.Unmarshaler: members without a typed field
 // are kept in Extra.
-func (r *%[1]s) UnmarshalJSON(b []byte) error { return unmarshal(b, (*json%[1]s)(r)) }
+func (r *%[1]s) UnmarshalJSON(b []byte) error {
+	return unmarshalRecord(b, reflect.TypeFor[%[1]s](), unsafe.Pointer(r))
+}
 
 // InvalidFields returns, sorted, the members a lenient decode
 // (WithLenientDecoding) set aside because their value did not fit the
 // field: the field is zero and the value, as sent, is in Extra.
-func (r %[1]s) InvalidFields() []string { return invalidFields(reflect.TypeFor[json%[1]s](), r.Extra) }
+func (r %[1]s) InvalidFields() []string { return invalidFields(reflect.TypeFor[%[1]s](), r.Extra) }
 `, t)
 	}
 	b.WriteString(`
-// recordMarshalers encode each record through its JSON shape in one pass;
-// the SDK's options carry them, so no record needs a v2 method. They take
-// pointers (jsonv2 always marshals from an addressable value), so that
-// every record shares one instantiation of MarshalToFunc: a program pays
-// for the code once, not once per record type.
+// recordMarshalers encode each record through its codec in one pass; the
+// SDK's options carry them, so no record needs a v2 method. They take
+// pointers (jsonv2 always marshals from an addressable value).
 var recordMarshalers = jsonv2.JoinMarshalers(
 `)
 	for _, t := range types {
-		fmt.Fprintf(&b, "\tjsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *%[1]s) error { return marshalRecord(e, (*json%[1]s)(r), r.Extra) }),\n", t)
+		fmt.Fprintf(&b, "\tjsonv2.MarshalToFunc(func(e *jsontext.Encoder, r *%[1]s) error {\n\t\treturn marshalRecord(e, reflect.TypeFor[%[1]s](), unsafe.Pointer(r), r.Extra)\n\t}),\n", t)
 	}
 	b.WriteString(`)
 
-// recordUnmarshalers decode each record through its JSON shape in one
+// recordUnmarshalers decode each record through its codec in one
 // streaming pass, with the options of the decoder at hand.
 var recordUnmarshalers = jsonv2.JoinUnmarshalers(
 `)
 	for _, t := range types {
-		fmt.Fprintf(&b, "\tjsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *%[1]s) error { return jsonv2.UnmarshalDecode(d, (*json%[1]s)(r)) }),\n", t)
+		fmt.Fprintf(&b, "\tjsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *%[1]s) error {\n\t\treturn decodeRecord(d, reflect.TypeFor[%[1]s](), unsafe.Pointer(r))\n\t}),\n", t)
 	}
 	b.WriteString(`)
 
 // recordUnmarshalersLenient decode each record leniently
-// (WithLenientDecoding): see lenientDecode.
+// (WithLenientDecoding): see decodeRecordLenient.
 var recordUnmarshalersLenient = jsonv2.JoinUnmarshalers(
 `)
 	for _, t := range types {
-		fmt.Fprintf(&b, "\tjsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *%[1]s) error { return lenientDecode(d, (*json%[1]s)(r), &r.Extra) }),\n", t)
+		fmt.Fprintf(&b, "\tjsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, r *%[1]s) error {\n\t\treturn decodeRecordLenient(d, reflect.TypeFor[%[1]s](), unsafe.Pointer(r))\n\t}),\n", t)
 	}
 	b.WriteString(")\n")
 	return format.Source(b.Bytes())

@@ -8,6 +8,7 @@ go 1.25.0
 require (
 	github.com/bytedance/sonic v1.15.5
 	github.com/goccy/go-json v0.12.0
+	github.com/klauspost/compress v1.20.3
 	github.com/lendgraph/lendgraph-go v0.0.0
 	github.com/segmentio/encoding v0.5.4
 )
@@ -20,7 +21,6 @@ require (
 	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.9 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect

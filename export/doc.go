@@ -48,8 +48,11 @@
 // and returns an *UncertainError. Result.UncertainRows and UncertainCredits
 // count what the service may have charged, beside ChargedRows and
 // CreditsCharged, which it confirmed. At most MaxConcurrency shards run at
-// once, and the submits in flight follow an AIMD limit: a 429, a 5xx, or a
-// lost or slow answer halves it, and good answers raise it back.
+// once, but at most MaxSubmitsInFlight submits are in flight (from the
+// record of the intent to the record of the job id), so a process killed
+// at any moment leaves at most that many shards uncertain; within that
+// bound the submits follow an AIMD limit: a 429, a 5xx, or a lost or slow
+// answer halves it, and good answers raise it back.
 //
 // Up front, before anything is charged: a query that matches nothing is
 // an *EmptyError unless PlanOptions.AllowEmpty is set. Every partition

@@ -52,12 +52,14 @@ type RunOptions struct {
 	// dataset (Run does, when it ran every shard). See the package
 	// documentation, "Exports into an object store".
 	Bucket *blob.Bucket
-	// Concurrency is the number of shards worked on at once (default
-	// DefaultConcurrency, at most MaxConcurrency). The SDK's client
-	// retries 429s and honours Retry-After for each of them, and the
-	// submits in flight adapt to the service: a 429, a 5xx, a lost or a
-	// slow answer halves how many are sent at once, good answers raise it
-	// back up to Concurrency (AIMD).
+	// Concurrency is the number of shards worked on at once: their jobs,
+	// polls and downloads (default DefaultConcurrency, at most
+	// MaxConcurrency). Submits are bounded apart from it: at most
+	// MaxSubmitsInFlight at once, so that a process killed at any moment
+	// leaves at most that many shards uncertain. The SDK's client retries
+	// 429s and honours Retry-After, and the submits adapt to the service:
+	// a 429, a 5xx, a lost or a slow answer halves how many are sent at
+	// once, good answers raise it back (AIMD).
 	Concurrency int
 	// Shards, when set, are the names of the only shards to run (a
 	// workflow with one task a shard). The others are left as they are.
@@ -312,7 +314,7 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 	r.opts.Concurrency = cmp.Or(o.Concurrency, DefaultConcurrency)
 	r.opts.SubmitTimeout = cmp.Or(o.SubmitTimeout, defaultSubmitGrace)
 	r.opts.StaleClaimAfter = cmp.Or(o.StaleClaimAfter, DefaultStaleClaimAfter)
-	r.limit = newSubmitLimit(r.opts.Concurrency)
+	r.limit = newSubmitLimit(min(r.opts.Concurrency, MaxSubmitsInFlight))
 	res := &Result{Dir: o.Dir, Shards: len(plan.Shards), PlannedRows: plan.Total}
 	r.res = res
 
@@ -565,7 +567,10 @@ func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgra
 	defer cancel()
 	start := time.Now()
 	job, err := r.src.Deliver(sctx, &sh.Request)
-	r.limit.release(epoch, overloaded(err, time.Since(start)))
+	// The slot is given back once the answer is recorded (below), so that
+	// the submits whose answer is not on disk never outnumber it.
+	busy := overloaded(err, time.Since(start))
+	defer r.limit.release(epoch, busy)
 	if err != nil {
 		return nil, r.submitFailed(sh, err)
 	}

@@ -1,6 +1,10 @@
 package export
 
-import "bytes"
+import (
+	"bytes"
+
+	"gocloud.dev/blob"
+)
 
 // EncodeIDDigest and DecodeIDDigest let the tests write and read the id
 // digests Commit checks.
@@ -13,4 +17,11 @@ func DecodeIDDigest(data []byte) ([]uint64, error) {
 		return nil
 	})
 	return out, err
+}
+
+// BucketStorage is the storage of an export in a bucket the test opened
+// itself (memblob, a driver that injects faults, a second handle on one
+// bucket, as a second task has). Closing it closes b.
+func BucketStorage(b *blob.Bucket, where string) *Storage {
+	return &Storage{b: &bucketBackend{b: b}, where: where}
 }

@@ -68,7 +68,7 @@ func deliveryJobIDs(srv *lendgraphtest.Server) map[string]bool {
 // recordedJobs are the job ids the export in dir recorded.
 func recordedJobs(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	m, err := export.ReadManifest(dir)
+	m, err := manifestOf(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func recordedJobs(t *testing.T, dir string) map[string]bool {
 // sent and whose answer is not recorded.
 func uncertainShards(t *testing.T, dir string) []string {
 	t.Helper()
-	m, err := export.ReadManifest(dir)
+	m, err := manifestOf(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,3 +217,14 @@ func movedSource(t testing.TB, c *lendgraph.Client, from, to string) *scripted {
 		return append(agentsIn(t, c, to), moved...), nil, true
 	}}
 }
+
+// shardFile is the key of the record (ext ".json") or id digest (".ids")
+// of the shard called name.
+func shardFile(p *export.Plan, name, ext string) string {
+	for i, sh := range p.Shards {
+		if sh.Name == name {
+			return fmt.Sprintf("_shards/%05d%s", i, ext)
+		}
+	}
+	panic("no shard " + name)
+}

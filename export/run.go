@@ -541,24 +541,29 @@ func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgra
 		s.State, s.JobID, s.SubmittedAt = StateSubmitted, job.ID, time.Now().UTC()
 	})
 	if err != nil {
-		return nil, r.unrecorded(sctx, sh, job, err)
+		if err := r.unrecorded(sctx, sh, job, err); err != nil {
+			return nil, err
+		}
+		// Not cancelled (it completed already): landed from memory, its
+		// record, once written, records it.
 	}
 	r.count(func(res *Result) { res.Submitted++ })
 	r.event(Event{Kind: EventSubmitted, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, EstimatedTotal: job.EstimatedTotal, What: "submitted job " + job.ID})
 	return job, nil
 }
 
-// unrecorded handles a job whose id could not be recorded (a full disk, a
-// store down): a job nobody can find is charged when it completes, so it
-// is cancelled at once (a cancelled job is not charged) and its claim
-// removed, which leaves the shard as it was before the submit. When the
-// cancel fails, the shard stays uncertain, and the error names the job.
+// unrecorded handles a job whose id could not be recorded (a store down,
+// a full disk where no room could be taken): a job nobody can find is
+// charged when it completes, so it is cancelled at once (a cancelled job is
+// not charged) and its claim removed, which leaves the shard as it was
+// before the submit. A job that cannot be cancelled (it completed
+// already) is landed from memory (nil): its record holds its id. The
+// shard stays as the storage says (submitting) until then.
 func (r *runner[T]) unrecorded(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T], werr error) error {
 	if _, err := job.Cancel(ctx); err != nil {
-		err = fmt.Errorf("job %s was submitted but its id could not be recorded (%w), and cancelling it failed (%w): the service may charge it when it completes, and the shard is left uncertain", job.ID, werr, err)
-		r.state.note(sh.Name, err.Error())
-		r.event(Event{Kind: EventFailed, Shard: sh.Name, State: StateSubmitting, JobID: job.ID, What: "submitted, not recorded", Err: err})
-		return err
+		r.state.note(sh.Name, fmt.Sprintf("job %s was submitted but its id could not be recorded (%v), and it could not be cancelled (%v): it is landed from memory, and the shard stays uncertain unless its record is written", job.ID, werr, err))
+		r.event(Event{Kind: EventSubmitted, Shard: sh.Name, State: StateSubmitting, JobID: job.ID, What: "submitted job " + job.ID + ", not recorded (" + werr.Error() + "): landing it from memory"})
+		return nil
 	}
 	err := fmt.Errorf("job %s was submitted but its id could not be recorded (%w); it was cancelled (a cancelled job is not charged)", job.ID, werr)
 	if uerr := r.state.update(sh.Name, func(s *ShardStatus) { s.State, s.Error = StateCancelled, err.Error() }); uerr != nil {

@@ -213,11 +213,15 @@ type stateStore struct {
 	st      map[string]*ShardStatus
 	claimed map[string]bool   // a claim or record exists (as last seen or written)
 	held    map[string]func() // the locks this run holds: their unlock
+	// room holds, for a shard whose intent to submit is written, the
+	// room its job id's record needs: a full disk cannot keep a job the
+	// service started from being recorded.
+	room map[string]reservation
 }
 
 func newStateStore(ctx context.Context, st *Storage, plan *Plan) *stateStore {
 	s := &stateStore{b: st.b, ctx: context.WithoutCancel(ctx), plan: plan, fp: plan.fingerprint(), index: map[string]int{},
-		st: map[string]*ShardStatus{}, claimed: map[string]bool{}, held: map[string]func(){}}
+		st: map[string]*ShardStatus{}, claimed: map[string]bool{}, held: map[string]func(){}, room: map[string]reservation{}}
 	for i, sh := range plan.Shards {
 		s.index[sh.Name] = i
 		s.st[sh.Name] = &ShardStatus{Name: sh.Name, State: StatePending, File: sh.File}
@@ -230,6 +234,10 @@ func newStateStore(ctx context.Context, st *Storage, plan *Plan) *stateStore {
 func shardKey(dir string, i int, ext string) string {
 	return fmt.Sprintf("%s%05d%s", dir, i, ext)
 }
+
+// claimRoom is the room taken for a claim's record of its job id: far
+// more than a claim's JSON takes.
+const claimRoom = 4096
 
 // lockName is a shard's lock file: one per shard, so two processes never
 // work on the same shard at once.
@@ -309,6 +317,10 @@ func (s *stateStore) release(name string) {
 	s.mu.Lock()
 	unlock := s.held[name]
 	delete(s.held, name)
+	if room := s.room[name]; room != nil {
+		room.release()
+		delete(s.room, name)
+	}
 	s.mu.Unlock()
 	if unlock != nil {
 		unlock()
@@ -361,7 +373,33 @@ func (s *stateStore) update(name string, fn func(*ShardStatus)) error {
 		if err != nil {
 			return err
 		}
-		err = s.b.put(s.ctx, shardKey(claimsDir, i, ".json"), append(data, '\n'), !s.claimed[name])
+		key := shardKey(claimsDir, i, ".json")
+		data = append(data, '\n')
+		if room := s.room[name]; room != nil && next.State == StateSubmitted {
+			// The job id, into the room taken with the intent.
+			delete(s.room, name)
+			if err := room.commit(s.ctx, data); err != nil {
+				return fmt.Errorf("export: writing the claim of shard %s: %w", name, err)
+			}
+			break
+		}
+		if next.State == StateSubmitting {
+			// The intent: first the room its job id's record will need.
+			if old := s.room[name]; old != nil {
+				old.release()
+				delete(s.room, name)
+			}
+			room, err := s.b.reserve(s.ctx, key, claimRoom)
+			if err != nil {
+				return fmt.Errorf("export: writing the claim of shard %s: %w", name, err)
+			}
+			s.room[name] = room
+		}
+		err = s.b.put(s.ctx, key, data, !s.claimed[name])
+		if room := s.room[name]; err != nil && room != nil {
+			room.release()
+			delete(s.room, name)
+		}
 		if errors.Is(err, errExists) {
 			return errClaimed
 		}
@@ -376,6 +414,10 @@ func (s *stateStore) update(name string, fn func(*ShardStatus)) error {
 			}
 			s.claimed[name] = false
 		}
+	}
+	if room := s.room[name]; room != nil && next.State != StateSubmitting {
+		room.release() // the job id was recorded otherwise, or there is none
+		delete(s.room, name)
 	}
 	next.Error = problem
 	*s.st[name] = next

@@ -137,6 +137,11 @@ type backend interface {
 	// object or the new one. exclusive writes it only when absent, else
 	// fails matching errExists.
 	put(ctx context.Context, key string, data []byte, exclusive bool) error
+	// reserve takes, ahead of a write of key, the room it needs, so that
+	// the write cannot fail for want of space (a directory: a file of
+	// size bytes beside key, written over and renamed into place; a
+	// bucket cannot reserve, and its reservation is a plain put).
+	reserve(ctx context.Context, key string, size int) (reservation, error)
 	// remove deletes an object; one that is not there is no error.
 	remove(ctx context.Context, key string) error
 	// list returns the keys of the objects directly under dir ("_claims/").
@@ -159,6 +164,15 @@ type backend interface {
 	// sweep removes what writers killed mid-write left behind.
 	sweep(ctx context.Context) error
 	close() error
+}
+
+// reservation is room taken for a later write of one small object.
+type reservation interface {
+	// commit writes data as the object (atomically, as put does); the
+	// reservation is spent.
+	commit(ctx context.Context, data []byte) error
+	// release gives the room back, unspent.
+	release()
 }
 
 // dataWriter is a data object being written. Write the bytes, then finish;

@@ -86,6 +86,22 @@ func (k *bucketBackend) put(ctx context.Context, key string, data []byte, exclus
 	return storeErr(err)
 }
 
+// reserve cannot take room in an object store: its reservation is a put.
+func (k *bucketBackend) reserve(_ context.Context, key string, _ int) (reservation, error) {
+	return putLater{k, key}, nil
+}
+
+// putLater is a reservation that reserves nothing.
+type putLater struct {
+	b   backend
+	key string
+}
+
+func (p putLater) commit(ctx context.Context, data []byte) error {
+	return p.b.put(ctx, p.key, data, false)
+}
+func (p putLater) release() {}
+
 func (k *bucketBackend) remove(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -103,6 +104,13 @@ func (d *dirBackend) put(_ context.Context, key string, data []byte, exclusive b
 	if err != nil {
 		return err
 	}
+	return writeFile(r, key, data, exclusive)
+}
+
+// writeFile writes key whole: a temporary file beside it, created
+// exclusively, synced, then renamed over key (exclusive: hard-linked to
+// key, which fails when key exists).
+func writeFile(r *os.Root, key string, data []byte, exclusive bool) (err error) {
 	dir := path.Dir(key)
 	if err := r.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -140,7 +148,7 @@ func (d *dirBackend) put(_ context.Context, key string, data []byte, exclusive b
 			// A file system without hard links (some FUSE and SMB
 			// mounts): the final name created exclusively instead,
 			// and written in place.
-			return d.putInPlace(r, key, data)
+			return putInPlace(r, key, data)
 		}
 	} else if err := r.Rename(tmp, key); err != nil {
 		return err
@@ -148,9 +156,89 @@ func (d *dirBackend) put(_ context.Context, key string, data []byte, exclusive b
 	return syncDir(r, dir)
 }
 
+// reserve creates, beside key, a file of size bytes (created exclusively,
+// written, synced: its blocks are the file system's no more), which commit
+// overwrites in place with the object's bytes, padded with spaces, and
+// renames over key: a write that needs no new room, so that a full disk
+// cannot fail it.
+func (d *dirBackend) reserve(_ context.Context, key string, size int) (reservation, error) {
+	r, err := d.dir(true)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.MkdirAll(path.Dir(key), 0o755); err != nil {
+		return nil, err
+	}
+	tmp := tempName(key)
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	_, err = f.Write(bytes.Repeat([]byte{' '}, size))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = r.Remove(tmp)
+		return nil, err
+	}
+	return &dirReservation{r: r, tmp: tmp, key: key, size: size}, nil
+}
+
+// dirReservation is a file of room taken for a write of key.
+type dirReservation struct {
+	r        *os.Root
+	tmp, key string
+	size     int
+	spent    bool
+}
+
+// commit writes data over the reserved file, padded to its size (a JSON
+// object followed by spaces is the same object), and renames it over key.
+// Data larger than the room is put as any write is.
+func (v *dirReservation) commit(_ context.Context, data []byte) error {
+	if v.spent {
+		return errors.New("export: a reservation used twice")
+	}
+	v.spent = true
+	if len(data) > v.size {
+		_ = v.r.Remove(v.tmp)
+		return writeFile(v.r, v.key, data, false)
+	}
+	f, err := v.r.OpenFile(v.tmp, os.O_WRONLY|noFollow, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(append(data, bytes.Repeat([]byte{' '}, v.size-len(data))...), 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = v.r.Rename(v.tmp, v.key)
+	}
+	if err != nil {
+		_ = v.r.Remove(v.tmp)
+		return err
+	}
+	return syncDir(v.r, path.Dir(v.key))
+}
+
+func (v *dirReservation) release() {
+	if !v.spent {
+		v.spent = true
+		_ = v.r.Remove(v.tmp)
+	}
+}
+
 // putInPlace creates key exclusively and writes data into it: the
 // exclusive write of a file system without hard links.
-func (d *dirBackend) putInPlace(r *os.Root, key string, data []byte) error {
+func putInPlace(r *os.Root, key string, data []byte) error {
 	f, err := r.OpenFile(key, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%s: %w", key, errExists)

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -130,7 +131,7 @@ func Commit(ctx context.Context, st *Storage, opts *CommitOptions) (*Manifest, e
 	}
 	v := newVerification(plan, shards, count, found)
 	m := &Manifest{Version: PlanVersion, Plan: plan, Shards: shards, Verification: v, UpdatedAt: v.VerifiedAt}
-	data, err := json.MarshalIndent(m, "", "  ")
+	data, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
@@ -205,11 +206,15 @@ func readRecords(ctx context.Context, b backend, plan *Plan, n int) ([]ShardStat
 // addDigest streams a shard's id digest into the duplicate check, checking
 // it against the record: its sha256, and one id a row.
 func addDigest(ctx context.Context, b backend, rec *ShardStatus, set *idSet, idx int32) error {
-	r, _, err := b.open(ctx, rec.IDs.Object)
-	if err != nil {
-		return fmt.Errorf("reading its id digest: %w", err)
+	var r io.Reader = bytes.NewReader(rec.IDs.Data)
+	if rec.IDs.Object != "" {
+		rc, _, err := b.open(ctx, rec.IDs.Object)
+		if err != nil {
+			return fmt.Errorf("reading its id digest: %w", err)
+		}
+		defer rc.Close()
+		r = rc
 	}
-	defer r.Close()
 	h := sha256.New()
 	var key [8]byte
 	n, err := readDigest(io.TeeReader(r, h), func(id uint64) error {

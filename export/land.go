@@ -27,12 +27,20 @@ const landAttempts = 3
 // id appears twice across the dataset from the digests alone, without
 // reading the data files (two ids whose hashes agree count as one id seen
 // twice: about n²/2⁶⁵ for n rows, 3·10⁻⁶ for ten million).
+//
+// A small digest (inlineDigest bytes or fewer: a few hundred ids) is kept
+// in the record itself (Data), which spares a file a shard; a larger one is
+// an object of its own (Object).
 type IDDigest struct {
-	Object string `json:"object"`
+	Object string `json:"object,omitempty"`
+	Data   []byte `json:"data,omitempty"`
 	Count  int64  `json:"count"`
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
 }
+
+// inlineDigest is the largest digest kept in its shard's record.
+const inlineDigest = 2048
 
 // digestMagic opens a digest object.
 const digestMagic = "lgids1"
@@ -246,10 +254,14 @@ func (r *runner[T]) stream(ctx context.Context, sh *Shard, job *lendgraph.Delive
 	}
 	digest := encodeDigest(hashes)
 	dsum := sha256.Sum256(digest)
-	i := r.plan.index(sh.Name)
-	ids := &IDDigest{Object: shardKey(recordsDir, i, ".ids"), Count: int64(len(hashes)), Bytes: int64(len(digest)), SHA256: hex.EncodeToString(dsum[:])}
-	if err := r.st.b.put(ctx, ids.Object, digest, false); err != nil {
-		return nil, fmt.Errorf("writing the id digest of shard %s: %w", sh.Name, err)
+	ids := &IDDigest{Count: int64(len(hashes)), Bytes: int64(len(digest)), SHA256: hex.EncodeToString(dsum[:])}
+	if len(digest) <= inlineDigest {
+		ids.Data = digest
+	} else {
+		ids.Object = shardKey(recordsDir, r.plan.index(sh.Name), ".ids")
+		if err := r.st.b.put(ctx, ids.Object, digest, false); err != nil {
+			return nil, fmt.Errorf("writing the id digest of shard %s: %w", sh.Name, err)
+		}
 	}
 	return &landing{bytes: n, rows: rows, sum: hex.EncodeToString(sum.Sum(nil)), etag: etag, ids: ids}, nil
 }

@@ -136,3 +136,41 @@ func TestRowCountMismatchFailsWithoutASecondSubmit(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeDigestIsAnObjectOfItsOwn: the id digest of a shard of many rows
+// is an object beside its record (a small one is kept in the record);
+// Commit reads it, and refuses a dataset whose digest object is gone.
+func TestLargeDigestIsAnObjectOfItsOwn(t *testing.T) {
+	for name, open := range destinations(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			srv, c := fakeFor(t, 6000, 0)
+			p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
+			st, obj := open(t)
+			if _, err := export.Run(ctx, c.Agents, p, st, runOpts()); err != nil {
+				t.Fatal(err)
+			}
+			m, err := export.ReadManifest(ctx, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var large, small *export.ShardStatus
+			for i := range m.Shards {
+				switch s := &m.Shards[i]; {
+				case s.IDs.Object != "" && s.IDs.Data == nil:
+					large = s
+				case s.IDs.Object == "" && len(s.IDs.Data) > 0:
+					small = s
+				}
+			}
+			if large == nil || small == nil {
+				t.Fatalf("want a shard with its digest in an object and one with it in its record: %+v", m.Shards)
+			}
+			checkDataset(t, srv, p, st, obj)
+			mustDo(t, obj.remove(large.IDs.Object))
+			if _, err := export.Commit(ctx, st, nil); err == nil || !strings.Contains(err.Error(), large.Name) {
+				t.Errorf("commit without shard %s's digest: %v", large.Name, err)
+			}
+		})
+	}
+}

@@ -1,4 +1,4 @@
-//go:build darwin || dragonfly || freebsd || linux || netbsd || openbsd
+//go:build darwin || dragonfly || freebsd || netbsd || openbsd
 
 package export
 
@@ -10,6 +10,11 @@ import (
 
 // noFollow opens a name without following a symbolic link at it.
 const noFollow = syscall.O_NOFOLLOW
+
+// lockShard takes an exclusive flock on the shard's own lock file.
+func lockShard(r *os.Root, _ int, name string) (func(), bool, error) {
+	return lockFile(r, name+".lock", tryLock)
+}
 
 // tryLock takes an exclusive flock on f without waiting: a lock another
 // process holds is errLocked. It ends with unlock, or with the process.

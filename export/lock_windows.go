@@ -12,6 +12,11 @@ import (
 // noFollow: Windows opens no symbolic link by a plain name here.
 const noFollow = 0
 
+// lockShard takes an exclusive lock on the shard's own lock file.
+func lockShard(r *os.Root, _ int, name string) (func(), bool, error) {
+	return lockFile(r, name+".lock", tryLock)
+}
+
 // tryLock takes an exclusive LockFileEx lock on f without waiting: a lock
 // another process holds is errLocked. It ends with unlock, or with the
 // process.

@@ -263,7 +263,7 @@ func (p *Plan) Write(ctx context.Context, st *Storage) error {
 // two writers, one writes and the other compares) and returns the plan st
 // holds. replace lets a plan nothing was submitted from give way to p.
 func writePlan(ctx context.Context, st *Storage, p *Plan, replace bool) (*Plan, error) {
-	data, err := json.MarshalIndent(p, "", "  ")
+	data, err := json.Marshal(p)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,5 +245,55 @@ func TestRunReportsLandedAgainstPlannedRows(t *testing.T) {
 	want := fmt.Sprintf("landed %d rows, %d fewer than the 900 planned", 900-leads, leads)
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], want) {
 		t.Errorf("warnings %q; want %q", res.Warnings, want)
+	}
+}
+
+// TestRunWritesLinearlyInTheShards counts the bytes an export writes into
+// its storage (plan, claims, records, digests, data files, manifest): at
+// most 3x the bytes it lands, and a cost a shard that does not grow with
+// the number of shards. (The manifest was once rewritten whole on every
+// change of a shard: 38x the data at 247 shards, quadratic in them.)
+func TestRunWritesLinearlyInTheShards(t *testing.T) {
+	perShard := map[string]float64{}
+	for _, tc := range []struct {
+		by      []string
+		maxRows int64
+	}{{[]string{"state"}, 1000}, {[]string{"state", "city"}, 300}} {
+		by, name := tc.by, strings.Join(tc.by, ",")
+		t.Run(name, func(t *testing.T) {
+			_, c := fakeFor(t, 3000, 0)
+			p, err := export.NewPlan(context.Background(), c.Agents, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV},
+				&export.PlanOptions{By: by, MaxRows: tc.maxRows})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(by) == 2 && len(p.Shards) < 120 {
+				t.Fatalf("%d shards; want many", len(p.Shards))
+			}
+			var written atomic.Int64
+			dir := t.TempDir()
+			res, err := export.Run(context.Background(), c.Agents, p, export.CountWrites(openDest(t, dir), &written), runOpts())
+			if err != nil || !res.Complete {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			var landed int64
+			keys, _ := dirObjects(dir).list()
+			for _, k := range dataKeys(keys) {
+				fi, err := os.Stat(filepath.Join(dir, k))
+				if err != nil {
+					t.Fatal(err)
+				}
+				landed += fi.Size()
+			}
+			ratio := float64(written.Load()) / float64(landed)
+			perShard[name] = float64(written.Load()-landed) / float64(len(p.Shards))
+			t.Logf("%d shards: %d bytes written for %d landed (%.2fx), %.0f bytes a shard besides the data", len(p.Shards), written.Load(), landed, ratio, perShard[name])
+			if ratio > 3 {
+				t.Errorf("wrote %.2fx the bytes landed", ratio)
+			}
+		})
+	}
+	if a, b := perShard["state"], perShard["state,city"]; a == 0 || b > 2*a {
+		t.Errorf("the cost a shard grows with the shards: %.0f bytes a shard at the fewer, %.0f at the more", a, b)
 	}
 }

@@ -292,7 +292,7 @@ func (s *stateStore) mine(st *ShardStatus, sh Shard, what string) error {
 // another process holds it (a directory's lock; a bucket has none, and the
 // submit's exclusive claim is what keeps two tasks from both submitting).
 func (s *stateStore) claim(name string) (bool, error) {
-	unlock, ok, err := s.b.lock(lockName(name))
+	unlock, ok, err := s.b.lock(s.index[name], lockName(name))
 	if err != nil || !ok {
 		return false, err
 	}
@@ -360,7 +360,7 @@ func (s *stateStore) update(name string, fn func(*ShardStatus)) error {
 	next.Error = "" // a problem is this run's, never stored
 	switch next.State {
 	case StateLanded:
-		data, err := json.MarshalIndent(next, "", "  ")
+		data, err := json.Marshal(next)
 		if err != nil {
 			return err
 		}
@@ -369,7 +369,7 @@ func (s *stateStore) update(name string, fn func(*ShardStatus)) error {
 		}
 		s.claimed[name] = true
 	case StateSubmitting, StateSubmitted:
-		data, err := json.MarshalIndent(next, "", "  ")
+		data, err := json.Marshal(next)
 		if err != nil {
 			return err
 		}

@@ -156,10 +156,10 @@ type backend interface {
 	// once published (see dataWriter). staged data can be read at random
 	// (dataWriter.readerAt) before it is published.
 	create(ctx context.Context, key string, contentType string, staged bool) (dataWriter, error)
-	// lock takes a shard's lock without waiting: false when another
-	// process holds it. A store without locks (a bucket) always grants
-	// it; locks reports which.
-	lock(name string) (unlock func(), ok bool, err error)
+	// lock takes the lock of shard i (called name) without waiting:
+	// false when another process holds it. A store without locks (a
+	// bucket) always grants it; locks reports which.
+	lock(i int, name string) (unlock func(), ok bool, err error)
 	locks() bool
 	// sweep removes what writers killed mid-write left behind.
 	sweep(ctx context.Context) error

@@ -240,8 +240,8 @@ func (w *bucketWriter) abort() {
 	}
 }
 
-func (k *bucketBackend) lock(string) (func(), bool, error) { return func() {}, true, nil }
-func (k *bucketBackend) locks() bool                       { return false }
+func (k *bucketBackend) lock(int, string) (func(), bool, error) { return func() {}, true, nil }
+func (k *bucketBackend) locks() bool                            { return false }
 
 // sweep has nothing to do in an object store: an object is written whole
 // or not at all. (A staged parquet file a killed task left under

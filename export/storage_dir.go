@@ -153,11 +153,23 @@ func writeFile(r *os.Root, key string, data []byte, exclusive bool) (err error) 
 	} else if err := r.Rename(tmp, key); err != nil {
 		return err
 	}
+	if !durableName(key) {
+		return nil
+	}
 	return syncDir(r, dir)
 }
 
+// durableName reports whether a write of key is made durable at once,
+// directory and all: the plan, the claims (a claim lost to a crash would
+// let a shard the service may hold a job for be submitted again), the
+// manifest and _SUCCESS. A record or a data file is synced but its rename
+// is left to the file system: one lost to a crash is landed again from
+// the job its claim holds, with no new charge, and a sync of the directory
+// for each would cost a write of its block a shard.
+func durableName(key string) bool { return !strings.HasPrefix(key, recordsDir) }
+
 // reserve creates, beside key, a file of size bytes (created exclusively,
-// written, synced: its blocks are the file system's no more), which commit
+// allocated, synced: its blocks are the file system's no more), which commit
 // overwrites in place with the object's bytes, padded with spaces, and
 // renames over key: a write that needs no new room, so that a full disk
 // cannot fail it.
@@ -174,7 +186,7 @@ func (d *dirBackend) reserve(_ context.Context, key string, size int) (reservati
 	if err != nil {
 		return nil, err
 	}
-	_, err = f.Write(bytes.Repeat([]byte{' '}, size))
+	err = allocate(f, size)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -188,6 +200,12 @@ func (d *dirBackend) reserve(_ context.Context, key string, size int) (reservati
 	return &dirReservation{r: r, tmp: tmp, key: key, size: size}, nil
 }
 
+// fill writes size spaces into f: room taken the slow way.
+func fill(f *os.File, size int) error {
+	_, err := f.Write(bytes.Repeat([]byte{' '}, size))
+	return err
+}
+
 // dirReservation is a file of room taken for a write of key.
 type dirReservation struct {
 	r        *os.Root
@@ -196,9 +214,9 @@ type dirReservation struct {
 	spent    bool
 }
 
-// commit writes data over the reserved file, padded to its size (a JSON
-// object followed by spaces is the same object), and renames it over key.
-// Data larger than the room is put as any write is.
+// commit writes data over the reserved file, cut to data's length (which
+// frees room and takes none), and renames it over key. Data larger than
+// the room is put as any write is.
 func (v *dirReservation) commit(_ context.Context, data []byte) error {
 	if v.spent {
 		return errors.New("export: a reservation used twice")
@@ -212,7 +230,10 @@ func (v *dirReservation) commit(_ context.Context, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteAt(append(data, bytes.Repeat([]byte{' '}, v.size-len(data))...), 0)
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -408,7 +429,7 @@ func (w *dirWriter) publish(context.Context) (int64, string, error) {
 		_ = w.r.Remove(w.tmp)
 		return 0, "", err
 	}
-	return w.n, "", syncDir(w.r, path.Dir(w.key))
+	return w.n, "", nil // see durableName
 }
 
 func (w *dirWriter) abort() {
@@ -439,9 +460,9 @@ func (d *dirBackend) filePerm(r *os.Root) fs.FileMode {
 	return d.perm
 }
 
-// lock takes the shard's lock file in .locks/ (opened without following a
-// link at its name, never truncated, never written).
-func (d *dirBackend) lock(name string) (func(), bool, error) {
+// lock takes shard i's lock in .locks/ (see lockShard): no file is
+// followed out of the directory, truncated or written.
+func (d *dirBackend) lock(i int, name string) (func(), bool, error) {
 	r, err := d.dir(true)
 	if err != nil {
 		return nil, false, err
@@ -449,18 +470,29 @@ func (d *dirBackend) lock(name string) (func(), bool, error) {
 	if err := r.MkdirAll(strings.TrimSuffix(locksDir, "/"), 0o755); err != nil {
 		return nil, false, fmt.Errorf("export: lock: %w", err)
 	}
-	f, err := r.OpenFile(locksDir+name+".lock", os.O_RDWR|os.O_CREATE|noFollow, 0o644)
+	unlock, ok, err := lockShard(r, i, name)
 	if err != nil {
-		return nil, false, fmt.Errorf("export: lock: %w", err)
+		return nil, false, fmt.Errorf("export: lock of shard %s: %w", name, err)
 	}
-	unlock, err := tryLock(f)
+	return unlock, ok, nil
+}
+
+// lockFile opens the lock file name in .locks/ and takes lock on it, a
+// byte range or the whole file, without waiting: false when another
+// process (or another open of the file) holds it.
+func lockFile(r *os.Root, name string, lock func(*os.File) (func(), error)) (func(), bool, error) {
+	f, err := r.OpenFile(locksDir+name, os.O_RDWR|os.O_CREATE|noFollow, 0o644)
+	if err != nil {
+		return nil, false, err
+	}
+	unlock, err := lock(f)
 	if errors.Is(err, errLocked) {
 		_ = f.Close()
 		return nil, false, nil
 	}
 	if err != nil {
 		_ = f.Close()
-		return nil, false, fmt.Errorf("export: lock %s: %w", name, err)
+		return nil, false, err
 	}
 	return func() { unlock(); _ = f.Close() }, true, nil
 }

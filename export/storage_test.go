@@ -401,7 +401,7 @@ func TestCommitRefuses(t *testing.T) {
 			}
 
 			// A digest that lost an id, its record's row count kept.
-			d0 := digestOf(t, obj, "_shards/00000.ids")
+			d0 := digestOf(t, obj, 0)
 			rewriteDigest(t, obj, 0, d0[1:])
 			if err := commit(); err == nil || !strings.Contains(err.Error(), "ids for") || committed() {
 				t.Fatalf("a digest short of an id: %v", err)
@@ -415,7 +415,7 @@ func TestCommitRefuses(t *testing.T) {
 			// shard 1's digest (rewritten with its record, consistently).
 			// The data holds no id twice, which Commit finds out when it
 			// names it.
-			d1 := digestOf(t, obj, "_shards/00001.ids")
+			d1 := digestOf(t, obj, 1)
 			d1[0] = d0[0]
 			rewriteDigest(t, obj, 1, d1)
 			m, err := export.Commit(ctx, st, nil)
@@ -531,10 +531,17 @@ func TestOpenRefusesCredentialsInTheURL(t *testing.T) {
 	}
 }
 
-// digestOf reads a digest object's hashes.
-func digestOf(t *testing.T, obj objects, key string) []uint64 {
+// digestOf reads the hashes of shard i's id digest (in its record, or an
+// object of its own).
+func digestOf(t *testing.T, obj objects, i int) []uint64 {
 	t.Helper()
-	hashes, err := export.DecodeIDDigest(mustRead(t, obj, key))
+	var rec export.ShardStatus
+	mustDo(t, json.Unmarshal(mustRead(t, obj, fmt.Sprintf("_shards/%05d.json", i)), &rec))
+	data := rec.IDs.Data
+	if rec.IDs.Object != "" {
+		data = mustRead(t, obj, rec.IDs.Object)
+	}
+	hashes, err := export.DecodeIDDigest(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,9 +554,13 @@ func rewriteDigest(t *testing.T, obj objects, i int, hashes []uint64) {
 	t.Helper()
 	data := export.EncodeIDDigest(slices.Clone(hashes))
 	key := fmt.Sprintf("_shards/%05d", i)
-	mustDo(t, obj.write(key+".ids", data))
 	var rec export.ShardStatus
 	mustDo(t, json.Unmarshal(mustRead(t, obj, key+".json"), &rec))
+	if rec.IDs.Object != "" {
+		mustDo(t, obj.write(rec.IDs.Object, data))
+	} else {
+		rec.IDs.Data = data
+	}
 	sum := sha256.Sum256(data)
 	rec.IDs.SHA256, rec.IDs.Bytes, rec.IDs.Count = hex.EncodeToString(sum[:]), int64(len(data)), int64(len(hashes))
 	raw, _ := json.Marshal(rec)

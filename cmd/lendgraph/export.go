@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,7 +110,7 @@ workflow can run one shard a task (with --plan FILE, or the plan in DIR), and
   lendgraph export agents --by state --out s3://my-exports/agents --yes       # an object store (see below)`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return exportError(a.runExport(cmd, args, &fl))
+			return exportError(a.runExport(cmd, args, &fl), &fl)
 		},
 	}
 	fl.register(cmd)
@@ -333,13 +334,19 @@ func (a *app) exportRequest(fl *exportFlags) *lendgraph.DeliveryRequest {
 // planOptions are the planner's options from the flags.
 func planOptions(fl *exportFlags) (*export.PlanOptions, error) {
 	o := &export.PlanOptions{By: fl.by, MaxRows: fl.maxRows, IncludeMissing: fl.includeMissing, CreditsPerRow: fl.creditsPerRow, AllowEmpty: fl.allowEmpty}
-	if fl.maxRows < 0 || fl.creditsPerRow < 0 {
-		return nil, usagef("--max-rows and --credits-per-row must not be negative")
+	if fl.maxRows < 0 {
+		return nil, usagef("--max-rows %d: must not be negative (0 asks the service for its ceiling)", fl.maxRows)
+	}
+	if fl.creditsPerRow < 0 {
+		return nil, usagef("--credits-per-row %v: must not be negative (0 leaves the price unknown)", fl.creditsPerRow)
 	}
 	for _, v := range fl.values {
 		field, list, ok := strings.Cut(v, "=")
 		if !ok || field == "" || list == "" {
 			return nil, usagef("--values %q: want FIELD=V1,V2,...", v)
+		}
+		if len(fl.by) > 0 && !slices.Contains(fl.by, field) {
+			return nil, usagef("--values %s: %s is not a partition field; --values lists the values of a field the export is split by (%s)", v, field, strings.Join(fl.by, ", "))
 		}
 		if o.Values == nil {
 			o.Values = map[string][]any{}
@@ -359,6 +366,20 @@ func (a *app) planFailed(fl *exportFlags, err error) error {
 	if errors.As(err, &ce) && ce.Plan != nil || errors.As(err, &big) && big.Plan != nil {
 		a.say("the plan cannot run; nothing was submitted")
 		return err
+	}
+	var empty *export.EmptyError
+	if errors.As(err, &empty) && fl.q.set() {
+		var given []string
+		for _, f := range fl.q.filters {
+			given = append(given, "--filter "+f)
+		}
+		if fl.q.where != "" {
+			given = append(given, "--where "+fl.q.where)
+		}
+		if fl.q.period != "" {
+			given = append(given, "--period "+fl.q.period)
+		}
+		return fmt.Errorf("%s: matches no %s: nothing to export (a value with a typo? values are matched exactly, TX is not tx). Nothing was charged; land an empty dataset with --allow-empty", strings.Join(given, " "), empty.Resource)
 	}
 	var api *lendgraph.APIError
 	if errors.As(err, &api) && api.StatusCode == http.StatusBadRequest && strings.Contains(err.Error(), "refused the query") {
@@ -395,6 +416,11 @@ func queryCulprit(fl *exportFlags, msg string) (flag, words string) {
 	}
 	if fl.q.where != "" && strings.HasPrefix(msg, "advancedFilters") {
 		return "--where", fl.q.where
+	}
+	for _, f := range fl.fields {
+		if mentions(f) {
+			return "--fields", f
+		}
 	}
 	return "", ""
 }
@@ -734,20 +760,60 @@ var argFlags = map[string]string{"By": "--by", "Concurrency": "--concurrency", "
 	"MaxRows": "--max-rows", "CreditsPerRow": "--credits-per-row", "DeliveryRequest": "--filter/--where"}
 
 // exportError rewords an error of the export package for the command line:
-// flags instead of Go options.
-func exportError(err error) error {
+// flags, and the user's own words in them, instead of Go options and
+// fields. fl is the command's flags (nil for export commit).
+func exportError(err error, fl *exportFlags) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
 	var bad *lendgraph.InvalidArgumentError
 	if errors.As(err, &bad) && argFlags[bad.Arg] != "" && msg == bad.Error() {
-		msg = argFlags[bad.Arg] + ": " + bad.Problem
+		msg = argFlags[bad.Arg] + words(fl, bad.Arg) + ": " + bad.Problem
+	}
+	var re *export.RunError
+	var api *lendgraph.APIError
+	if fl != nil && errors.As(err, &re) && errors.As(err, &api) && api.StatusCode == http.StatusBadRequest && refusedAlike(re) {
+		// A refusal of the request itself, at the first submits: which
+		// flag, in the user's words; nothing was charged.
+		if flag, w := queryCulprit(fl, api.Message); flag != "" {
+			msg = fmt.Sprintf("%s %s: the service refuses it at submit: %s. No shard was submitted with it, so nothing was charged: run the command again with the flag changed (the plan in --out, from which nothing was submitted, is planned again and replaced)", flag, w, api.Message)
+		}
 	}
 	for option, flag := range optionFlags {
 		msg = strings.ReplaceAll(msg, option, flag)
 	}
 	return &wordedError{msg: msg, err: err}
+}
+
+// refusedAlike reports whether a run failed only on refusals of its
+// request (no shard landed): the shards refused, and those not submitted
+// after them.
+func refusedAlike(re *export.RunError) bool {
+	for _, f := range re.Failed {
+		var api *lendgraph.APIError
+		if !errors.As(f.Err, &api) && !strings.Contains(f.Err.Error(), "not submitted") {
+			return false
+		}
+	}
+	return len(re.Failed) > 0
+}
+
+// words are the user's own words in the flag an export argument comes
+// from: " state,ctiy" for By.
+func words(fl *exportFlags, arg string) string {
+	if fl == nil {
+		return ""
+	}
+	switch arg {
+	case "By":
+		return " " + strings.Join(fl.by, ",")
+	case "Format":
+		return " " + fl.format
+	case "Concurrency":
+		return " " + strconv.Itoa(fl.concurrency)
+	}
+	return ""
 }
 
 // wordedError is an error with the command line's wording.

@@ -183,7 +183,7 @@ object store) for the tasks of an orchestrator: then one
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl.planOnly = true
-			return exportError(a.runExport(cmd, args, &fl))
+			return exportError(a.runExport(cmd, args, &fl), &fl)
 		},
 	}
 	fl.register(cmd)
@@ -224,10 +224,10 @@ twice (see export --help). When every shard has run, finish with
 			fl.format = "parquet" // unused: the plan's format is delivered
 			shards, err := a.resolveShards(cmd.Context(), &fl)
 			if err != nil {
-				return exportError(err)
+				return exportError(err, &fl)
 			}
 			fl.shards = shards
-			return exportError(a.runExport(cmd, nil, &fl))
+			return exportError(a.runExport(cmd, nil, &fl), &fl)
 		},
 	}
 	f := cmd.Flags()
@@ -346,7 +346,7 @@ when it runs every shard; commit finishes an export run one shard a task.`,
 				}
 			}
 			if err != nil {
-				return exportError(err)
+				return exportError(err, nil)
 			}
 			a.say("committed: wrote %s, then %s", joinURL(redactedOut(plan), export.ManifestFile), joinURL(redactedOut(plan), export.SuccessFile))
 			return nil

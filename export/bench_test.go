@@ -55,7 +55,7 @@ func BenchmarkExportThroughCappedLink(b *testing.B) {
 	defer tr.CloseIdleConnections()
 	c := srv.Client(lendgraph.WithHTTPClient(&http.Client{Transport: tr}))
 	ctx := context.Background()
-	p, err := export.NewPlan(ctx, c.Agents, "agents", &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet,
+	p, err := export.NewPlan(ctx, c.Agents, &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet,
 		FlatFilters: map[string]any{"city": benchCities}}, &export.PlanOptions{By: []string{"city"}, MaxRows: 5000})
 	if err != nil {
 		b.Fatal(err)
@@ -69,7 +69,7 @@ func BenchmarkExportThroughCappedLink(b *testing.B) {
 			for b.Loop() {
 				var mu sync.Mutex
 				start := map[string]time.Time{}
-				res, err := export.Run(ctx, c.Agents, p, &export.RunOptions{Dir: b.TempDir(), Concurrency: conc, WaitOptions: fastPoll,
+				res, err := export.Run(ctx, c.Agents, p, openDest(b, b.TempDir()), &export.RunOptions{Concurrency: conc, WaitOptions: fastPoll,
 					OnEvent: func(e export.Event) {
 						mu.Lock()
 						defer mu.Unlock()

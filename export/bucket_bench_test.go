@@ -15,9 +15,10 @@ import (
 )
 
 // BenchmarkLandObject lands one shard (the Californian agents among
-// 200,000: one delivery of several MB), by format, into a bucket (fileblob: the file streams from
-// its link into the store, hashed and decoded on the way) and, for
-// comparison, into a directory (DownloadFile to disk, then decoded).
+// 1,000,000: one delivery of tens of MB), by format, into a bucket
+// (fileblob: the file streams from its link into the store, hashed and
+// decoded on the way, parquet checked with ranged reads) and into a
+// directory (a temporary file beside its final name).
 // peak-heap-MiB is the most heap in use while the run went, above the heap
 // before it (the in-process fake's own files are part of it alike in both).
 //
@@ -32,7 +33,7 @@ func BenchmarkLandObject(b *testing.B) {
 				c := srv.Client()
 				ctx := context.Background()
 				// One shard: the agents of California.
-				p, err := export.NewPlan(ctx, c.Agents, "agents", &lendgraph.DeliveryRequest{Format: f, FlatFilters: map[string]any{"state": "CA"}},
+				p, err := export.NewPlan(ctx, c.Agents, &lendgraph.DeliveryRequest{Format: f, FlatFilters: map[string]any{"state": "CA"}},
 					&export.PlanOptions{By: []string{"state"}})
 				if err != nil || len(p.Shards) != 1 {
 					b.Fatalf("%d shards, %v", len(p.Shards), err)
@@ -40,19 +41,18 @@ func BenchmarkLandObject(b *testing.B) {
 				var peak uint64
 				for range b.N {
 					o := &export.RunOptions{WaitOptions: fastPoll, Concurrency: 1}
+					st := openDest(b, b.TempDir())
 					if dest == "bucket" {
 						bk, err := fileblob.OpenBucket(b.TempDir(), nil)
 						if err != nil {
 							b.Fatal(err)
 						}
-						defer bk.Close()
-						o.Bucket = bk
-					} else {
-						o.Dir = b.TempDir()
+						st = export.BucketStorage(bk, "file bucket")
+						defer st.Close()
 					}
 					runtime.GC()
 					stop := sampleHeap()
-					res, err := export.Run(ctx, c.Agents, p, o)
+					res, err := export.Run(ctx, c.Agents, p, st, o)
 					peak = max(peak, stop())
 					if err != nil || !res.Complete || res.LandedRows != p.Total {
 						b.Fatalf("%+v, %v", res, err)

@@ -48,39 +48,52 @@ func learnCeiling[T any](ctx context.Context, src Source[T], base *lendgraph.Del
 	return c, errors.New("export: the service did not say its row ceiling for one delivery; give it with PlanOptions.MaxRows")
 }
 
-// Waits of a probe refused with 429 (see deliverPatiently).
+// Waits of a probe refused with 429 or 502 (see deliverPatiently).
 const (
 	probeBackoff    = time.Second
 	probeBackoffMax = time.Minute
+	// probeLaunchRounds bounds the rounds of 502s a probe waits out: a
+	// service that never launches a job is an error, not a wait forever.
+	probeLaunchRounds = 6
 )
 
 // deliverPatiently submits a probe and, while the service refuses it with
-// 429 (after the client's own retries ran out), waits and submits it
-// again until ctx ends: a 429 started nothing, and planning has no reason
-// to give up on a busy service. It waits as long as the answer's
-// Retry-After asks (probeWait).
+// 429 or 502 (after the client's own retries ran out), waits and submits
+// it again: a 429 started nothing, nor did a 502 (the reference calls it a
+// job that failed to launch, safe to retry), and planning has no reason to
+// give up on a busy service. It waits as long as the answer's Retry-After
+// asks (probeWait); 429s until ctx ends, 502s for probeLaunchRounds rounds.
 func deliverPatiently[T any](ctx context.Context, src Source[T], probe *lendgraph.DeliveryRequest) (*lendgraph.DeliveryJob[T], error) {
+	launch := 0
 	for attempt := 0; ; attempt++ {
 		job, err := src.Deliver(ctx, probe)
-		var rl *lendgraph.RateLimitError
-		if err == nil || !errors.As(err, &rl) || rl.APIError == nil || rl.StatusCode != http.StatusTooManyRequests {
+		var api *lendgraph.APIError
+		if err == nil || !errors.As(err, &api) {
 			return job, err
 		}
-		t := time.NewTimer(probeWait(rl, attempt))
+		switch {
+		case api.StatusCode == http.StatusTooManyRequests:
+		case api.StatusCode == http.StatusBadGateway && launch < probeLaunchRounds:
+			launch++
+		default:
+			return job, err
+		}
+		t := time.NewTimer(probeWait(err, attempt))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("%w (while waiting out a 429: %v)", context.Cause(ctx), err)
+			return nil, fmt.Errorf("%w (while waiting out a %d: %v)", context.Cause(ctx), api.StatusCode, err)
 		}
 	}
 }
 
-// probeWait is the wait before the next probe after a 429: the answer's
-// Retry-After when it gave one, else probeBackoff doubled each time up to
-// probeBackoffMax.
-func probeWait(rl *lendgraph.RateLimitError, attempt int) time.Duration {
-	if rl.RetryAfter > 0 {
+// probeWait is the wait before the next probe after a 429 or a 502: the
+// answer's Retry-After when it gave one, else probeBackoff doubled each
+// time up to probeBackoffMax.
+func probeWait(err error, attempt int) time.Duration {
+	var rl *lendgraph.RateLimitError
+	if errors.As(err, &rl) && rl.RetryAfter > 0 {
 		return rl.RetryAfter
 	}
 	return min(probeBackoff<<min(attempt, 10), probeBackoffMax)

@@ -47,11 +47,12 @@ func TestRunNeverPaysTwiceOnASlowService(t *testing.T) {
 	// after the fake has created the job.
 	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.Trickle, Delay: 3 * time.Millisecond, Times: -1})
 	dir := t.TempDir()
-	opts := runOpts(dir)
+	dest := openDest(t, dir)
+	opts := runOpts()
 	opts.Concurrency = export.MaxConcurrency
 	opts.SubmitTimeout = 50 * time.Millisecond // far shorter than an answer
 	for run := range 2 {
-		res, err := export.Run(context.Background(), c.Agents, p, opts)
+		res, err := export.Run(context.Background(), c.Agents, p, dest, opts)
 		t.Logf("run %d: %d submitted, %d landed, %d uncertain: %v", run+1, res.Submitted, res.Landed, len(res.Uncertain), err)
 		if err != nil {
 			t.Errorf("run %d: %v", run+1, err)
@@ -62,7 +63,7 @@ func TestRunNeverPaysTwiceOnASlowService(t *testing.T) {
 	if n > len(p.Shards) || credits > float64(p.Total) {
 		t.Fatalf("the fake charged %d deliveries, %v credits, for %d shards of %d records", n, credits, len(p.Shards), p.Total)
 	}
-	checkDataset(t, srv, p, dir)
+	checkDataset(t, srv, p, dest, dirObjects(dir))
 }
 
 // TestRunLeavesAnUncertainShard: a submit whose answer is lost after the
@@ -72,17 +73,18 @@ func TestRunNeverPaysTwiceOnASlowService(t *testing.T) {
 // one charge a record; only ResubmitUncertain submits it again.
 func TestRunLeavesAnUncertainShard(t *testing.T) {
 	srv, c := fakeFor(t, 900, 0)
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet},
+	p, err := export.NewPlan(context.Background(), c.Agents, &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet},
 		&export.PlanOptions{By: []string{"state"}, CreditsPerRow: 1.5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.ResetRequests()
 	dir := t.TempDir()
+	dest := openDest(t, dir)
 	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
-	opts := runOpts(dir)
+	opts := runOpts()
 	opts.Concurrency = 1
-	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	res, err := export.Run(context.Background(), c.Agents, p, dest, opts)
 	var re *export.RunError
 	var ue *export.UncertainError
 	if errors.As(err, &re) || !errors.As(err, &ue) || len(ue.Shards) != 1 {
@@ -94,14 +96,14 @@ func TestRunLeavesAnUncertainShard(t *testing.T) {
 	if len(res.Uncertain) != 1 || res.Uncertain[0] != want || res.UncertainRows != sh.Rows || res.UncertainCredits != want.Credits {
 		t.Fatalf("uncertain %+v (%d rows, %v credits); want %+v", res.Uncertain, res.UncertainRows, res.UncertainCredits, want)
 	}
-	m, _ := export.ReadManifest(dir)
+	m, _ := export.ReadManifest(context.Background(), dest)
 	if st, _ := m.Status(cut); st.State != export.StateSubmitting || st.JobID != "" {
 		t.Fatalf("the cut submit is recorded as %+v; want submitting without a job id", st)
 	}
 
 	// Two reruns: the shard is left, and said so.
 	for range 2 {
-		res, err = export.Run(context.Background(), c.Agents, p, opts)
+		res, err = export.Run(context.Background(), c.Agents, p, dest, opts)
 		if errors.As(err, &re) || !errors.As(err, &ue) || len(ue.Shards) != 1 || ue.Shards[0] != want {
 			t.Fatalf("rerun: %v; want only the uncertain shard", err)
 		}
@@ -125,7 +127,7 @@ func TestRunLeavesAnUncertainShard(t *testing.T) {
 
 	// With the user's say-so: submitted again, landed, and still reported.
 	opts.ResubmitUncertain = true
-	res, err = export.Run(context.Background(), c.Agents, p, opts)
+	res, err = export.Run(context.Background(), c.Agents, p, dest, opts)
 	if err != nil || !res.Complete || res.Submitted != 1 {
 		t.Fatalf("resubmit: %+v, %v", res, err)
 	}
@@ -133,7 +135,7 @@ func TestRunLeavesAnUncertainShard(t *testing.T) {
 	if len(res.Uncertain) != 1 || res.Uncertain[0] != want || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "one more job") {
 		t.Errorf("after the resubmit: uncertain %+v, warnings %q", res.Uncertain, res.Warnings)
 	}
-	m, _ = export.ReadManifest(dir)
+	m, _ = export.ReadManifest(context.Background(), dest)
 	if st, _ := m.Status(cut); !st.Uncertain || st.Submits != 2 || st.Unanswered != 1 || st.State != export.StateLanded {
 		t.Errorf("shard %s recorded as %+v", cut, st)
 	}
@@ -162,15 +164,16 @@ func TestRunSubmitGraceAfterInterrupt(t *testing.T) {
 			p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
 			srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.Trickle, Delay: 2 * time.Millisecond})
 			dir := t.TempDir()
-			opts := runOpts(dir)
+			dest := openDest(t, dir)
+			opts := runOpts()
 			opts.Concurrency, opts.SubmitTimeout = 1, tc.grace
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
-			_, err := export.Run(ctx, c.Agents, p, opts)
+			_, err := export.Run(ctx, c.Agents, p, dest, opts)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("err = %v", err)
 			}
-			m, _ := export.ReadManifest(dir)
+			m, _ := export.ReadManifest(context.Background(), dest)
 			st, _ := m.Status(p.Shards[0].Name)
 			if st.State != tc.want || (tc.want == export.StateSubmitted) != (st.JobID != "") {
 				t.Errorf("the interrupted submit is recorded as %+v; want %s", st, tc.want)
@@ -182,10 +185,11 @@ func TestRunSubmitGraceAfterInterrupt(t *testing.T) {
 func TestRunConcurrencyCeiling(t *testing.T) {
 	srv, c := fakeFor(t, 300, 0)
 	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
-	opts := runOpts(t.TempDir())
+	dest := dirDest(t)
+	opts := runOpts()
 	opts.Concurrency = export.MaxConcurrency + 1
 	var inv *lendgraph.InvalidArgumentError
-	if _, err := export.Run(context.Background(), c.Agents, p, opts); !errors.As(err, &inv) || inv.Arg != "Concurrency" {
+	if _, err := export.Run(context.Background(), c.Agents, p, dest, opts); !errors.As(err, &inv) || inv.Arg != "Concurrency" {
 		t.Fatalf("err = %v; want an invalid Concurrency", err)
 	}
 	if n := len(srv.Requests()); n != 0 {

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -12,8 +13,7 @@ import (
 	"io"
 	"strings"
 	"sync"
-
-	"gocloud.dev/blob"
+	"time"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/parquet"
@@ -70,47 +70,48 @@ func examples(names []string) string {
 	return strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
 }
 
-// Commit finishes an export in a bucket once every shard of its plan
-// (PlanFile) has landed, from any number of tasks and machines: it checks
-// that every shard has a record that matches its data object (size and
-// ETag, without reading it), and that no id appears twice across the
-// dataset, from the shards' id digests in bounded memory (without
-// downloading the data again; only when an id shows twice are the data
-// files of the shards in the error's examples read, to name the ids). Then it writes ManifestFile (the plan and
-// every shard's job, rows, bytes, sha256 and charge), and SuccessFile last:
-// a reader that sees _SUCCESS sees the whole dataset. It removes
-// _SUCCESS first, so a dataset that does not check out has none. In a
-// file:// destination it also removes the temporary files that writers
-// killed mid-write left beside their final names.
+// Commit finishes an export once every shard of its plan (PlanFile) has
+// landed, from any number of runs, tasks and machines: it checks that every
+// shard has a record that matches its data file (size and ETag in a bucket,
+// without reading it; size and sha256 in a directory), and that no id
+// appears twice across the dataset, from the shards' id digests in
+// bounded memory (without reading the data again; only when an id shows
+// twice are the data files of the shards in the error's examples read, to
+// name the ids). Then it writes ManifestFile (the plan and every shard's
+// job, rows, bytes, sha256 and charge), and SuccessFile last: a reader
+// that sees _SUCCESS sees the whole dataset. It removes _SUCCESS first, so
+// a dataset that does not check out has none. In a directory it also
+// removes the temporary files that writers killed mid-write left.
 //
 // Errors: *CommitError names the shards not landed or not matching their
 // records; *DuplicateError the ids found twice (the manifest is written,
 // with the verification that failed, and no _SUCCESS). Commit submits
 // nothing and charges nothing; running it again is safe.
-func Commit(ctx context.Context, b *blob.Bucket, opts *CommitOptions) (*Manifest, error) {
+func Commit(ctx context.Context, st *Storage, opts *CommitOptions) (*Manifest, error) {
 	var o CommitOptions
 	if opts != nil {
 		o = *opts
 	}
-	if b == nil {
-		return nil, invalid("bucket", "is nil; open it with OpenBucket")
+	if err := checkStorage(st); err != nil {
+		return nil, err
 	}
 	if o.Concurrency < 0 {
 		return nil, invalid("Concurrency", "is %d; use a positive number, or 0 for the default, %d", o.Concurrency, DefaultCommitConcurrency)
 	}
-	plan, err := ReadBucketPlan(ctx, b)
+	plan, err := ReadPlan(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	if err := deleteObject(ctx, b, SuccessFile); err != nil {
-		return nil, err
+	b := st.b
+	if err := b.remove(ctx, SuccessFile); err != nil {
+		return nil, fmt.Errorf("export: removing %s: %w", SuccessFile, err)
 	}
 	shards, err := readRecords(ctx, b, plan, cmp.Or(o.Concurrency, DefaultCommitConcurrency))
 	if err != nil {
 		return nil, err
 	}
-	if err := sweepTemporaries(ctx, b); err != nil {
-		return nil, err
+	if err := b.sweep(ctx); err != nil {
+		return nil, fmt.Errorf("export: removing temporary files: %w", err)
 	}
 	set := newIDSet(plan.Total, o.TempDir)
 	defer set.Close()
@@ -130,74 +131,48 @@ func Commit(ctx context.Context, b *blob.Bucket, opts *CommitOptions) (*Manifest
 	}
 	v := newVerification(plan, shards, count, found)
 	m := &Manifest{Version: PlanVersion, Plan: plan, Shards: shards, Verification: v, UpdatedAt: v.VerifiedAt}
-	data, err := json.MarshalIndent(m, "", "  ")
+	data, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeObject(ctx, b, ManifestFile, append(data, '\n'), false); err != nil {
+	if err := b.put(ctx, ManifestFile, append(data, '\n'), false); err != nil {
 		return nil, fmt.Errorf("export: writing %s: %w", ManifestFile, err)
 	}
 	if count > 0 {
 		return m, &DuplicateError{Count: count, Examples: v.Duplicates}
 	}
-	if err := writeBlob(ctx, b, SuccessFile, nil); err != nil {
+	if err := b.put(ctx, SuccessFile, nil, false); err != nil {
 		return m, fmt.Errorf("export: writing %s: %w", SuccessFile, err)
 	}
 	return m, nil
 }
 
-// sweepTemporaries removes, from a file:// destination, the temporary
-// files of writers killed before they renamed them into place: a reader
-// of the directory (Spark) would take them for data. An object store
-// writes an object whole or not at all, and has none: only a directory
-// is listed.
-func sweepTemporaries(ctx context.Context, b *blob.Bucket) error {
-	if !isDirectory(b) {
-		return nil
-	}
-	keys, err := listKeys(ctx, b, "")
-	if err != nil {
-		return fmt.Errorf("export: listing the destination for temporary files: %w", err)
-	}
-	for _, key := range keys {
-		if fileblobTemporary.MatchString(key) {
-			if err := deleteObject(ctx, b, key); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // readRecords reads and checks the record of every shard of the plan
 // against its data object, n at once.
-func readRecords(ctx context.Context, b *blob.Bucket, plan *Plan, n int) ([]ShardStatus, error) {
+func readRecords(ctx context.Context, b backend, plan *Plan, n int) ([]ShardStatus, error) {
 	shards := make([]ShardStatus, len(plan.Shards))
 	fails := make([]error, len(plan.Shards))
 	missing := make([]bool, len(plan.Shards))
+	fp := plan.fingerprint()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, n)
 	for i, sh := range plan.Shards {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			data, err := readObject(ctx, b, shardKey(recordsDir, i, ".json"))
-			if notFound(err) {
+			var rec ShardStatus
+			err := readJSON(ctx, b, shardKey(recordsDir, i, ".json"), &rec)
+			if isNotFound(err) {
 				missing[i] = true
 				return
 			}
 			if err != nil {
-				fails[i] = err
-				return
-			}
-			var rec ShardStatus
-			if err := json.Unmarshal(data, &rec); err != nil {
-				fails[i] = fmt.Errorf("its record does not decode: %w", err)
+				fails[i] = fmt.Errorf("its record: %w", err)
 				return
 			}
 			switch {
-			case rec.Name != sh.Name || rec.File != sh.File:
-				fails[i] = fmt.Errorf("its record is of shard %q (%s), not of this plan's", rec.Name, rec.File)
+			case rec.Name != sh.Name || rec.File != sh.File || rec.Plan != fp:
+				fails[i] = fmt.Errorf("its record is of another plan (shard %q, %s, plan %s)", rec.Name, rec.File, rec.Plan)
 			case rec.IDs == nil || rec.SHA256 == "" || rec.JobID == "":
 				fails[i] = errors.New("its record lacks the job, the sha256 or the id digest")
 			default:
@@ -230,12 +205,16 @@ func readRecords(ctx context.Context, b *blob.Bucket, plan *Plan, n int) ([]Shar
 
 // addDigest streams a shard's id digest into the duplicate check, checking
 // it against the record: its sha256, and one id a row.
-func addDigest(ctx context.Context, b *blob.Bucket, rec *ShardStatus, set *idSet, idx int32) error {
-	r, err := b.NewReader(ctx, rec.IDs.Object, nil)
-	if err != nil {
-		return fmt.Errorf("reading its id digest: %w", err)
+func addDigest(ctx context.Context, b backend, rec *ShardStatus, set *idSet, idx int32) error {
+	var r io.Reader = bytes.NewReader(rec.IDs.Data)
+	if rec.IDs.Object != "" {
+		rc, _, err := b.open(ctx, rec.IDs.Object)
+		if err != nil {
+			return fmt.Errorf("reading its id digest: %w", err)
+		}
+		defer rc.Close()
+		r = rc
 	}
-	defer r.Close()
 	h := sha256.New()
 	var key [8]byte
 	n, err := readDigest(io.TeeReader(r, h), func(id uint64) error {
@@ -258,7 +237,7 @@ func addDigest(ctx context.Context, b *blob.Bucket, rec *ShardStatus, set *idSet
 // showed an id twice), and reports each example by its id. An example
 // whose two rows have different ids (their hashes collided) is reported
 // as such.
-func resolveDuplicates(ctx context.Context, b *blob.Bucket, plan *Plan, shards []ShardStatus, found []dupFound) ([]dupFound, error) {
+func resolveDuplicates(ctx context.Context, b backend, plan *Plan, shards []ShardStatus, found []dupFound) ([]dupFound, error) {
 	want := map[int32]map[string]string{} // shard → hash → id found there
 	for _, d := range found {
 		for _, i := range d.shards {
@@ -297,28 +276,76 @@ func resolveDuplicates(ctx context.Context, b *blob.Bucket, plan *Plan, shards [
 	return out, nil
 }
 
-// scanObject decodes a data object of the bucket, giving every id to sink.
-func scanObject(ctx context.Context, b *blob.Bucket, key string, format lendgraph.Format, sink func(string) error) error {
+// scanObject decodes a data object, giving every id to sink.
+func scanObject(ctx context.Context, b backend, key string, format lendgraph.Format, sink func(string) error) error {
+	ids := func(row *checkRow) error { return sink(row.ID) }
 	if format == lendgraph.FormatParquet {
-		attrs, err := b.Attributes(ctx, key)
+		ra, size, closeFile, err := b.openAt(ctx, key)
 		if err != nil {
 			return err
 		}
-		_, err = countRows(ctx, parquet.Decode[idRow](newObjectReaderAt(ctx, b, key), attrs.Size), sink)
+		defer closeFile()
+		_, err = countRows(ctx, parquet.Decode[checkRow](ra, size), ids)
 		return err
 	}
-	r, err := b.NewReader(ctx, key, nil)
+	r, _, err := b.open(ctx, key)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	_, err = countStream(ctx, r, format, sink)
+	_, err = countStream(ctx, r, format, ids)
 	return err
 }
 
-// commit finishes the bucket's dataset after a run of every shard.
+// objectMatches is "" when the shard's data file is there as its record
+// says, else what is wrong: its size, and its ETag where the store gives
+// one (without reading it), else its sha256.
+func objectMatches(ctx context.Context, b backend, rec *ShardStatus) string {
+	size, etag, err := b.stat(ctx, rec.File)
+	switch {
+	case isNotFound(err):
+		return "its data file " + rec.File + " is missing"
+	case err != nil:
+		return err.Error()
+	case size != rec.Bytes:
+		return fmt.Sprintf("%s has %d bytes, %d when it landed", rec.File, size, rec.Bytes)
+	case rec.ETag != "":
+		if etag != rec.ETag {
+			return fmt.Sprintf("%s was written again since it landed (ETag %s, %s when it landed)", rec.File, etag, rec.ETag)
+		}
+		return ""
+	}
+	r, _, err := b.open(ctx, rec.File)
+	if err != nil {
+		return err.Error()
+	}
+	defer r.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, ctxReader{ctx, r}); err != nil {
+		return err.Error()
+	}
+	if hex.EncodeToString(h.Sum(nil)) != rec.SHA256 {
+		return fmt.Sprintf("%s was written again since it landed (its sha256 differs from its record's)", rec.File)
+	}
+	return ""
+}
+
+// ctxReader stops a read when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(b)
+}
+
+// commit finishes the dataset after a run of every shard.
 func (r *runner[T]) commit(ctx context.Context) error {
-	m, err := Commit(ctx, r.opts.Bucket, nil)
+	m, err := Commit(ctx, r.st, nil)
 	if m != nil {
 		r.verification(m.Verification)
 	}
@@ -328,4 +355,48 @@ func (r *runner[T]) commit(ctx context.Context) error {
 		r.mu.Unlock()
 	}
 	return err
+}
+
+// newVerification sums up the check of a whole dataset: the shards' rows
+// and charges, and the duplicates found.
+func newVerification(p *Plan, shards []ShardStatus, count int64, found []dupFound) *Verification {
+	v := &Verification{Files: len(shards), PlannedRows: p.Total, DuplicateIDs: count, VerifiedAt: time.Now().UTC()}
+	for _, s := range shards {
+		v.LandedRows += s.Rows
+		if s.ChargedCount != nil {
+			v.ChargedRows += *s.ChargedCount
+		}
+		if s.CreditsCharged != nil {
+			v.CreditsCharged += *s.CreditsCharged
+		}
+		v.UncertainRows += p.lostRows(&s)
+	}
+	for _, d := range found {
+		v.Duplicates = append(v.Duplicates, Duplicate{ID: d.id, Shards: [2]string{shards[d.shards[0]].Name, shards[d.shards[1]].Name}})
+	}
+	v.Complete = count == 0
+	return v
+}
+
+// verification records the check in the result, with a warning when the
+// landed rows are not the planned ones.
+func (r *runner[T]) verification(v *Verification) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.res.Verification = v
+	if v.LandedRows != v.PlannedRows {
+		more := "fewer"
+		if v.LandedRows > v.PlannedRows {
+			more = "more"
+		}
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("landed %d rows, %d %s than the %d planned: the data changed between planning and delivery (or the entitlement's row filters hold some back)",
+			v.LandedRows, abs(v.LandedRows-v.PlannedRows), more, v.PlannedRows))
+	}
+}
+
+func abs(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

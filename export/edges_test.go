@@ -19,7 +19,7 @@ import (
 func TestPlanRefusesAnEmptyQuery(t *testing.T) {
 	srv, c := fakeFor(t, 300, 0)
 	req := &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, FlatFilters: map[string]any{"state": "tx"}}
-	_, err := export.NewPlan(context.Background(), c.Agents, "agents", req, &export.PlanOptions{By: []string{"state"}})
+	_, err := export.NewPlan(context.Background(), c.Agents, req, &export.PlanOptions{By: []string{"state"}})
 	var ee *export.EmptyError
 	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "PlanOptions.AllowEmpty") {
 		t.Fatalf("err = %v; want an *EmptyError naming AllowEmpty", err)
@@ -29,22 +29,23 @@ func TestPlanRefusesAnEmptyQuery(t *testing.T) {
 	}
 	noCharge(t, srv)
 
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", req, &export.PlanOptions{By: []string{"state"}, AllowEmpty: true})
+	p, err := export.NewPlan(context.Background(), c.Agents, req, &export.PlanOptions{By: []string{"state"}, AllowEmpty: true})
 	if err != nil || len(p.Shards) != 0 || !p.AllowEmpty {
 		t.Fatalf("AllowEmpty: %+v, %v", p, err)
 	}
-	// A plan of no shard made without AllowEmpty (edited, or from another
-	// tool) is refused by Run too, before it writes anything.
+	// A plan of no shard changed to drop AllowEmpty is refused by Run,
+	// before it writes anything.
 	q := *p
 	q.AllowEmpty = false
 	dir := filepath.Join(t.TempDir(), "empty")
-	if _, err := export.Run(context.Background(), c.Agents, &q, runOpts(dir)); !errors.As(err, &ee) {
-		t.Fatalf("Run of an empty plan: %v; want an *EmptyError", err)
+	dest := openDest(t, dir)
+	if _, err := export.Run(context.Background(), c.Agents, &q, dest, runOpts()); !errors.Is(err, export.ErrPlanChanged) {
+		t.Fatalf("Run of an empty plan changed: %v; want ErrPlanChanged", err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("Run of a refused empty plan created %s: %v", dir, err)
 	}
-	res, err := export.Run(context.Background(), c.Agents, p, runOpts(dir))
+	res, err := export.Run(context.Background(), c.Agents, p, dest, runOpts())
 	if err != nil || !res.Complete {
 		t.Fatalf("Run with AllowEmpty: %+v, %v", res, err)
 	}
@@ -67,7 +68,7 @@ func TestPlanChecksEveryByField(t *testing.T) {
 		{By: []string{"nosuchfield"}, MaxRows: 100},
 	} {
 		srv.ResetRequests()
-		_, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), o)
+		_, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), o)
 		var inv *lendgraph.InvalidArgumentError
 		if !errors.As(err, &inv) || inv.Arg != "By" || !strings.Contains(err.Error(), `"nosuchfield"`) {
 			t.Errorf("%+v: err = %v; want an invalid By naming the field", o, err)
@@ -76,7 +77,7 @@ func TestPlanChecksEveryByField(t *testing.T) {
 			t.Errorf("%+v: %d submits before the field was refused", o, n)
 		}
 	}
-	if _, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state", "city"}}); err != nil {
+	if _, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state", "city"}}); err != nil {
 		t.Errorf("known fields: %v", err)
 	}
 	noCharge(t, srv)
@@ -88,7 +89,7 @@ func TestPlanChecksEveryByField(t *testing.T) {
 func TestPlanWaitsOutA429WhileProbing(t *testing.T) {
 	srv, c := fakeFor(t, 300, 0)
 	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Status: 429, Body: `{"error":"rate_limited"}`, Times: 6})
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state"}})
+	p, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state"}})
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)
 	}
@@ -98,6 +99,26 @@ func TestPlanWaitsOutA429WhileProbing(t *testing.T) {
 	// The client gives up after 1+3 attempts; the planner sends more.
 	if n := submits(srv); n != 7 {
 		t.Errorf("%d probes reached the fake; want 6 refused and 1 answered", n)
+	}
+	noCharge(t, srv)
+}
+
+// TestPlanWaitsOutA502WhileProbing: the ceiling probe is a submit, and a
+// 502 is a job that failed to launch (safe to retry, says the reference):
+// four of them, more than the client retries, are waited out as a run's
+// submits are retried, not fatal to the plan.
+func TestPlanWaitsOutA502WhileProbing(t *testing.T) {
+	srv, c := fakeFor(t, 300, 0)
+	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Status: 502, Body: `{"error":"job failed to launch"}`, Times: 4})
+	p, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state"}})
+	if err != nil {
+		t.Fatalf("NewPlan: %v", err)
+	}
+	if p.MaxRows <= 0 {
+		t.Errorf("ceiling %d from %s", p.MaxRows, p.MaxRowsFrom)
+	}
+	if n := submits(srv); n != 5 {
+		t.Errorf("%d probes reached the fake; want 4 refused and 1 answered", n)
 	}
 	noCharge(t, srv)
 }

@@ -253,24 +253,29 @@ func (e *EmptyError) Error() string {
 	return fmt.Sprintf("export: the query matches no %s: nothing to export (a filter value with a typo? values are matched exactly). Nothing was charged; land an empty dataset with PlanOptions.AllowEmpty", e.Resource)
 }
 
-// PlanMismatchError is a run into a directory that holds an export of a
-// different plan.
+// PlanMismatchError is a run (or Plan.Write) into a storage that holds an
+// export of a different plan.
 type PlanMismatchError struct {
-	Dir string
-	// Want describes the plan in the directory; Got the plan given.
+	// Dest is the storage (Storage.String).
+	Dest string
+	// Want describes the plan there; Got the plan given.
 	Want, Got string
+	// Submitted says whether anything was submitted from the plan there
+	// (a shard claimed or landed). When not, nothing was charged, and
+	// Plan.Write replaces it.
+	Submitted bool
 }
 
 // Error implements the error interface.
 func (e *PlanMismatchError) Error() string {
 	if e == nil {
-		return "export: the directory holds another export"
+		return "export: the destination holds another export"
 	}
-	where := "directory"
-	if e.Dir == "the bucket" {
-		where = "prefix of the store"
+	s := fmt.Sprintf("export: %s holds an export of another plan (%s; this one is %s)", e.Dest, e.Want, e.Got)
+	if e.Submitted {
+		return s + ": resume it with the same query, or export into another destination"
 	}
-	return fmt.Sprintf("export: %s holds an export of another plan (%s; this one is %s): resume it with the same query, or export into another %s", e.Dir, e.Want, e.Got, where)
+	return s + "; nothing was submitted from it, so nothing was charged: write the new plan over it (Plan.Write), or export into another destination"
 }
 
 // shardPattern is how the plan's shards are named: "state=VALUE/city=VALUE"

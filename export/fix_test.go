@@ -16,24 +16,19 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-// A resource name that is not the source's is refused before any request:
-// by NewPlan, and by Run for a plan read from disk.
+// A plan run with the service of another resource is refused before any
+// request, whatever the plan says; NewPlan takes the resource from its
+// source.
 func TestResourceMismatchRefusedBeforeAnySubmit(t *testing.T) {
 	srv, c := fakeFor(t, 300, 0)
-	var inv *lendgraph.InvalidArgumentError
-	_, err := export.NewPlan(context.Background(), c.Agents, "loans", parquetReq(), &export.PlanOptions{By: []string{"state"}})
-	if !errors.As(err, &inv) || inv.Arg != "resource" || !strings.Contains(err.Error(), "agents") {
-		t.Errorf("NewPlan(c.Agents, \"loans\") = %v; want an invalid resource naming agents", err)
-	}
-	if n := len(srv.Requests()); n != 0 {
-		t.Errorf("%d requests before the refusal; want none", n)
-	}
-
 	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
-	p.Resource = "loans" // as a plan file edited, or run with the wrong service
-	_, err = export.Run(context.Background(), c.Agents, p, runOpts(t.TempDir()))
-	if !errors.As(err, &inv) || inv.Arg != "plan" {
-		t.Errorf("Run of a loans plan with c.Agents = %v; want an invalid plan", err)
+	if p.Resource != "agents" {
+		t.Errorf("a plan of c.Agents exports %q", p.Resource)
+	}
+	var inv *lendgraph.InvalidArgumentError
+	_, err := export.Run(context.Background(), c.Loans, p, dirDest(t), runOpts())
+	if !errors.As(err, &inv) || inv.Arg != "plan" || !strings.Contains(err.Error(), "loans") {
+		t.Errorf("Run of an agents plan with c.Loans = %v; want an invalid plan", err)
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("%d requests (%d submits) before the refusal; want none", n, submits(srv))
@@ -49,14 +44,15 @@ func TestResourceMismatchRefusedBeforeAnySubmit(t *testing.T) {
 func TestRunStopsOnARefusedRequest(t *testing.T) {
 	srv, c := fakeFor(t, 1500, 0)
 	req := &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Fields: []string{"fullName", "nosuch"}}
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", req, &export.PlanOptions{By: []string{"state"}, MaxRows: 1000})
+	p, err := export.NewPlan(context.Background(), c.Agents, req, &export.PlanOptions{By: []string{"state"}, MaxRows: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.ResetRequests()
-	opts := runOpts(t.TempDir())
+	dest := dirDest(t)
+	opts := runOpts()
 	opts.Concurrency = 1
-	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	res, err := export.Run(context.Background(), c.Agents, p, dest, opts)
 	var re *export.RunError
 	var api *lendgraph.APIError
 	if !errors.As(err, &re) || !errors.As(err, &api) || api.StatusCode != 400 {
@@ -91,16 +87,17 @@ func TestRunSaysMaxRowsIsAboveTheServiceCeiling(t *testing.T) {
 		biggest = max(biggest, s.Rows)
 	}
 	ceiling := biggest - 1
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state"}, MaxRows: biggest + 100})
+	p, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state"}, MaxRows: biggest + 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: ceiling})
 	srv.ResetRequests()
 	first := slices.IndexFunc(p.Shards, func(s export.Shard) bool { return s.Rows > ceiling })
-	opts := runOpts(t.TempDir())
+	dest := dirDest(t)
+	opts := runOpts()
 	opts.Concurrency = 1
-	_, err = export.Run(context.Background(), c.Agents, p, opts)
+	_, err = export.Run(context.Background(), c.Agents, p, dest, opts)
 	var re *export.RunError
 	if !errors.As(err, &re) {
 		t.Fatalf("err = %v; want a RunError", err)
@@ -131,7 +128,8 @@ func TestRunAdviceForFailedAndUncertainShards(t *testing.T) {
 	srv, c := fakeFor(t, 900, 0)
 	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
 	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.DropMidBody})
-	opts := runOpts(t.TempDir())
+	dest := dirDest(t)
+	opts := runOpts()
 	opts.Concurrency = 1
 	armed := false
 	opts.OnEvent = func(e export.Event) {
@@ -140,7 +138,7 @@ func TestRunAdviceForFailedAndUncertainShards(t *testing.T) {
 			srv.FailNextDelivery("storage unavailable")
 		}
 	}
-	_, err := export.Run(context.Background(), c.Agents, p, opts)
+	_, err := export.Run(context.Background(), c.Agents, p, dest, opts)
 	var re *export.RunError
 	var ue *export.UncertainError
 	if !errors.As(err, &re) || len(re.Failed) != 1 || !errors.As(err, &ue) || len(ue.Shards) != 1 {
@@ -163,7 +161,7 @@ func TestRunAdviceForFailedAndUncertainShards(t *testing.T) {
 func TestRowsReadPartitionValuesWithNarrowedFields(t *testing.T) {
 	srv, c := fakeFor(t, 600, 0)
 	req := &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet, Fields: []string{"id", "fullName"}}
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", req, &export.PlanOptions{By: []string{"state"}})
+	p, err := export.NewPlan(context.Background(), c.Agents, req, &export.PlanOptions{By: []string{"state"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,11 +169,12 @@ func TestRowsReadPartitionValuesWithNarrowedFields(t *testing.T) {
 		t.Errorf("plan fields %q; want %q", p.Request.Fields, want)
 	}
 	dir := t.TempDir()
-	if _, err := export.Run(context.Background(), c.Agents, p, runOpts(dir)); err != nil {
+	dest := openDest(t, dir)
+	if _, err := export.Run(context.Background(), c.Agents, p, dest, runOpts()); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int64{}
-	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dest) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +193,7 @@ func TestRowsReadPartitionValuesWithNarrowedFields(t *testing.T) {
 func TestRowsOfAMissingDirectory(t *testing.T) {
 	for _, dir := range []string{filepath.Join(t.TempDir(), "nosuch"), t.TempDir()} {
 		n := 0
-		for _, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+		for _, err := range export.Rows[lendgraph.Agent](context.Background(), openDest(t, dir)) {
 			n++
 			if !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("Rows(%s): %v; want an error matching fs.ErrNotExist", dir, err)

@@ -21,6 +21,16 @@ import (
 // it, more concurrency only makes every submit slower.
 const MaxConcurrency = 64
 
+// MaxSubmitsInFlight is the most submits a run has in flight at once,
+// whatever RunOptions.Concurrency is: a submit in flight is the one moment
+// a shard can be left uncertain (its job may exist, and nobody can find
+// it), so a process killed at any moment leaves at most this many shards
+// uncertain. The slot is held from the record of the intent to submit
+// until the job id is recorded. Concurrency bounds the shards worked on at
+// once (their jobs, polls and downloads), which is where the time goes: a
+// submit is answered as soon as the job is queued.
+const MaxSubmitsInFlight = 2
+
 // slowSubmit is the answer time above which a submit says the service is
 // overloaded: a submit is answered as soon as the job is queued, normally
 // within a second; one that took longer waited behind others (or behind

@@ -1,41 +1,35 @@
-//go:build darwin || dragonfly || freebsd || linux || netbsd || openbsd
+//go:build darwin || dragonfly || freebsd || netbsd || openbsd
 
 package export
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"syscall"
 )
 
-// lockFile takes an exclusive flock on name (created when missing): wait
-// blocks until it is free, otherwise a held lock is errLocked. The lock
-// ends with the returned func, or with the process.
-func lockFile(name string, wait bool) (func(), error) {
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("export: lock: %w", err)
-	}
-	how := syscall.LOCK_EX
-	if !wait {
-		how |= syscall.LOCK_NB
-	}
+// noFollow opens a name without following a symbolic link at it.
+const noFollow = syscall.O_NOFOLLOW
+
+// lockShard takes an exclusive flock on the shard's own lock file.
+func lockShard(r *os.Root, _ int, name string) (func(), bool, error) {
+	return lockFile(r, name+".lock", tryLock)
+}
+
+// tryLock takes an exclusive flock on f without waiting: a lock another
+// process holds is errLocked. It ends with unlock, or with the process.
+func tryLock(f *os.File) (unlock func(), err error) {
 	for {
-		err = syscall.Flock(int(f.Fd()), how)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if !errors.Is(err, syscall.EINTR) {
 			break
 		}
 	}
-	if err != nil {
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, errLocked
-		}
-		return nil, fmt.Errorf("export: lock %s: %w", name, err)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, errLocked
 	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		_ = f.Close()
-	}, nil
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }, nil
 }

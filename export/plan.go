@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -20,44 +19,35 @@ import (
 )
 
 // Source is what an export needs of a resource service: its list (for the
-// totals that size the shards) and its bulk delivery. The services of the
-// resources that offer delivery satisfy it: c.Agents, c.Originators,
-// c.Companies, c.Loans, c.Properties and c.Branches. When the service also
-// has an analytics chart (c.Agents, c.Originators and c.Loans through
-// lendgraph.AnalyticsAPI, c.Properties through AllChart) the planner lists
-// a field's values from it.
+// totals that size the shards), its bulk delivery, and the name of the
+// resource it delivers (its path segment, "agents"), which names the
+// plan's resource. The services of the resources that offer delivery
+// satisfy it: c.Agents, c.Originators, c.Companies, c.Loans, c.Properties
+// and c.Branches. When the service also has an analytics chart (c.Agents,
+// c.Originators and c.Loans through lendgraph.AnalyticsAPI, c.Properties
+// through AllChart) the planner lists a field's values from it.
 type Source[T any] interface {
 	List(ctx context.Context, req *lendgraph.ListRequest, opts ...lendgraph.Option) (*lendgraph.Page[T], error)
 	lendgraph.DelivererAPI[T]
+	// Resource is the path segment of the resource delivered ("agents").
+	Resource() string
 }
 
-// sourceResource is the resource src delivers, when it says (the SDK's
-// services do, through Resource: their path segment); "" when it does not
-// (a stub), and nothing can be checked before a submit.
-func sourceResource(src any) string {
-	if r, ok := src.(interface{ Resource() string }); ok {
-		return r.Resource()
-	}
-	return ""
-}
+// PlanVersion is the version of the plan, records and manifest this
+// package writes.
+const PlanVersion = 2
 
-// checkResource refuses a resource name that is not the one src delivers,
-// before anything is sized or submitted.
-func checkResource(src any, resource string) error {
-	if got := sourceResource(src); got != "" && got != resource {
-		return invalid("resource", "is %q, but the source delivers %s: pass %q, or the service of %s", resource, got, got, resource)
-	}
-	return nil
-}
-
-// PlanVersion is the version of the plan and manifest files this package
-// writes.
-const PlanVersion = 1
+// ErrPlanChanged is the error (errors.Is) of a plan whose content is not
+// what was planned: edited, cut short, or put together by hand. Its Digest
+// no longer matches it, and it is refused before anything is submitted.
+var ErrPlanChanged = errors.New("export: the plan was changed after it was planned")
 
 // Plan is an export split into shards, each small enough for one delivery,
 // whose totals were proved to add up to the whole query. It is a plain
-// value: print it, store it as JSON (WriteFile), hand one shard to each
-// machine of a workflow (RunOptions.Shards).
+// value: print it, store it as JSON (Plan.Write puts it in the export's
+// storage), hand one shard to each machine of a workflow
+// (RunOptions.Shards). Its Digest seals it: a plan edited after planning
+// does not decode (UnmarshalJSON), and Run refuses it.
 type Plan struct {
 	Version int `json:"version"`
 	// Resource is the resource path segment ("agents").
@@ -83,7 +73,7 @@ type Plan struct {
 	// field have shards of their own (under MissingValue).
 	IncludeMissing bool `json:"includeMissing,omitempty"`
 	// AllowEmpty says the plan may have no shard (PlanOptions.AllowEmpty):
-	// Run then writes _SUCCESS over a dataset of no files.
+	// Run then commits a dataset of no files.
 	AllowEmpty bool      `json:"allowEmpty,omitempty"`
 	PlannedAt  time.Time `json:"plannedAt"`
 	// Notes are things the planner wants the user to know (a ceiling probe
@@ -91,6 +81,10 @@ type Plan struct {
 	Notes []string `json:"notes,omitempty"`
 	// Shards are in directory order.
 	Shards []Shard `json:"shards"`
+	// Digest is the sha256 of everything above, set by NewPlan: a plan
+	// whose content no longer matches it was changed after planning
+	// (ErrPlanChanged).
+	Digest string `json:"digest"`
 }
 
 // Shard is one delivery of an export.
@@ -98,12 +92,13 @@ type Shard struct {
 	// Name is the shard's directory under the export directory, one
 	// key=value per partition field: "state=CA/city=Los Angeles".
 	Name string `json:"name"`
-	// Keys are the partition values, outermost first.
+	// Keys are the partition values, outermost first. Every row the
+	// shard's delivery lands must hold them.
 	Keys []Key `json:"keys"`
 	// Rows is the list total of the shard's query when the plan was made.
 	Rows int64 `json:"rows"`
-	// File is the path of the landed file, relative to the export
-	// directory: Name + "/part-00000" + the format's extension.
+	// File is the path of the landed file, relative to the export's
+	// storage: Name + "/part-00000" + the format's extension.
 	File string `json:"file"`
 	// Request is the delivery request submitted for the shard.
 	Request lendgraph.DeliveryRequest `json:"request"`
@@ -153,27 +148,51 @@ func (p *Plan) index(name string) int {
 	return slices.IndexFunc(p.Shards, func(s Shard) bool { return s.Name == name })
 }
 
+// plainPlan is a Plan without its JSON methods.
+type plainPlan Plan
+
+// canonical is v as JSON after a round trip through JSON, so that a value
+// in memory (an int filter value, say) and the same value read back (a
+// float64) give the same bytes.
+func canonical(v, into any) []byte {
+	b, _ := json.Marshal(v)
+	if json.Unmarshal(b, into) == nil {
+		b, _ = json.Marshal(into)
+	}
+	return b
+}
+
+// digest is the sha256 of the plan's content, its Digest left out.
+func (p *Plan) digest() string {
+	q := plainPlan(*p)
+	q.Digest = ""
+	h := sha256.Sum256(canonical(q, new(plainPlan)))
+	return hex.EncodeToString(h[:])
+}
+
 // fingerprint identifies what the plan delivers: the resource, the query
 // and every shard's request and file. Rows, dates and the ceiling are left
-// out: a plan is the same plan whatever its estimates.
+// out: a plan is the same plan whatever its estimates. The records of a
+// storage carry it, so that a record of another plan is never taken for
+// one of this plan.
 func (p *Plan) fingerprint() string {
 	type shard struct {
 		Name    string
 		File    string
 		Request lendgraph.DeliveryRequest
 	}
-	v := struct {
+	type fp struct {
 		Resource string
 		By       []string
 		Request  lendgraph.DeliveryRequest
 		Shards   []shard
-	}{Resource: p.Resource, By: p.By, Request: p.Request}
+	}
+	v := fp{Resource: p.Resource, By: p.By, Request: p.Request}
 	for _, s := range p.Shards {
 		v.Shards = append(v.Shards, shard{s.Name, s.File, s.Request})
 	}
-	b, _ := json.Marshal(v)
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:8])
+	h := sha256.Sum256(canonical(v, new(fp)))
+	return hex.EncodeToString(h[:16])
 }
 
 // describe is a one-line summary of the plan for messages.
@@ -181,56 +200,148 @@ func (p *Plan) describe() string {
 	return fmt.Sprintf("%s by %s, %d shards, %s", p.Resource, strings.Join(p.By, ","), len(p.Shards), p.Request.Format)
 }
 
-// WriteFile stores the plan as JSON at name, atomically (a temporary file
-// renamed into place).
-func (p *Plan) WriteFile(name string) error {
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
+// UnmarshalJSON decodes a plan and checks it: its version, its shards'
+// names and files, and its Digest, which must match its content (a plan
+// changed after planning is an error matching ErrPlanChanged).
+func (p *Plan) UnmarshalJSON(data []byte) error {
+	var q plainPlan
+	if err := json.Unmarshal(data, &q); err != nil {
 		return err
 	}
-	return writeAtomic(name, append(b, '\n'))
+	pp := Plan(q)
+	if err := pp.check(); err != nil {
+		return err
+	}
+	*p = pp
+	return nil
 }
 
-// ReadPlan reads a plan written by WriteFile (or the plan of a manifest).
-func ReadPlan(name string) (*Plan, error) {
-	b, err := os.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	return parsePlan(name, b)
-}
-
-// parsePlan decodes and checks the plan read from name.
-func parsePlan(name string, data []byte) (*Plan, error) {
-	var p Plan
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, fmt.Errorf("export: %s is not a plan: %w", name, err)
-	}
-	if err := p.check(); err != nil {
-		return nil, fmt.Errorf("export: %s: %w", name, err)
-	}
-	return &p, nil
-}
-
-// check validates a plan read from a file.
+// check validates a plan: what NewPlan makes, unchanged since.
 func (p *Plan) check() error {
 	if p.Version != PlanVersion {
-		return fmt.Errorf("plan version %d; this SDK reads version %d", p.Version, PlanVersion)
+		return fmt.Errorf("export: plan version %d; this SDK reads version %d: plan the export again", p.Version, PlanVersion)
+	}
+	if p.Digest == "" {
+		return fmt.Errorf("%w: it has no digest (a plan is made by NewPlan, not by hand)", ErrPlanChanged)
+	}
+	if p.digest() != p.Digest {
+		return fmt.Errorf("%w: its digest does not match its content (edited, or cut short?): plan the export again", ErrPlanChanged)
 	}
 	if p.Resource == "" || len(p.By) == 0 {
-		return errors.New("the plan names no resource or no partition field")
+		return errors.New("export: the plan names no resource or no partition field")
 	}
 	seen := map[string]bool{}
 	for _, s := range p.Shards {
 		if s.Name == "" || s.File == "" || seen[s.Name] {
-			return fmt.Errorf("shard %q: empty or repeated name, or no file", s.Name)
+			return fmt.Errorf("export: the plan's shard %q: empty or repeated name, or no file", s.Name)
 		}
-		if path.Clean(s.File) != s.File || strings.HasPrefix(s.File, "../") || path.IsAbs(s.File) || strings.HasPrefix(path.Base(s.File), ".") {
-			return fmt.Errorf("shard %q: file %q is not a path inside the export directory", s.Name, s.File)
+		if path.Clean(s.File) != s.File || strings.HasPrefix(s.File, "../") || path.IsAbs(s.File) || strings.HasPrefix(path.Base(s.File), ".") || strings.HasPrefix(s.File, "_") {
+			return fmt.Errorf("export: the plan's shard %q: file %q is not a path inside the export", s.Name, s.File)
 		}
 		seen[s.Name] = true
 	}
 	return nil
+}
+
+// Write stores the plan in st as PlanFile, for the runs of an export to
+// share (Run writes it too when it is absent). A plan already there is
+// kept when it is the same plan (the same query, shards and files); another
+// plan is replaced only when nothing was submitted from it (no shard
+// claimed or landed), and is otherwise a *PlanMismatchError.
+func (p *Plan) Write(ctx context.Context, st *Storage) error {
+	if err := checkStorage(st); err != nil {
+		return err
+	}
+	if err := p.check(); err != nil {
+		return invalid("plan", "%v", err)
+	}
+	_, err := writePlan(ctx, st, p, true)
+	return err
+}
+
+// writePlan writes p as st's plan when st has none (an exclusive write: of
+// two writers, one writes and the other compares) and returns the plan st
+// holds. replace lets a plan nothing was submitted from give way to p.
+func writePlan(ctx context.Context, st *Storage, p *Plan, replace bool) (*Plan, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	data = append(data, '\n')
+	for range 3 {
+		have, err := ReadPlan(ctx, st)
+		switch {
+		case errors.Is(err, ErrNoPlan):
+			err := st.b.put(ctx, PlanFile, data, true)
+			if errors.Is(err, errExists) {
+				continue // another writer was first: compare
+			}
+			if err != nil {
+				return nil, fmt.Errorf("export: writing %s: %w", PlanFile, err)
+			}
+			return p, nil
+		case err != nil:
+			return nil, err
+		case have.fingerprint() == p.fingerprint():
+			return have, nil
+		}
+		mismatch := &PlanMismatchError{Dest: st.String(), Want: have.describe(), Got: p.describe()}
+		if !replace {
+			return nil, mismatch
+		}
+		used, err := submittedFrom(ctx, st)
+		if err != nil {
+			return nil, err
+		}
+		if used {
+			mismatch.Submitted = true
+			return nil, mismatch
+		}
+		if err := st.b.put(ctx, PlanFile, data, false); err != nil {
+			return nil, fmt.Errorf("export: writing %s: %w", PlanFile, err)
+		}
+		return p, nil
+	}
+	return nil, fmt.Errorf("export: %s kept changing while it was written", PlanFile)
+}
+
+// submittedFrom reports whether any shard of st was ever claimed or landed.
+func submittedFrom(ctx context.Context, st *Storage) (bool, error) {
+	for _, dir := range []string{claimsDir, recordsDir} {
+		keys, err := st.b.list(ctx, dir)
+		if err != nil {
+			return false, fmt.Errorf("export: listing %s: %w", dir, err)
+		}
+		if len(keys) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ErrNoPlan is the error (errors.Is) of ReadPlan for a storage that holds
+// no plan (no PlanFile: nothing was planned or run there).
+var ErrNoPlan = errors.New("export: no " + PlanFile + " there: not an export")
+
+// ReadPlan reads the plan of the export in st (PlanFile), checked as
+// UnmarshalJSON checks it. A storage without one is an error matching
+// ErrNoPlan (and fs.ErrNotExist); any other failure to read it is not.
+func ReadPlan(ctx context.Context, st *Storage) (*Plan, error) {
+	if err := checkStorage(st); err != nil {
+		return nil, err
+	}
+	data, err := st.b.read(ctx, PlanFile)
+	if isNotFound(err) {
+		return nil, fmt.Errorf("%w (%s): %w", ErrNoPlan, st, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("export: reading %s: %w", PlanFile, err)
+	}
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("export: %s in %s: %w", PlanFile, st, err)
+	}
+	return &p, nil
 }
 
 // PlanOptions tune NewPlan.
@@ -276,36 +387,41 @@ type PlanOptions struct {
 // defaultSizing is the default number of sizing requests in flight.
 const defaultSizing = 4
 
-// NewPlan splits the query req of resource (its path segment: "agents")
-// into shards by the partition fields in opts.By, each at or under the
-// row ceiling of one delivery, sized with the list endpoint's total (page
-// size 1: nothing is charged). It proves coverage before returning: the
-// shards' totals must add up to the total of the query they split, at
-// every level; otherwise it returns a *CoverageError naming both numbers.
-// A shard still above the ceiling after the last field is a
-// *ShardTooBigError naming it. Both carry the plan as far as it got. A
-// query that matches nothing is an *EmptyError unless opts.AllowEmpty; a
-// partition field the service refuses is an invalid By, found before
-// anything is sized (every field is checked, even one the plan would not
-// need). A 429 on the ceiling probe is waited out until ctx ends. A
-// resource that is not the one src delivers (its Resource method: the
-// SDK's services have one) is an invalid resource, found before any
-// request.
+// NewPlan splits the query req of src's resource into shards by the
+// partition fields in opts.By, each at or under the row ceiling of one
+// delivery, sized with the list endpoint's total (page size 1: nothing is
+// charged). It proves coverage before returning: the shards' totals must
+// add up to the total of the query they split, at every level; otherwise
+// it returns a *CoverageError naming both numbers. A shard still above the
+// ceiling after the last field is a *ShardTooBigError naming it. Both
+// carry the plan as far as it got (for inspection: Run refuses it). A
+// query that matches nothing is an *EmptyError unless opts.AllowEmpty.
+//
+// The query is checked first: the service's refusal of a filter, period
+// or sort is returned as its *lendgraph.APIError (wrapped), before any
+// partition field is looked at. Then every partition field is checked with
+// the service, even one the plan would not need: a field it refuses is an
+// invalid By. A 429 or a 502 on the ceiling probe is waited out (the
+// probe started nothing).
 //
 // req.Format is required and req.Limit must be 0. When req.Fields is set,
 // "id" and the partition fields are added to it (DeliveredFields): the
 // export checks ids across shards, and every file holds its partition
-// values, as Rows reads them.
-func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *lendgraph.DeliveryRequest, opts *PlanOptions) (*Plan, error) {
+// values, which are checked as each file lands.
+func NewPlan[T any](ctx context.Context, src Source[T], req *lendgraph.DeliveryRequest, opts *PlanOptions) (*Plan, error) {
 	var o PlanOptions
 	if opts != nil {
 		o = *opts
 	}
-	if err := checkPlanArgs(resource, req, &o); err != nil {
+	if src == nil {
+		return nil, invalid("src", "is nil; pass the service of the resource to export, e.g. c.Agents")
+	}
+	if err := checkPlanArgs(req, &o); err != nil {
 		return nil, err
 	}
-	if err := checkResource(src, resource); err != nil {
-		return nil, err
+	resource := src.Resource()
+	if resource == "" {
+		return nil, invalid("src", "names no resource (its Resource method returned \"\")")
 	}
 	base := *req
 	base.Fields = DeliveredFields(req.Fields, o.By)
@@ -313,12 +429,14 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 	p := &Plan{Version: PlanVersion, Resource: resource, By: slices.Clone(o.By), ByRequested: slices.Clone(o.By), Request: base,
 		CreditsPerRow: o.CreditsPerRow, IncludeMissing: o.IncludeMissing, AllowEmpty: o.AllowEmpty, PlannedAt: time.Now().UTC()}
 
+	// The query first (its sort too, which a total does not need): a
+	// refused filter is the filter's fault, not a partition field's.
+	total, err := pl.total(ctx, &base, true)
+	if err != nil {
+		return nil, fmt.Errorf("export: the service refused the query (its filters, period or sort): %w", err)
+	}
 	if err := pl.checkBy(ctx, &base); err != nil {
 		return nil, err
-	}
-	total, err := pl.total(ctx, &base)
-	if err != nil {
-		return nil, fmt.Errorf("export: sizing the query: %w", err)
 	}
 	p.Total = total
 	if total == 0 && !o.AllowEmpty {
@@ -371,6 +489,7 @@ func NewPlan[T any](ctx context.Context, src Source[T], resource string, req *le
 		slices.SortFunc(big, func(a, b *Shard) int { return cmp.Compare(b.Rows, a.Rows) })
 		return nil, &ShardTooBigError{Shard: big[0].Name, Rows: big[0].Rows, MaxRows: p.MaxRows, By: p.By, Others: len(big) - 1, Plan: p}
 	}
+	p.Digest = p.digest() // sealed: a plan that proved its coverage
 	return p, nil
 }
 
@@ -395,10 +514,7 @@ func DeliveredFields(fields, by []string) []string {
 	return out
 }
 
-func checkPlanArgs(resource string, req *lendgraph.DeliveryRequest, o *PlanOptions) error {
-	if resource == "" {
-		return invalid("resource", "is empty; name the resource's path segment, e.g. \"agents\"")
-	}
+func checkPlanArgs(req *lendgraph.DeliveryRequest, o *PlanOptions) error {
 	if req == nil {
 		return invalid("DeliveryRequest", "is nil; set at least Format")
 	}
@@ -484,12 +600,16 @@ type planner[T any] struct {
 
 // total is the list total of a delivery request's query: one page of one
 // record, which nothing charges.
-func (pl *planner[T]) total(ctx context.Context, r *lendgraph.DeliveryRequest) (int64, error) {
+func (pl *planner[T]) total(ctx context.Context, r *lendgraph.DeliveryRequest, sorted bool) (int64, error) {
 	if err := pl.acquire(ctx); err != nil {
 		return 0, err
 	}
 	defer pl.release()
-	page, err := pl.src.List(ctx, listOf(r, 1))
+	lr := listOf(r, 1)
+	if sorted {
+		lr.Sort = r.Sort
+	}
+	page, err := pl.src.List(ctx, lr)
 	if err != nil {
 		return 0, err
 	}
@@ -561,7 +681,7 @@ func (pl *planner[T]) split(ctx context.Context, d *draft, field string) ([]*dra
 	errs := make([]error, len(kids))
 	var wg sync.WaitGroup
 	for i, k := range kids {
-		wg.Go(func() { k.rows, errs[i] = pl.total(ctx, &k.req) })
+		wg.Go(func() { k.rows, errs[i] = pl.total(ctx, &k.req, false) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {

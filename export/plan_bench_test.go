@@ -58,7 +58,7 @@ func benchPlan(b *testing.B, rows int, ceiling int64, warm bool) {
 			srv.ResetRequests()
 		}
 		b.StartTimer()
-		p, err := export.NewPlan(ctx, c.Agents, "agents", &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet},
+		p, err := export.NewPlan(ctx, c.Agents, &lendgraph.DeliveryRequest{Format: lendgraph.FormatParquet},
 			&export.PlanOptions{By: []string{"state", "city", "brokerage"}, IncludeMissing: true})
 		b.StopTimer()
 		if err == nil && (p.EstimatedRows() != int64(rows) || len(p.By) != 3 || p.MaxRows != ceiling) {

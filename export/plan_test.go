@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -55,7 +56,7 @@ func noCharge(t *testing.T, srv *lendgraphtest.Server) {
 
 func TestPlanCoversTheQuery(t *testing.T) {
 	srv, c := fakeFor(t, 3000, 2000)
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state", "city"}})
+	p, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state", "city"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestPlanCoversTheQuery(t *testing.T) {
 
 func TestPlanSplitsBigShardsBySecondKey(t *testing.T) {
 	srv, c := fakeFor(t, 3000, 200)
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state", "city"}})
+	p, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state", "city"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestPlanSplitsBigShardsBySecondKey(t *testing.T) {
 
 func TestPlanCoverageFailsWhenRecordsLackTheKey(t *testing.T) {
 	srv, c := fakeFor(t, 3000, 2000, lendgraphtest.WithMissingField("agents", "state", 50))
-	_, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state"}})
+	_, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state"}})
 	var ce *export.CoverageError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want *CoverageError", err)
@@ -131,7 +132,7 @@ func TestPlanCoverageFailsWhenRecordsLackTheKey(t *testing.T) {
 	}
 
 	// With IncludeMissing the 60 land in a shard of their own.
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state"}, IncludeMissing: true})
+	p, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state"}, IncludeMissing: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestPlanCoverageFailsOnOverlappingValues(t *testing.T) {
 	// states is a list: an originator licensed in two states matches two
 	// shards. (The chart cannot slice by a list, so the values are given.)
 	states := []any{"AZ", "CA", "CO", "FL", "GA", "IL", "NC", "NV", "NY", "OH", "TX", "WA"}
-	_, err := export.NewPlan(context.Background(), c.Originators, "originators", parquetReq(),
+	_, err := export.NewPlan(context.Background(), c.Originators, parquetReq(),
 		&export.PlanOptions{By: []string{"states"}, MaxRows: 1000, Values: map[string][]any{"states": states}})
 	var ce *export.CoverageError
 	if !errors.As(err, &ce) || ce.Covered <= ce.Total || ce.Total != 1000 {
@@ -163,7 +164,7 @@ func TestPlanCoverageFailsOnOverlappingValues(t *testing.T) {
 
 func TestPlanShardTooBig(t *testing.T) {
 	srv, c := fakeFor(t, 3000, 40)
-	_, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state", "city"}})
+	_, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state", "city"}})
 	var big *export.ShardTooBigError
 	if !errors.As(err, &big) {
 		t.Fatalf("err = %v, want *ShardTooBigError", err)
@@ -185,7 +186,7 @@ func TestPlanCeilingFromMaxRowsError(t *testing.T) {
 	// planner falls back to the whole query, refused with
 	// delivery_exceeds_max_rows.
 	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 400, Body: `{"error":"limit must be at or below the row ceiling"}`})
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state"}})
+	p, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestPlanCeilingFromMaxRowsError(t *testing.T) {
 func TestPlanCeilingWithoutEntitlement(t *testing.T) {
 	srv, c := fakeFor(t, 14000, 0)
 	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 400, Body: `{"error":"bad limit"}`})
-	_, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state"}})
+	_, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state"}})
 	var big *export.ShardTooBigError
 	if !errors.As(err, &big) || big.MaxRows != 1000 {
 		t.Fatalf("err = %v; want shards above the 1,000 rows of a delivery without entitlement", err)
@@ -211,7 +212,7 @@ func TestPlanCancelsAnAcceptedProbe(t *testing.T) {
 	// A service that accepts an impossible limit: the probe starts a job,
 	// which the planner cancels before it can complete.
 	srv.InjectFault("POST", "/v1/agents/bulk-delivery", lendgraphtest.Fault{Kind: lendgraphtest.Respond, Status: 400, Body: `{"error":"bad limit"}`})
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", parquetReq(), &export.PlanOptions{By: []string{"state"}})
+	p, err := export.NewPlan(context.Background(), c.Agents, parquetReq(), &export.PlanOptions{By: []string{"state"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestPlanValidation(t *testing.T) {
 		"key twice":        {parquetReq(), &export.PlanOptions{By: []string{"state", "state"}}},
 		"negative maxRows": {parquetReq(), &export.PlanOptions{By: []string{"state"}, MaxRows: -1}},
 	} {
-		_, err := export.NewPlan(ctx, c.Agents, "agents", tc.req, tc.opts)
+		_, err := export.NewPlan(ctx, c.Agents, tc.req, tc.opts)
 		var inv *lendgraph.InvalidArgumentError
 		if !errors.As(err, &inv) {
 			t.Errorf("%s: err = %v, want *InvalidArgumentError", name, err)
@@ -248,7 +249,7 @@ func TestPlanFileRoundTrip(t *testing.T) {
 	_, c := fakeFor(t, 3000, 200)
 	req := &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Fields: []string{"fullName", "state", "city"},
 		AdvancedFilters: lendgraph.Gte("transactionCount", 10)}
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", req, &export.PlanOptions{By: []string{"state", "city"}, CreditsPerRow: 0.5})
+	p, err := export.NewPlan(context.Background(), c.Agents, req, &export.PlanOptions{By: []string{"state", "city"}, CreditsPerRow: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,16 +259,104 @@ func TestPlanFileRoundTrip(t *testing.T) {
 	if cr, ok := p.EstimatedCredits(); !ok || cr != float64(p.EstimatedRows())/2 {
 		t.Errorf("estimated credits %v %v", cr, ok)
 	}
-	name := filepath.Join(t.TempDir(), "plan.json")
-	if err := p.WriteFile(name); err != nil {
+	ctx := context.Background()
+	dest := dirDest(t)
+	if err := p.Write(ctx, dest); err != nil {
 		t.Fatal(err)
 	}
-	q, err := export.ReadPlan(name)
+	q, err := export.ReadPlan(ctx, dest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(q.Shards) != len(p.Shards) || q.Shards[3].Name != p.Shards[3].Name || q.Shards[3].Request.AdvancedFilters == nil ||
-		q.Shards[3].Request.AdvancedFilters.And[1].Value != p.Shards[3].Keys[1].Value {
+		q.Shards[3].Request.AdvancedFilters.And[1].Value != p.Shards[3].Keys[1].Value || q.Digest != p.Digest {
 		t.Errorf("plan changed through its file:\n%+v\n%+v", p.Shards[3], q.Shards[3])
+	}
+}
+
+// TestPlanChangedIsRefused: a plan edited after planning (a shard's filter
+// moved to another shard's value, a shard cut off, a plan put together by
+// hand) does not decode, is refused by Run with nothing submitted, and a
+// destination holding one is refused by Run, Commit and ReadManifest alike.
+// The newcomer's edit (state=AZ to TX) charged 3,175 credits for a plan of
+// 3,000 rows before the duplicate check caught it.
+func TestPlanChangedIsRefused(t *testing.T) {
+	srv, c := fakeFor(t, 3000, 0)
+	ctx := context.Background()
+	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	az, _ := p.Shard("state=AZ")
+	edits := map[string]func(*export.Plan){
+		"a filter moved": func(q *export.Plan) {
+			sh, _ := q.Shard("state=AZ")
+			sh.Request.FlatFilters = map[string]any{"state": "TX"}
+		},
+		"a shard cut off": func(q *export.Plan) { q.Shards = q.Shards[:len(q.Shards)-1] },
+		"rows lowered":    func(q *export.Plan) { q.Shards[0].Rows-- },
+		"no digest":       func(q *export.Plan) { q.Digest = "" },
+		"another digest": func(q *export.Plan) {
+			other := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
+			q.Digest = other.Digest
+		},
+	}
+	for name, edit := range edits {
+		t.Run(name, func(t *testing.T) {
+			var q export.Plan
+			if err := json.Unmarshal(raw, &q); err != nil {
+				t.Fatal(err)
+			}
+			edit(&q)
+			// In memory: Run refuses it before anything is sent.
+			srv.ResetRequests()
+			if _, err := export.Run(ctx, c.Agents, &q, dirDest(t), nil); !errors.Is(err, export.ErrPlanChanged) {
+				t.Errorf("Run: %v; want ErrPlanChanged", err)
+			}
+			if n := len(srv.Requests()); n != 0 {
+				t.Errorf("%d requests for a changed plan", n)
+			}
+			// Through JSON: it does not decode.
+			b, _ := json.Marshal(&q)
+			if err := json.Unmarshal(b, new(export.Plan)); !errors.Is(err, export.ErrPlanChanged) {
+				t.Errorf("decoding: %v; want ErrPlanChanged", err)
+			}
+		})
+	}
+	// A file cut short does not decode either.
+	if err := json.Unmarshal(raw[:len(raw)/2], new(export.Plan)); err == nil {
+		t.Error("half a plan decoded")
+	}
+	// Edited in its destination, after a run of one shard: every later
+	// step refuses it, and nothing more is submitted or charged.
+	dir := t.TempDir()
+	dest := openDest(t, dir)
+	if _, err := export.Run(ctx, c.Agents, p, dest, &export.RunOptions{Shards: []string{az.Name}, WaitOptions: fastPoll}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, srv)
+	debits, _ := ledger(srv)
+	edited := strings.Replace(readFile(t, filepath.Join(dir, export.PlanFile)), `"AZ"`, `"TX"`, 1)
+	writeFile(t, filepath.Join(dir, export.PlanFile), edited)
+	srv.ResetRequests()
+	if _, err := export.ReadPlan(ctx, dest); !errors.Is(err, export.ErrPlanChanged) {
+		t.Errorf("ReadPlan: %v", err)
+	}
+	if _, err := export.Run(ctx, c.Agents, p, dest, runOpts()); err == nil {
+		t.Error("Run into a destination whose plan was edited")
+	}
+	if _, err := export.Commit(ctx, dest, nil); !errors.Is(err, export.ErrPlanChanged) {
+		t.Errorf("Commit: %v", err)
+	}
+	if _, err := export.ReadManifest(ctx, dest); !errors.Is(err, export.ErrPlanChanged) {
+		t.Errorf("ReadManifest: %v", err)
+	}
+	settle(t, srv)
+	if n := submits(srv); n != 0 {
+		t.Errorf("%d submits after the plan was edited", n)
+	}
+	if after, _ := ledger(srv); after != debits {
+		t.Errorf("%d debits after the edit, %d before", after, debits)
 	}
 }

@@ -3,18 +3,11 @@ package export
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"iter"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
-
-	"gocloud.dev/blob"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/parquet"
@@ -39,117 +32,72 @@ func AllowIncomplete() ReadOption { return func(c *readConfig) { c.incomplete = 
 // readBatch is the number of rows a reader hands over at once.
 const readBatch = 256
 
-// Rows yields the rows of the export in dir as T, decoding every landed
+// Rows yields the rows of the export in st as T, decoding every landed
 // file (several at once, each in file order; the order across files is not
-// defined), whatever the format: the rows Run landed, typed like
+// defined), whatever the format, straight from the storage (a bucket's
+// files as they stream, parquet with ranged reads of a few MiB at a time;
+// nothing on local disk): the rows Run landed, typed like
 // lendgraph.DeliveryJob.Rows. The partition values are the rows' own
 // fields (the files are landed as delivered; NewPlan delivers the
-// partition fields even when the request narrows Fields). An export
-// without _SUCCESS is an error unless AllowIncomplete is given; a dir that
-// does not exist, or holds no manifest, an error that matches
-// fs.ErrNotExist.
+// partition fields even when the request narrows Fields). The files are
+// those of the manifest Commit wrote; an export not committed (no
+// _SUCCESS) is an error unless AllowIncomplete is given, which reads the
+// shards whose records are there. A storage with no export is an error
+// matching ErrNoPlan and fs.ErrNotExist.
 //
 // The sequence follows the SDK's iterator contract: breaking out of the
 // loop (or a panic in it) stops the readers before Rows returns and leaves
 // no goroutine or open file; ranging it again reads the files again;
 // cancelling ctx ends it with an error that matches ctx's error.
-func Rows[T any](ctx context.Context, dir string, opts ...ReadOption) iter.Seq2[T, error] {
+func Rows[T any](ctx context.Context, st *Storage, opts ...ReadOption) iter.Seq2[T, error] {
 	cfg := readConfig{files: min(runtime.GOMAXPROCS(0), 4)}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return readRows[T](ctx, cfg, dir, func() ([]string, lendgraph.Format, error) { return landedFiles(dir, cfg.incomplete) }, openFile)
-}
-
-// BucketRows is Rows of an export in a bucket: it reads the dataset
-// straight from the store, each data file as it streams (parquet with
-// ranged reads of a few MiB at a time), nothing on local disk. The files
-// are those of the manifest Commit wrote; an export not committed
-// (no _SUCCESS) is an error unless AllowIncomplete is given, which reads
-// the shards whose records are there.
-func BucketRows[T any](ctx context.Context, b *blob.Bucket, opts ...ReadOption) iter.Seq2[T, error] {
-	cfg := readConfig{files: min(runtime.GOMAXPROCS(0), 4)}
-	for _, o := range opts {
-		o(&cfg)
+	if err := checkStorage(st); err != nil {
+		return func(yield func(T, error) bool) {
+			var zero T
+			yield(zero, err)
+		}
 	}
-	return readRows[T](ctx, cfg, "the bucket", func() ([]string, lendgraph.Format, error) { return bucketFiles(ctx, b, cfg.incomplete) },
+	return readRows[T](ctx, cfg, st.String(), func() ([]string, lendgraph.Format, error) { return landedFiles(ctx, st, cfg.incomplete) },
 		func(ctx context.Context, name string, parquet bool) (io.Reader, io.ReaderAt, int64, func() error, error) {
 			if parquet {
-				attrs, err := b.Attributes(ctx, name)
-				if err != nil {
-					return nil, nil, 0, nil, err
-				}
-				return nil, newObjectReaderAt(ctx, b, name), attrs.Size, func() error { return nil }, nil
+				ra, size, closeFile, err := st.b.openAt(ctx, name)
+				return nil, ra, size, closeFile, err
 			}
-			r, err := b.NewReader(ctx, name, nil)
+			r, size, err := st.b.open(ctx, name)
 			if err != nil {
 				return nil, nil, 0, nil, err
 			}
-			return r, nil, r.Size(), r.Close, nil
+			return r, nil, size, r.Close, nil
 		})
 }
 
-// bucketFiles lists the data files of the export in a bucket and its
-// format.
-func bucketFiles(ctx context.Context, b *blob.Bucket, incomplete bool) ([]string, lendgraph.Format, error) {
-	plan, err := ReadBucketPlan(ctx, b)
+// landedFiles lists the data files of the export in st and its format:
+// those of its manifest once committed, else (incomplete) of the shards
+// with a record.
+func landedFiles(ctx context.Context, st *Storage, incomplete bool) ([]string, lendgraph.Format, error) {
+	m, err := ReadManifest(ctx, st)
 	if err != nil {
 		return nil, "", err
-	}
-	ok, err := b.Exists(ctx, SuccessFile)
-	if err != nil {
-		return nil, "", fmt.Errorf("export: %w", err)
-	}
-	if ok {
-		data, err := readObject(ctx, b, ManifestFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("export: reading %s: %w", ManifestFile, err)
-		}
-		var m Manifest
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, "", fmt.Errorf("export: %s: %w", ManifestFile, err)
-		}
-		var files []string
-		for _, s := range m.Shards {
-			files = append(files, s.File)
-		}
-		return files, plan.Request.Format, nil
-	}
-	bs := &bucketStore{b: b, ctx: ctx, plan: plan}
-	records, err := bs.list(recordsDir, ".json")
-	if err != nil {
-		return nil, "", err
-	}
-	if !incomplete {
-		return nil, "", fmt.Errorf("export: the export in the bucket is not committed: %d of %d shards landed and no %s; run the shards left, then commit (export.Commit), or read what landed with AllowIncomplete",
-			len(records), len(plan.Shards), SuccessFile)
 	}
 	var files []string
-	for i, sh := range plan.Shards {
-		if records[i] {
-			files = append(files, sh.File)
+	for _, s := range m.Shards {
+		if s.State == StateLanded {
+			files = append(files, s.File)
 		}
 	}
-	return files, plan.Request.Format, nil
+	if m.Verification == nil && !incomplete {
+		return nil, "", fmt.Errorf("export: the export in %s is not committed: %d of %d shards landed and no %s; run the shards left, then commit (Commit), or read what landed with AllowIncomplete",
+			st, len(files), len(m.Shards), SuccessFile)
+	}
+	return files, m.Plan.Request.Format, nil
 }
 
 // opener opens a data file of a dataset: a reader for a streamed format,
 // a ReaderAt and its size for parquet.
 type opener func(ctx context.Context, name string, parquet bool) (r io.Reader, ra io.ReaderAt, size int64, close func() error, err error)
-
-// openFile opens a landed file on local disk.
-func openFile(_ context.Context, name string, _ bool) (io.Reader, io.ReaderAt, int64, func() error, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, 0, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, 0, nil, err
-	}
-	return f, f, fi.Size(), f.Close, nil
-}
 
 // readRows is Rows of the files list names, opened with open.
 func readRows[T any](ctx context.Context, cfg readConfig, where string, list func() ([]string, lendgraph.Format, error), open opener) iter.Seq2[T, error] {
@@ -266,25 +214,4 @@ func decodeFile[T any](ctx context.Context, open opener, name string, format len
 		}
 	}
 	return nil
-}
-
-// landedFiles lists the landed files of the export in dir and its format.
-func landedFiles(dir string, incomplete bool) ([]string, lendgraph.Format, error) {
-	m, err := ReadManifest(dir)
-	if err != nil {
-		return nil, "", err
-	}
-	var files []string
-	for _, s := range m.Shards {
-		if s.State == StateLanded {
-			files = append(files, filepath.Join(dir, filepath.FromSlash(s.File)))
-		}
-	}
-	if !incomplete {
-		if _, err := os.Stat(filepath.Join(dir, SuccessFile)); errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("export: %s is not complete: %d of %d shards landed and no %s; run the export again to finish it, or read what landed with AllowIncomplete",
-				dir, len(files), len(m.Shards), SuccessFile)
-		}
-	}
-	return files, m.Plan.Request.Format, nil
 }

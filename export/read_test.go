@@ -11,23 +11,25 @@ import (
 	"github.com/lendgraph/lendgraph-go/export"
 )
 
-// landed runs a small export to completion and returns its directory.
-func landed(t *testing.T, format lendgraph.Format) string {
+// landed runs a small export to completion and returns its directory,
+// opened.
+func landed(t *testing.T, format lendgraph.Format) (string, *export.Storage) {
 	t.Helper()
 	srv, c := fakeFor(t, 900, 0)
 	p := planAgents(t, srv, c, format, "state")
 	dir := t.TempDir()
-	if _, err := export.Run(context.Background(), c.Agents, p, runOpts(dir)); err != nil {
+	dest := openDest(t, dir)
+	if _, err := export.Run(context.Background(), c.Agents, p, dest, runOpts()); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return dir, dest
 }
 
 func TestRowsTypedAndUntyped(t *testing.T) {
-	dir := landed(t, lendgraph.FormatCSV)
+	_, dest := landed(t, lendgraph.FormatCSV)
 	ctx := context.Background()
 	n := 0
-	for r, err := range export.Rows[lendgraph.Row](ctx, dir, export.ReadFiles(3)) {
+	for r, err := range export.Rows[lendgraph.Row](ctx, dest, export.ReadFiles(3)) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,10 +48,10 @@ func TestRowsTypedAndUntyped(t *testing.T) {
 }
 
 func TestRowsBreakAndCancelLeaveNothingRunning(t *testing.T) {
-	dir := landed(t, lendgraph.FormatParquet)
+	_, dest := landed(t, lendgraph.FormatParquet)
 	before := goleak.IgnoreCurrent()
 
-	seq := export.Rows[lendgraph.Agent](context.Background(), dir, export.ReadFiles(4))
+	seq := export.Rows[lendgraph.Agent](context.Background(), dest, export.ReadFiles(4))
 	n := 0
 	for _, err := range seq {
 		if err != nil {
@@ -78,7 +80,7 @@ func TestRowsBreakAndCancelLeaveNothingRunning(t *testing.T) {
 	defer cancel()
 	n = 0
 	var last error
-	for _, err := range export.Rows[lendgraph.Agent](ctx, dir) {
+	for _, err := range export.Rows[lendgraph.Agent](ctx, dest) {
 		if err != nil {
 			last = err
 			break
@@ -96,14 +98,14 @@ func TestRowsBreakAndCancelLeaveNothingRunning(t *testing.T) {
 }
 
 func TestRowsReportsADamagedFile(t *testing.T) {
-	dir := landed(t, lendgraph.FormatNDJSON)
-	m, _ := export.ReadManifest(dir)
+	dir, dest := landed(t, lendgraph.FormatNDJSON)
+	m, _ := export.ReadManifest(context.Background(), dest)
 	name := dir + "/" + m.Shards[0].File
 	if err := truncateHalf(name); err != nil {
 		t.Fatal(err)
 	}
 	var last error
-	for _, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+	for _, err := range export.Rows[lendgraph.Agent](context.Background(), dest) {
 		if err != nil {
 			last = err
 			break

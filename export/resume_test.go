@@ -21,6 +21,7 @@ func TestResumeAfterCancelAtRandomPoints(t *testing.T) {
 	srv, c := fakeFor(t, 1200, 80, lendgraphtest.WithJobRate("delivery", 2000))
 	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state", "city")
 	dir := t.TempDir()
+	dest := openDest(t, dir)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -31,9 +32,9 @@ func TestResumeAfterCancelAtRandomPoints(t *testing.T) {
 	const rounds = 40
 	for round := range rounds {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(1+rng.IntN(600))*time.Millisecond)
-		opts := runOpts(dir)
+		opts := runOpts()
 		opts.Concurrency = 1 + rng.IntN(6)
-		res, err := export.Run(ctx, c.Agents, p, opts)
+		res, err := export.Run(ctx, c.Agents, p, dest, opts)
 		cancel()
 		if err == nil {
 			if !res.Complete || len(res.Warnings) != 0 {
@@ -45,7 +46,7 @@ func TestResumeAfterCancelAtRandomPoints(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 	}
-	res, err := export.Run(context.Background(), c.Agents, p, runOpts(dir))
+	res, err := export.Run(context.Background(), c.Agents, p, dest, runOpts())
 	if err != nil || !res.Complete || len(res.Warnings) != 0 {
 		t.Fatalf("final run: %+v, %v", res, err)
 	}
@@ -53,21 +54,22 @@ func TestResumeAfterCancelAtRandomPoints(t *testing.T) {
 	if n := submits(srv); n != len(p.Shards) {
 		t.Errorf("%d submits for %d shards: a shard was submitted twice", n, len(p.Shards))
 	}
-	m, _ := export.ReadManifest(dir)
+	m, _ := export.ReadManifest(context.Background(), dest)
 	for _, s := range m.Shards {
 		if s.Submits != 1 || s.Uncertain {
 			t.Errorf("shard %s: %d submits recorded, uncertain %v", s.Name, s.Submits, s.Uncertain)
 		}
 	}
 	// checkDataset counts the debits at the fake: one a shard, one credit a row.
-	checkDataset(t, srv, p, dir)
+	checkDataset(t, srv, p, dest, dirObjects(dir))
 }
 
 func TestResumeRedownloadsDamagedFiles(t *testing.T) {
 	srv, c := fakeFor(t, 1500, 0)
 	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
 	dir := t.TempDir()
-	if _, err := export.Run(context.Background(), c.Agents, p, runOpts(dir)); err != nil {
+	dest := openDest(t, dir)
+	if _, err := export.Run(context.Background(), c.Agents, p, dest, runOpts()); err != nil {
 		t.Fatal(err)
 	}
 	truncated := filepath.Join(dir, "state=TX", "part-00000.parquet")
@@ -91,7 +93,7 @@ func TestResumeRedownloadsDamagedFiles(t *testing.T) {
 	// The links signed at the first run have expired by now.
 	srv.Advance(2 * time.Hour)
 	srv.ResetRequests()
-	res, err := export.Run(context.Background(), c.Agents, p, runOpts(dir))
+	res, err := export.Run(context.Background(), c.Agents, p, dest, runOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,26 +106,27 @@ func TestResumeRedownloadsDamagedFiles(t *testing.T) {
 	if n := srv.CountRequests("GET", "/objects/*"); n != 3 {
 		t.Errorf("%d downloads, want 3", n)
 	}
-	checkDataset(t, srv, p, dir)
+	checkDataset(t, srv, p, dest, dirObjects(dir))
 }
 
 func TestRunOneShardAlone(t *testing.T) {
 	srv, c := fakeFor(t, 1500, 0)
 	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
-	// The plan goes through its file, as it would to the tasks of a workflow.
-	planFile := filepath.Join(t.TempDir(), "plan.json")
-	if err := p.WriteFile(planFile); err != nil {
+	// The plan goes through its destination, as it would to the tasks of
+	// a workflow.
+	dir := t.TempDir()
+	if err := p.Write(context.Background(), openDest(t, dir)); err != nil {
 		t.Fatal(err)
 	}
-	q, err := export.ReadPlan(planFile)
+	dest := openDest(t, dir)
+	q, err := export.ReadPlan(context.Background(), dest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	one := q.Shards[2]
-	opts := runOpts(dir)
+	opts := runOpts()
 	opts.Shards = []string{one.Name}
-	res, err := export.Run(context.Background(), c.Agents, q, opts)
+	res, err := export.Run(context.Background(), c.Agents, q, dest, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +140,7 @@ func TestRunOneShardAlone(t *testing.T) {
 		t.Errorf("_SUCCESS after one shard of %d", len(q.Shards))
 	}
 	var n int64
-	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dir, export.AllowIncomplete()) {
+	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dest, export.AllowIncomplete()) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,15 +157,15 @@ func TestRunOneShardAlone(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, sh := range q.Shards[3:5] {
 		wg.Go(func() {
-			o := runOpts(dir)
+			o := runOpts()
 			o.Shards = []string{sh.Name}
-			if _, err := export.Run(context.Background(), c.Agents, q, o); err != nil {
+			if _, err := export.Run(context.Background(), c.Agents, q, dest, o); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	m, _ := export.ReadManifest(dir)
+	m, _ := export.ReadManifest(context.Background(), dest)
 	landed := 0
 	for _, s := range m.Shards {
 		if s.State == export.StateLanded {
@@ -174,18 +177,18 @@ func TestRunOneShardAlone(t *testing.T) {
 	}
 
 	// The whole export then submits only the rest.
-	res, err = export.Run(context.Background(), c.Agents, q, runOpts(dir))
+	res, err = export.Run(context.Background(), c.Agents, q, dest, runOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Submitted != len(q.Shards)-3 || res.Skipped != 3 || !res.Complete {
 		t.Errorf("result %+v", res)
 	}
-	checkDataset(t, srv, q, dir)
+	checkDataset(t, srv, q, dest, dirObjects(dir))
 
 	opts.Shards = []string{"state=ZZ"}
 	var inv *lendgraph.InvalidArgumentError
-	if _, err := export.Run(context.Background(), c.Agents, q, opts); !errors.As(err, &inv) {
+	if _, err := export.Run(context.Background(), c.Agents, q, dest, opts); !errors.As(err, &inv) {
 		t.Errorf("unknown shard: err = %v", err)
 	}
 }
@@ -194,10 +197,11 @@ func TestRunResubmitsOnlyFailedShards(t *testing.T) {
 	srv, c := fakeFor(t, 1500, 0)
 	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
 	dir := t.TempDir()
+	dest := openDest(t, dir)
 	srv.FailNextDelivery("storage unavailable")
-	opts := runOpts(dir)
+	opts := runOpts()
 	opts.Concurrency = 1
-	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	res, err := export.Run(context.Background(), c.Agents, p, dest, opts)
 	var re *export.RunError
 	if !errors.As(err, &re) || len(re.Failed) != 1 || !errors.Is(err, lendgraph.ErrJobFailed) {
 		t.Fatalf("err = %v; want one failed shard", err)
@@ -206,11 +210,14 @@ func TestRunResubmitsOnlyFailedShards(t *testing.T) {
 	if res.Complete || res.Landed != len(p.Shards)-1 {
 		t.Errorf("result %+v", res)
 	}
-	m, _ := export.ReadManifest(dir)
-	if st, _ := m.Status(failed); st.State != export.StateFailed || st.Error == "" {
-		t.Errorf("failed shard recorded as %+v", st)
+	m, _ := export.ReadManifest(context.Background(), dest)
+	if st, _ := m.Status(failed); st.State != export.StatePending || st.JobID != "" {
+		t.Errorf("failed shard recorded as %+v; want pending again (no job charges it)", st)
 	}
-	res, err = export.Run(context.Background(), c.Agents, p, opts)
+	if f := re.Failed[0]; f.JobID == "" || !strings.Contains(f.Err.Error(), "storage unavailable") {
+		t.Errorf("failure %+v", f)
+	}
+	res, err = export.Run(context.Background(), c.Agents, p, dest, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,16 +227,17 @@ func TestRunResubmitsOnlyFailedShards(t *testing.T) {
 	if n := submits(srv); n != len(p.Shards)+1 {
 		t.Errorf("%d submits; want one a shard plus one for %s", n, failed)
 	}
-	checkDataset(t, srv, p, dir) // the failed job was not charged
+	checkDataset(t, srv, p, dest, dirObjects(dir)) // the failed job was not charged
 }
 
 func TestRunStopsSubmittingWhenCreditsRunOut(t *testing.T) {
 	srv, c := fakeFor(t, 1500, 0)
 	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
 	srv.SetCredits(lendgraphtest.DefaultOrg, float64(p.Shards[0].Rows+p.Shards[1].Rows))
-	opts := runOpts(t.TempDir())
+	dest := dirDest(t)
+	opts := runOpts()
 	opts.Concurrency = 1
-	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	res, err := export.Run(context.Background(), c.Agents, p, dest, opts)
 	var ice *lendgraph.InsufficientCreditsError
 	if !errors.As(err, &ice) {
 		t.Fatalf("err = %v, want *InsufficientCreditsError", err)
@@ -244,63 +252,63 @@ func TestRunRefusesAnotherPlansDirectory(t *testing.T) {
 	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
 	q := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
 	dir := t.TempDir()
-	opts := runOpts(dir)
+	dest := openDest(t, dir)
+	opts := runOpts()
 	opts.Shards = []string{p.Shards[0].Name}
-	if _, err := export.Run(context.Background(), c.Agents, p, opts); err != nil {
+	if _, err := export.Run(context.Background(), c.Agents, p, dest, opts); err != nil {
 		t.Fatal(err)
 	}
 	var pm *export.PlanMismatchError
-	if _, err := export.Run(context.Background(), c.Agents, q, runOpts(dir)); !errors.As(err, &pm) {
+	if _, err := export.Run(context.Background(), c.Agents, q, dest, runOpts()); !errors.As(err, &pm) {
 		t.Errorf("err = %v, want *PlanMismatchError", err)
 	}
 }
 
-// TestResumeContinuesAPartialDownload: a run stopped in the middle of a
-// download leaves the part file, and the next run asks the storage host
-// for the rest only (a Range from where the part file ends), with no new
-// job and no new charge.
-func TestResumeContinuesAPartialDownload(t *testing.T) {
+// TestResumeAfterAStopMidDownload: a run stopped in the middle of a
+// download leaves nothing under the file's name and no temporary file;
+// the next run streams the file again from the same job, with no new job
+// and no new charge.
+func TestResumeAfterAStopMidDownload(t *testing.T) {
 	srv, c := fakeFor(t, 1500, 0)
 	p := planAgents(t, srv, c, lendgraph.FormatCSV, "state")
 	dir := t.TempDir()
+	dest := openDest(t, dir)
 	srv.InjectFault("GET", "/objects/{key...}", lendgraphtest.Fault{Kind: lendgraphtest.Throttle, Rate: 8 << 10, Times: -1})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := runOpts(dir)
+	opts := runOpts()
 	opts.Concurrency = 1
 	var cut atomic.Int64 // bytes of the download the first run was stopped in
+	var shard atomic.Value
 	opts.OnEvent = func(e export.Event) {
-		if e.Kind == export.EventDownloading && e.Downloaded >= 4<<10 && cut.CompareAndSwap(0, e.Downloaded) {
+		if e.Kind == export.EventDownloading && e.Downloaded >= 2<<10 && cut.CompareAndSwap(0, e.Downloaded) {
+			shard.Store(e.Shard)
 			cancel()
 		}
 	}
-	if _, err := export.Run(ctx, c.Agents, p, opts); !errors.Is(err, context.Canceled) {
+	if _, err := export.Run(ctx, c.Agents, p, dest, opts); !errors.Is(err, context.Canceled) {
 		t.Fatalf("first run: %v", err)
 	}
-	parts, _ := filepath.Glob(filepath.Join(dir, "*", ".*.part"))
-	if cut.Load() == 0 || len(parts) != 1 {
-		t.Fatalf("stopped after %d bytes; part files %v", cut.Load(), parts)
+	if cut.Load() == 0 {
+		t.Fatal("the first run was not stopped mid-download")
+	}
+	keys, err := dirObjects(dir).list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, shard.Load().(string)+"/") {
+			t.Errorf("left after a stop mid-download: %s", k)
+		}
 	}
 	srv.ClearFaults()
 	srv.ResetRequests()
-	res, err := export.Run(context.Background(), c.Agents, p, runOpts(dir))
-	if err != nil || !res.Complete {
+	res, err := export.Run(context.Background(), c.Agents, p, dest, runOpts())
+	if err != nil || !res.Complete || res.Reattached != 1 {
 		t.Fatalf("second run: %+v, %v", res, err)
 	}
-	continued := false
-	for _, r := range srv.Requests() {
-		if r.Listener == "storage" && strings.HasPrefix(r.Header.Get("Range"), "bytes=") && !strings.HasPrefix(r.Header.Get("Range"), "bytes=0-") {
-			continued = true
-		}
+	if n := submits(srv); n != len(p.Shards)-1-res.Skipped {
+		t.Errorf("%d submits in the second run for %d shards, one re-attached and %d landed", n, len(p.Shards), res.Skipped)
 	}
-	if !continued {
-		t.Error("the second run downloaded the interrupted file from its first byte")
-	}
-	if n := submits(srv); n != len(p.Shards)-res.Reattached-res.Skipped {
-		t.Errorf("%d submits in the second run (%d shards, %d re-attached, %d skipped)", n, len(p.Shards), res.Reattached, res.Skipped)
-	}
-	if parts, _ := filepath.Glob(filepath.Join(dir, "*", ".*.part*")); len(parts) != 0 {
-		t.Errorf("part files left after a complete run: %v", parts)
-	}
-	checkDataset(t, srv, p, dir)
+	checkDataset(t, srv, p, dest, dirObjects(dir))
 }

@@ -3,22 +3,13 @@ package export
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"gocloud.dev/blob"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 )
@@ -38,34 +29,33 @@ const defaultSubmitGrace = 30 * time.Second
 
 // RunOptions tune Run.
 type RunOptions struct {
-	// Dir is the export directory (required). It is created when missing;
-	// when it holds an export of the same plan, the run resumes it.
-	Dir string
-	// Bucket, instead of Dir, is an object store destination
-	// (gocloud.dev/blob: S3 and what speaks its protocol, GCS, Azure Blob,
-	// a directory through fileblob), opened by the caller, who registers
-	// its driver and closes it: OpenBucket opens one by URL
-	// (s3://bucket/prefix). Several processes on several machines may run
-	// shards of one plan into it at once, with no lock: a shard is claimed
-	// with a conditional write before its submit, each shard's file
-	// streams from its signed link into the store, and Commit finishes the
-	// dataset (Run does, when it ran every shard). See the package
-	// documentation, "Exports into an object store".
-	Bucket *blob.Bucket
-	// Concurrency is the number of shards worked on at once (default
-	// DefaultConcurrency, at most MaxConcurrency). The SDK's client
-	// retries 429s and honours Retry-After for each of them, and the
-	// submits in flight adapt to the service: a 429, a 5xx, a lost or a
-	// slow answer halves how many are sent at once, good answers raise it
-	// back up to Concurrency (AIMD).
+	// Concurrency is the number of shards worked on at once: their jobs,
+	// polls and downloads (default DefaultConcurrency, at most
+	// MaxConcurrency). Submits are bounded apart from it: at most
+	// MaxSubmitsInFlight at once, so that a process killed at any moment
+	// leaves at most that many shards uncertain. The SDK's client retries
+	// 429s and honours Retry-After, and the submits adapt to the service:
+	// a 429, a 5xx, a lost or a slow answer halves how many are sent at
+	// once, good answers raise it back (AIMD).
 	Concurrency int
 	// Shards, when set, are the names of the only shards to run (a
-	// workflow with one task a shard). The others are left as they are.
+	// workflow with one task a shard). The others are left as they are,
+	// and the run does not commit: Commit finishes the export once every
+	// shard has run.
 	Shards []string
 	// OnEvent, when set, is told of every change of a shard and of the
 	// progress of its job and download. Calls are serialized; keep it
 	// quick.
 	OnEvent func(Event)
+	// StartShard, when set, is called as the run starts working on a
+	// shard, with the run's context: the shard's SDK calls (its submit,
+	// wait and download) are made with the context it returns, so that a
+	// span started in it is their parent (with the SDK's OpenTelemetry
+	// adapter on the client, one span a shard under the run's). The run
+	// calls end exactly once, when it is done with the shard, with the
+	// shard's state and the shard's error (nil when it landed, or was
+	// left as it was).
+	StartShard func(ctx context.Context, shard string) (context.Context, func(s ShardStatus, err error))
 	// WaitOptions tune the polling of each job (lendgraph.WithPollInterval).
 	WaitOptions []lendgraph.DeliveryWaitOption
 	// SubmitTimeout is the grace a submit already sent gets after ctx
@@ -85,7 +75,8 @@ type RunOptions struct {
 	// default DefaultStaleClaimAfter). A younger claim is a task still
 	// submitting: the shard is left to it and listed in Result.Busy (Run
 	// returns no error for it: check Result.Complete, or Busy), and
-	// ResubmitUncertain does not apply to it.
+	// ResubmitUncertain does not apply to it. A directory needs none: a
+	// shard's lock file tells a live process's claim from a dead one's.
 	StaleClaimAfter time.Duration
 	// ResubmitUncertain submits again the shards whose earlier submit
 	// may have started a job (StateSubmitting: its answer was lost, or
@@ -95,13 +86,6 @@ type RunOptions struct {
 	// shards as they are, lists them in Result.Uncertain and returns an
 	// *UncertainError.
 	ResubmitUncertain bool
-	// Observer, when set, is told of each shard worked on as an operation
-	// "export.Shard" (its Summary names the shard, its job and the rows
-	// landed), inside which the shard's SDK calls are operations of their
-	// own when the client reports to the same observer
-	// (lendgraph.WithObserver): with lendgraphotel, one span a shard under
-	// the span of ctx, so a whole run is one trace.
-	Observer lendgraph.Observer
 }
 
 // EventKind says what an Event reports.
@@ -143,32 +127,34 @@ type Event struct {
 
 // Result is what a run did and where the export stands.
 type Result struct {
-	// Dir is RunOptions.Dir ("" for a bucket).
-	Dir string
 	// Shards is the number of shards in the plan; Landed how many are
-	// landed (by this run or an earlier one, or another process). With a
-	// Bucket and Shards, the figures below (rows, charges, uncertain) are
-	// those of the shards this run worked on; Landed and Pending count
-	// every shard.
+	// landed (by this run or an earlier one, or another process), and
+	// Pending the others. These three count every shard of the plan;
+	// with RunOptions.Shards, the figures below (rows, charges,
+	// uncertain) are those of the shards this run worked on.
 	Shards, Landed int
+	Pending        []string
 	// Submitted counts the jobs this run submitted; Reattached the jobs
-	// of earlier runs it picked up; Redownloaded the files it fetched
+	// of earlier runs it picked up; Redownloaded the files it landed
 	// again from a completed job (no new job, no new charge); Skipped the
 	// landed shards whose files were intact.
 	Submitted, Reattached, Redownloaded, Skipped int
 	// Busy are the shards another process was working on (in a bucket:
 	// another task was submitting; see RunOptions.StaleClaimAfter).
 	Busy []string
-	// Pending are the shards not landed when the run ended.
-	Pending []string
-	// PlannedRows is the query's total when planned; LandedRows the rows
-	// in the landed files. Complete exports report both: the data is live,
-	// so they may differ.
+	// PlannedRows is the query's total when planned (with
+	// RunOptions.Shards, those shards' planned rows); LandedRows the rows
+	// in their landed files. Complete exports report both: the data is
+	// live, so they may differ.
 	PlannedRows, LandedRows int64
-	// ChargedRows and CreditsCharged add up the landed shards' jobs:
-	// what the service confirmed it charged.
-	ChargedRows    int64
-	CreditsCharged float64
+	// ChargedRows and CreditsCharged add up the landed shards' jobs: what
+	// the service confirmed it charged for them, by this run and earlier
+	// ones. RunChargedRows and RunCreditsCharged count the jobs this run
+	// landed alone (a run that resumes a landed export charges nothing).
+	ChargedRows       int64
+	CreditsCharged    float64
+	RunChargedRows    int64
+	RunCreditsCharged float64
 	// Uncertain are the shards with submits whose answer was lost: each
 	// such submit may have started a job this export cannot find, charged
 	// when it completes. UncertainRows and UncertainCredits add up their
@@ -177,8 +163,8 @@ type Result struct {
 	Uncertain        []UncertainShard
 	UncertainRows    int64
 	UncertainCredits float64
-	// Verification is the check of the whole dataset, when every shard
-	// has landed.
+	// Verification is the check of the whole dataset, when the run
+	// committed it (every shard landed, and RunOptions.Shards unset).
 	Verification *Verification
 	// Complete is true when every shard landed and was verified and no id
 	// appeared twice: _SUCCESS was written.
@@ -207,63 +193,72 @@ type UncertainShard struct {
 	Credits float64 `json:"credits,omitempty"`
 }
 
-// Run lands the shards of plan in opts.Dir, each as delivered, without
-// re-encoding: DIR/<key>=<value>[/<key2>=<value2>]/part-00000.<ext>. It
-// writes DIR/_manifest.json after every change, works on opts.Concurrency
-// shards at once, and writes an empty DIR/_SUCCESS once every shard has
-// landed and the whole dataset is verified (every file decodes and holds
-// the rows its job charged, no id appears twice, landed against planned
-// rows reported).
+// Run lands the shards of plan in dest, each file as delivered, without
+// re-encoding: <key>=<value>[/<key2>=<value2>]/part-00000.<ext>, beside
+// the plan (PlanFile), a claim a shard while it is submitted and a record
+// a shard once landed. It works on opts.Concurrency shards at once and,
+// once every shard has landed (RunOptions.Shards unset), commits the
+// dataset as Commit does: _manifest.json, then _SUCCESS.
+//
+// A shard's file streams from its signed link into dest (a temporary file
+// beside its final name in a directory, an upload in a bucket; parquet is
+// checked once written, with ranged reads in a bucket) and is hashed and
+// decoded on the way: its rows must be the job's charged rows, and each
+// must hold the shard's partition values. It appears under its name only
+// when complete and checked; then the digest of its ids and its record are
+// written.
 //
 // Running it again resumes: landed shards whose files are intact are
 // skipped; a shard whose job completed but whose file is missing or
-// damaged is downloaded again from a freshly signed link (no new job, no
-// new charge); a submitted shard is re-attached to its job; only pending,
+// damaged is landed again from a freshly signed link (no new job, no new
+// charge); a submitted shard is re-attached to its job; only pending,
 // failed and cancelled shards are submitted. The intent to submit is
-// recorded (fsynced) before the submit, the job id right after its 202.
-// When the answer in between is lost (a cut connection, a 5xx, a crash
-// with the submit in flight) the service may have started a job that
-// nobody can find, charged when it completes: the shard stays
+// recorded (a claim, created only when absent) before the submit, the job
+// id right after its 202; at most MaxSubmitsInFlight submits are between
+// the two at once. When the answer in between is lost (a cut connection, a
+// 5xx, a crash with the submit in flight) the service may have started a
+// job that nobody can find, charged when it completes: the shard stays
 // StateSubmitting, and no later run submits it again unless
 // RunOptions.ResubmitUncertain says so; until then the run lists it in
 // Result.Uncertain, with the rows and credits at stake, and returns an
 // *UncertainError. No timeout of the run cuts a submit while ctx is live;
 // when ctx ends, a submit already sent gets RunOptions.SubmitTimeout to
 // answer and be recorded. Jobs keep running on the server when ctx ends;
-// the next run picks them up.
+// the next run picks them up. What the run reports is what dest holds: a
+// write that fails (a full disk) changes nothing the run reports, a job
+// whose id cannot be recorded is cancelled (a cancelled job is not
+// charged), and no shard is called uncertain unless its submit was sent.
 //
-// A plan with no shard (the query matched nothing) is run only when it was
-// made with PlanOptions.AllowEmpty; it then writes _SUCCESS over no file.
-//
-// A plan of another resource than the one src delivers (its Resource
-// method, which the SDK's services have) is refused before anything is
-// submitted.
+// Before anything is submitted, the plan is checked: one changed since it
+// was planned is refused (ErrPlanChanged), as is one of another resource
+// than src's, and a dest that holds another plan (*PlanMismatchError). A
+// plan with no shard (the query matched nothing) is run only when it was
+// made with PlanOptions.AllowEmpty; it then commits a dataset of no file.
 //
 // Errors: *RunError lists the shards that failed (the others are landed);
 // *UncertainError the shards left because a submit may have charged;
-// *DuplicateError reports ids found twice; *PlanMismatchError a directory
-// that holds another export; *EmptyError a plan with no shard; a
-// lendgraph.InsufficientCreditsError stops further submits; a context
-// error when ctx ended. The Result is returned with every error but those
-// about the arguments and the directory itself.
-func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions) (*Result, error) {
+// *DuplicateError reports ids found twice; *EmptyError a plan with no
+// shard; a lendgraph.InsufficientCreditsError stops further submits; a
+// context error when ctx ended. The Result is returned with every error
+// but those about the arguments and dest itself.
+func Run[T any](ctx context.Context, src Source[T], plan *Plan, dest *Storage, opts *RunOptions) (*Result, error) {
 	var o RunOptions
 	if opts != nil {
 		o = *opts
 	}
-	if o.Dir == "" && o.Bucket == nil {
-		return nil, invalid("Dir", "is empty; name the export directory (or give RunOptions.Bucket)")
+	if src == nil {
+		return nil, invalid("src", "is nil; pass the service of the plan's resource, e.g. c.Agents")
 	}
-	if o.Dir != "" && o.Bucket != nil {
-		return nil, invalid("Dir", "is set, and so is Bucket; give one destination")
+	if err := checkStorage(dest); err != nil {
+		return nil, err
 	}
 	if plan == nil {
-		return nil, invalid("plan", "is nil; make one with NewPlan or ReadPlan")
+		return nil, invalid("plan", "is nil; make one with NewPlan, or read it with ReadPlan")
 	}
 	if err := plan.check(); err != nil {
-		return nil, invalid("plan", "%v", err)
+		return nil, err
 	}
-	if got := sourceResource(src); got != "" && got != plan.Resource {
+	if got := src.Resource(); got != plan.Resource {
 		return nil, invalid("plan", "exports %s, but the source delivers %s: run it with the service of %s", plan.Resource, got, plan.Resource)
 	}
 	if o.Concurrency < 0 || o.Concurrency > MaxConcurrency {
@@ -288,48 +283,36 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 			}
 		}
 	}
-	r := &runner[T]{src: src, plan: plan, opts: o, warned: map[string]bool{}, busy: map[string]bool{}}
-	if o.Bucket != nil {
-		bs, err := openBucketStore(ctx, o.Bucket, plan)
-		if err != nil {
-			return nil, err
-		}
-		if len(o.Shards) > 0 {
-			bs.targets = map[string]bool{}
-			for _, sh := range targets {
-				bs.targets[sh.Name] = true
-			}
-		}
-		r.store = bs
-	} else {
-		st, err := openStore(o.Dir, plan)
-		if err != nil {
-			return nil, err
-		}
-		r.store, r.dir = st, st
+	if _, err := writePlan(ctx, dest, plan, false); err != nil {
+		return nil, err
 	}
-	st := r.store
+	state := newStateStore(ctx, dest, plan)
+	if len(o.Shards) > 0 {
+		state.targets = map[string]bool{}
+		for _, sh := range targets {
+			state.targets[sh.Name] = true
+		}
+	}
+	r := &runner[T]{src: src, plan: plan, st: dest, state: state, opts: o, warned: map[string]bool{}, busy: map[string]bool{}}
 	r.opts.Concurrency = cmp.Or(o.Concurrency, DefaultConcurrency)
 	r.opts.SubmitTimeout = cmp.Or(o.SubmitTimeout, defaultSubmitGrace)
 	r.opts.StaleClaimAfter = cmp.Or(o.StaleClaimAfter, DefaultStaleClaimAfter)
-	r.limit = newSubmitLimit(r.opts.Concurrency)
-	res := &Result{Dir: o.Dir, Shards: len(plan.Shards), PlannedRows: plan.Total}
+	r.limit = newSubmitLimit(min(r.opts.Concurrency, MaxSubmitsInFlight))
+	res := &Result{Shards: len(plan.Shards)}
+	for _, sh := range targets {
+		res.PlannedRows += sh.Rows
+	}
+	if len(o.Shards) == 0 {
+		res.PlannedRows = plan.Total
+	}
 	r.res = res
 
-	// The dataset is about to change: it is not complete until checked
-	// again. (In a bucket, _SUCCESS goes only when a data object is about
-	// to be written: the tasks of one export run apart.)
-	if r.dir != nil {
-		if err := os.Remove(filepath.Join(o.Dir, SuccessFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return res, fmt.Errorf("export: %w", err)
-		}
-	}
 	failed := r.runAll(ctx, targets)
-	// The result counts what this run knows even when the store cannot
+	// The result counts what this run knows even when the storage cannot
 	// be read again (a store down at the end): the shards it landed and
 	// what they were charged.
-	refreshed := st.refresh()
-	r.summarize()
+	refreshed := state.refresh()
+	r.summarize(targets)
 	if refreshed != nil {
 		return res, refreshed
 	}
@@ -353,12 +336,8 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 	if len(left) > 0 {
 		errs = append(errs, &UncertainError{Shards: left, CreditsKnown: plan.CreditsPerRow > 0})
 	}
-	if res.Landed == res.Shards && r.dir == nil && len(o.Shards) == 0 {
+	if res.Landed == res.Shards && len(o.Shards) == 0 {
 		if err := r.commit(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	} else if res.Landed == res.Shards && r.dir != nil {
-		if err := r.verify(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -369,34 +348,19 @@ func Run[T any](ctx context.Context, src Source[T], plan *Plan, opts *RunOptions
 type runner[T any] struct {
 	src   Source[T]
 	plan  *Plan
+	st    *Storage
+	state *stateStore
 	opts  RunOptions
-	store shardStore
-	dir   *store // the directory's manifest; nil for a bucket
 	res   *Result
 
 	limit *submitLimit
 
-	mu        sync.Mutex // guards res, warned, busy, credits, halt and events
+	mu        sync.Mutex // guards res, warned, busy, credits, halt, charged and events
 	warned    map[string]bool
 	busy      map[string]bool // shards another process held
 	credits   error           // an InsufficientCreditsError: submit no more
 	halt      string          // why submits stopped: what to change before running again
 	noSubmits atomic.Bool
-}
-
-// shardStore is where a run keeps the shards' state: the manifest of a
-// directory (store), or the claims and records of a bucket (bucketStore).
-type shardStore interface {
-	// claim reads the shard's state and takes it for this run: false when
-	// another process holds it (a directory's lock; a bucket has none).
-	claim(name string) (bool, error)
-	release(name string)
-	get(name string) ShardStatus
-	// update changes the shard's state and makes it durable.
-	update(name string, fn func(*ShardStatus)) error
-	// refresh reads what other processes wrote.
-	refresh() error
-	snapshot() Manifest
 }
 
 // runAll works on the targets with bounded concurrency and returns the
@@ -411,7 +375,7 @@ func (r *runner[T]) runAll(ctx context.Context, targets []Shard) []ShardFailure 
 			for sh := range work {
 				if err := r.shard(ctx, sh); err != nil && ctx.Err() == nil {
 					mu.Lock()
-					failed = append(failed, ShardFailure{Shard: sh.Name, JobID: r.store.get(sh.Name).JobID, Err: err})
+					failed = append(failed, ShardFailure{Shard: sh.Name, JobID: r.state.get(sh.Name).JobID, Err: err})
 					mu.Unlock()
 				}
 			}
@@ -448,15 +412,12 @@ func (r *runner[T]) stopSubmits(fix string) {
 
 // shard brings one shard to landed.
 func (r *runner[T]) shard(ctx context.Context, sh *Shard) (err error) {
-	if r.opts.Observer != nil {
-		var op lendgraph.OperationObserver
-		ctx, op = r.opts.Observer.StartOperation(ctx, "export.Shard")
-		defer func() {
-			cur := r.store.get(sh.Name)
-			op.End(lendgraph.Summary{JobID: cur.JobID, Rows: cur.Rows, Bytes: cur.Bytes}, err)
-		}()
+	if r.opts.StartShard != nil {
+		var end func(ShardStatus, error)
+		ctx, end = r.opts.StartShard(ctx, sh.Name)
+		defer func() { end(r.state.get(sh.Name), err) }()
 	}
-	ok, err := r.store.claim(sh.Name)
+	ok, err := r.state.claim(sh.Name)
 	if err != nil {
 		return err
 	}
@@ -464,12 +425,12 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) (err error) {
 		r.leaveBusy(sh, "", "skipped: another process is working on it")
 		return nil
 	}
-	defer r.store.release(sh.Name)
+	defer r.state.release(sh.Name)
 	err = r.work(ctx, sh)
 	if errors.Is(err, errClaimed) {
 		// Another task claimed the shard between our read and our
 		// claim: go on from its claim (its job, or an uncertain submit).
-		if _, err := r.store.claim(sh.Name); err != nil {
+		if _, err := r.state.claim(sh.Name); err != nil {
 			return err
 		}
 		err = r.work(ctx, sh)
@@ -479,11 +440,11 @@ func (r *runner[T]) shard(ctx context.Context, sh *Shard) (err error) {
 
 // work brings a claimed shard to landed from where it stands.
 func (r *runner[T]) work(ctx context.Context, sh *Shard) (err error) {
-	cur := r.store.get(sh.Name)
+	cur := r.state.get(sh.Name)
 	var job *lendgraph.DeliveryJob[T]
 	switch cur.State {
 	case StateLanded:
-		why := r.intact(ctx, sh, &cur)
+		why := objectMatches(ctx, r.st.b, &cur)
 		if why == "" {
 			r.count(func(res *Result) { res.Skipped++ })
 			r.event(Event{Kind: EventSkipped, Shard: sh.Name, State: StateLanded, JobID: cur.JobID, Rows: cur.Rows, What: "skipped: landed and intact"})
@@ -500,7 +461,7 @@ func (r *runner[T]) work(ctx context.Context, sh *Shard) (err error) {
 		r.event(Event{Kind: EventReattached, Shard: sh.Name, State: StateSubmitted, JobID: cur.JobID, What: "re-attached to job " + cur.JobID})
 		job = r.src.DeliveryJob(cur.JobID)
 	case StateSubmitting:
-		if age := time.Since(cur.SubmittedAt); r.dir == nil && !cur.SubmittedAt.IsZero() && age < r.opts.StaleClaimAfter {
+		if age := time.Since(cur.SubmittedAt); !r.st.b.locks() && !cur.SubmittedAt.IsZero() && age < r.opts.StaleClaimAfter {
 			// Another task's claim, too young to be a dead one's: it is
 			// submitting, and records its job id once answered.
 			r.leaveBusy(sh, StateSubmitting, fmt.Sprintf("skipped: another task claimed it %s ago and is submitting it; run it again later (a claim with no job id after %s counts as a submit whose answer was lost)", age.Round(time.Second), r.opts.StaleClaimAfter))
@@ -523,16 +484,14 @@ func (r *runner[T]) work(ctx context.Context, sh *Shard) (err error) {
 	if err != nil {
 		return err
 	}
-	if r.dir == nil {
-		return r.landObject(ctx, sh, job, st)
-	}
 	return r.land(ctx, sh, job, st)
 }
 
 // submit records the intent, submits the shard's delivery and records the
-// job id. Only ctx ends a submit once sent, and only after the grace of
-// RunOptions.SubmitTimeout. again is a submit of a shard whose earlier
-// submit's answer was lost (RunOptions.ResubmitUncertain).
+// job id, holding one of the MaxSubmitsInFlight slots from the first
+// record to the second. Only ctx ends a submit once sent, and only after
+// the grace of RunOptions.SubmitTimeout. again is a submit of a shard
+// whose earlier submit's answer was lost (RunOptions.ResubmitUncertain).
 func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgraph.DeliveryJob[T], error) {
 	if r.noSubmits.Load() {
 		return nil, errNoSubmit
@@ -541,14 +500,12 @@ func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgra
 	if err != nil {
 		return nil, err
 	}
+	busy := false
+	defer func() { r.limit.release(epoch, busy) }()
 	if r.noSubmits.Load() {
-		r.limit.release(epoch, false)
 		return nil, errNoSubmit
 	}
-	if again {
-		r.warnShard(sh.Name, "a submit's answer was lost earlier; it was submitted again (ResubmitUncertain), and the service may hold one more job for it (charged when it completes)")
-	}
-	err = r.store.update(sh.Name, func(s *ShardStatus) {
+	err = r.state.update(sh.Name, func(s *ShardStatus) {
 		if again {
 			s.Unanswered = s.lost() // the earlier submit's, now for good
 		}
@@ -558,14 +515,17 @@ func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgra
 		s.Uncertain = s.Uncertain || again
 	})
 	if err != nil {
-		r.limit.release(epoch, false)
-		return nil, err
+		// Nothing was sent: the shard stands as the storage says.
+		return nil, fmt.Errorf("not submitted: %w", err)
+	}
+	if again {
+		r.warnShard(sh.Name, "a submit's answer was lost earlier; it was submitted again (ResubmitUncertain), and the service may hold one more job for it (charged when it completes)")
 	}
 	sctx, cancel := graceContext(ctx, r.opts.SubmitTimeout)
 	defer cancel()
 	start := time.Now()
 	job, err := r.src.Deliver(sctx, &sh.Request)
-	r.limit.release(epoch, overloaded(err, time.Since(start)))
+	busy = overloaded(err, time.Since(start))
 	if err != nil {
 		return nil, r.submitFailed(sh, err)
 	}
@@ -574,18 +534,43 @@ func (r *runner[T]) submit(ctx context.Context, sh *Shard, again bool) (*lendgra
 		// delivers (and charges) rows that do not belong here.
 		_, _ = job.Cancel(sctx)
 		err := fmt.Errorf("the source delivers %s, but the plan exports %s; job %s was cancelled", job.EntityType, r.plan.Resource, job.ID)
-		_ = r.store.update(sh.Name, func(s *ShardStatus) { s.State, s.JobID, s.Error = StateCancelled, job.ID, err.Error() })
+		_ = r.state.update(sh.Name, func(s *ShardStatus) { s.State, s.JobID, s.Error = StateCancelled, job.ID, err.Error() })
 		return nil, err
 	}
-	err = r.store.update(sh.Name, func(s *ShardStatus) {
+	err = r.state.update(sh.Name, func(s *ShardStatus) {
 		s.State, s.JobID, s.SubmittedAt = StateSubmitted, job.ID, time.Now().UTC()
 	})
 	if err != nil {
-		return nil, err
+		if err := r.unrecorded(sctx, sh, job, err); err != nil {
+			return nil, err
+		}
+		// Not cancelled (it completed already): landed from memory, its
+		// record, once written, records it.
 	}
 	r.count(func(res *Result) { res.Submitted++ })
 	r.event(Event{Kind: EventSubmitted, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, EstimatedTotal: job.EstimatedTotal, What: "submitted job " + job.ID})
 	return job, nil
+}
+
+// unrecorded handles a job whose id could not be recorded (a store down,
+// a full disk where no room could be taken): a job nobody can find is
+// charged when it completes, so it is cancelled at once (a cancelled job is
+// not charged) and its claim removed, which leaves the shard as it was
+// before the submit. A job that cannot be cancelled (it completed
+// already) is landed from memory (nil): its record holds its id. The
+// shard stays as the storage says (submitting) until then.
+func (r *runner[T]) unrecorded(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T], werr error) error {
+	if _, err := job.Cancel(ctx); err != nil {
+		r.state.note(sh.Name, fmt.Sprintf("job %s was submitted but its id could not be recorded (%v), and it could not be cancelled (%v): it is landed from memory, and the shard stays uncertain unless its record is written", job.ID, werr, err))
+		r.event(Event{Kind: EventSubmitted, Shard: sh.Name, State: StateSubmitting, JobID: job.ID, What: "submitted job " + job.ID + ", not recorded (" + werr.Error() + "): landing it from memory"})
+		return nil
+	}
+	err := fmt.Errorf("job %s was submitted but its id could not be recorded (%w); it was cancelled (a cancelled job is not charged)", job.ID, werr)
+	if uerr := r.state.update(sh.Name, func(s *ShardStatus) { s.State, s.Error = StateCancelled, err.Error() }); uerr != nil {
+		err = fmt.Errorf("%w; its claim could not be removed either (%w)", err, uerr)
+	}
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: r.state.get(sh.Name).State, JobID: job.ID, What: "submitted, not recorded: cancelled", Err: err})
+	return err
 }
 
 // submitFailed records a submit that returned an error. When the service
@@ -628,20 +613,14 @@ func (r *runner[T]) submitFailed(sh *Shard, err error) error {
 			r.stopSubmits(fix)
 		}
 	}
-	unknown := outcomeUnknown(err)
-	uerr := r.store.update(sh.Name, func(s *ShardStatus) {
-		s.Error = err.Error()
-		if unknown {
-			s.Error += " (the service may have started a job, charged when it completes; the shard is submitted again only when you accept that it may be charged twice)"
-		} else {
-			s.State = StateFailed
-		}
-	})
-	state := StateFailed
-	if unknown {
-		state = StateSubmitting
+	var uerr error
+	if outcomeUnknown(err) {
+		// The claim says submitting already: so it stays.
+		r.state.note(sh.Name, err.Error()+" (the service may have started a job, charged when it completes; the shard is submitted again only when you accept that it may be charged twice)")
+	} else {
+		uerr = r.state.update(sh.Name, func(s *ShardStatus) { s.State, s.Error = StateFailed, err.Error() })
 	}
-	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: state, What: "submit failed", Err: err})
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: r.state.get(sh.Name).State, What: "submit failed", Err: err})
 	return errors.Join(err, uerr)
 }
 
@@ -763,180 +742,14 @@ func (r *runner[T]) wait(ctx context.Context, sh *Shard, job *lendgraph.Delivery
 		state = StateFailed
 		err = fmt.Errorf("%w (the service no longer knows job %s: past its 30-day retention?)", err, job.ID)
 	}
-	uerr := r.store.update(sh.Name, func(s *ShardStatus) {
-		s.Error = err.Error()
-		if state != "" {
-			s.State = state
-		}
-	})
-	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: cmp.Or(state, StateSubmitted), JobID: job.ID, What: "job did not complete", Err: err})
+	var uerr error
+	if state == "" {
+		r.state.note(sh.Name, err.Error()) // the job may still complete: its claim stays
+	} else {
+		uerr = r.state.update(sh.Name, func(s *ShardStatus) { s.State, s.Error = state, err.Error() })
+	}
+	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: r.state.get(sh.Name).State, JobID: job.ID, What: "job did not complete", Err: err})
 	return nil, errors.Join(err, uerr)
-}
-
-// land downloads the job's file next to its place, checks it (it decodes
-// and holds the rows the job charged), renames it into place and records
-// it. A file that does not check is downloaded once more before the shard
-// fails.
-func (r *runner[T]) land(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T], st *lendgraph.DeliveryStatus) error {
-	final := filepath.Join(r.opts.Dir, filepath.FromSlash(sh.File))
-	tmp := filepath.Join(filepath.Dir(final), "."+filepath.Base(final)+".download")
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return r.landFailed(sh, job, err)
-	}
-	want := st.Processed
-	if st.ChargedCount != nil {
-		want = *st.ChargedCount
-	}
-	var n, rows int64
-	var sum string
-	var err error
-	for attempt := range 2 {
-		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Size: sizeOf(st)})
-		n, sum, err = r.download(ctx, sh, job, st, tmp)
-		if err != nil {
-			// The part file stays: the next run continues it.
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return r.landFailed(sh, job, err)
-		}
-		rows, err = countFile(ctx, tmp, r.plan.Request.Format, nil)
-		if err == nil && rows != want {
-			err = fmt.Errorf("the file holds %d rows but job %s delivered %d", rows, job.ID, want)
-		}
-		if err == nil || ctx.Err() != nil || attempt == 1 {
-			break
-		}
-		removeDownload(tmp)
-		r.event(Event{Kind: EventRedownload, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading again: " + err.Error()})
-	}
-	if err != nil {
-		removeDownload(tmp)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return r.landFailed(sh, job, fmt.Errorf("verifying the file: %w", err))
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return r.landFailed(sh, job, err)
-	}
-	if err := syncDir(filepath.Dir(final)); err != nil {
-		return r.landFailed(sh, job, err)
-	}
-	err = r.store.update(sh.Name, func(s *ShardStatus) {
-		s.State, s.JobID, s.Error = StateLanded, job.ID, ""
-		s.Rows, s.Bytes, s.SHA256 = rows, n, sum
-		s.Processed, s.ChargedCount, s.CreditsCharged, s.CreditLedgerID = st.Processed, st.ChargedCount, st.CreditsCharged, st.CreditLedgerID
-		s.LandedAt = time.Now().UTC()
-	})
-	if err != nil {
-		return err
-	}
-	r.event(Event{Kind: EventLanded, Shard: sh.Name, State: StateLanded, JobID: job.ID, Rows: rows, Downloaded: n, Size: n, What: "landed"})
-	return nil
-}
-
-// landFailed records a download or check that failed: the job stays
-// (completed and charged), so the next run downloads it again.
-func (r *runner[T]) landFailed(sh *Shard, job *lendgraph.DeliveryJob[T], err error) error {
-	uerr := r.store.update(sh.Name, func(s *ShardStatus) {
-		if s.State != StateLanded {
-			s.State = StateSubmitted
-		}
-		s.JobID, s.Error = job.ID, err.Error()
-	})
-	r.event(Event{Kind: EventFailed, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "download failed", Err: err})
-	return errors.Join(err, uerr)
-}
-
-// download writes the job's file to tmp as delivered, fsynced, and returns
-// its size and sha256. It goes through the SDK's DownloadFile: a fresh link
-// for every attempt, several ranged connections for a large file, and a
-// part file (tmp+".part", with its record) that a later run continues
-// after a crash or an interruption instead of starting again. A part file
-// of another job (the shard was submitted again) is removed and the
-// download starts over.
-func (r *runner[T]) download(ctx context.Context, sh *Shard, job *lendgraph.DeliveryJob[T], st *lendgraph.DeliveryStatus, tmp string) (int64, string, error) {
-	progress := lendgraph.WithProgress(func(p *lendgraph.DownloadProgress) {
-		r.event(Event{Kind: EventDownloading, Shard: sh.Name, State: StateSubmitted, JobID: job.ID, What: "downloading", Downloaded: p.Done, Size: cmp.Or(p.Total, sizeOf(st))})
-	})
-	n, err := job.DownloadFile(ctx, tmp, progress)
-	if errors.Is(err, lendgraph.ErrPartialMismatch) {
-		removeDownload(tmp)
-		n, err = job.DownloadFile(ctx, tmp, progress)
-	}
-	if err != nil {
-		return n, "", err
-	}
-	sum, err := hashFile(ctx, tmp)
-	return n, sum, err
-}
-
-// removeDownload removes a download's file and its part file and record,
-// so that the next download starts from the first byte.
-func removeDownload(tmp string) {
-	for _, name := range []string{tmp, tmp + ".part", tmp + ".part.meta"} {
-		_ = os.Remove(name)
-	}
-}
-
-func sizeOf(st *lendgraph.DeliveryStatus) int64 {
-	if st.Bytes > 0 {
-		return st.Bytes
-	}
-	return -1
-}
-
-// intact checks a landed shard's file against its record: "" when it
-// matches (size and sha256), else what is wrong.
-func (r *runner[T]) intact(ctx context.Context, sh *Shard, cur *ShardStatus) string {
-	if r.dir == nil {
-		return r.intactObject(ctx, sh, cur)
-	}
-	name := filepath.Join(r.opts.Dir, filepath.FromSlash(sh.File))
-	fi, err := os.Stat(name)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "the file is missing"
-	case err != nil:
-		return err.Error()
-	case fi.Size() != cur.Bytes:
-		return fmt.Sprintf("the file has %d bytes, the job delivered %d", fi.Size(), cur.Bytes)
-	}
-	sum, err := hashFile(ctx, name)
-	if err != nil {
-		return err.Error()
-	}
-	if sum != cur.SHA256 {
-		return "the file's sha256 differs from the one recorded when it landed"
-	}
-	return ""
-}
-
-func hashFile(ctx context.Context, name string) (string, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(ctxWriter{ctx, h}, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// ctxWriter stops a copy when ctx ends.
-type ctxWriter struct {
-	ctx context.Context
-	h   hash.Hash
-}
-
-func (w ctxWriter) Write(b []byte) (int, error) {
-	if err := w.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return w.h.Write(b)
 }
 
 // count changes the result's counters.
@@ -966,25 +779,44 @@ func (r *runner[T]) event(e Event) {
 	r.opts.OnEvent(e)
 }
 
-// summarize fills the result from the manifest.
-func (r *runner[T]) summarize() {
-	m := r.store.snapshot()
+// landedNow counts a job this run landed in what the run charged.
+func (r *runner[T]) landedNow(name string, st *lendgraph.DeliveryStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st.ChargedCount != nil {
+		r.res.RunChargedRows += *st.ChargedCount
+	}
+	if st.CreditsCharged != nil {
+		r.res.RunCreditsCharged += *st.CreditsCharged
+	}
+}
+
+// summarize fills the result from the state the storage holds: Landed and
+// Pending over every shard, the rest over the targets.
+func (r *runner[T]) summarize(targets []Shard) {
+	m := r.state.snapshot()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res := r.res
 	res.Landed, res.Pending, res.LandedRows, res.ChargedRows, res.CreditsCharged = 0, nil, 0, 0, 0
 	res.Uncertain, res.UncertainRows, res.UncertainCredits = nil, 0, 0
 	for _, s := range m.Shards {
+		if s.State != StateLanded {
+			res.Pending = append(res.Pending, s.Name)
+		} else {
+			res.Landed++
+		}
+		if !slices.ContainsFunc(targets, func(t Shard) bool { return t.Name == s.Name }) {
+			continue
+		}
 		if u, ok := r.uncertain(&s); ok {
 			res.Uncertain = append(res.Uncertain, u)
 			res.UncertainRows += u.Rows
 			res.UncertainCredits += u.Credits
 		}
 		if s.State != StateLanded {
-			res.Pending = append(res.Pending, s.Name)
 			continue
 		}
-		res.Landed++
 		res.LandedRows += s.Rows
 		if s.ChargedCount != nil {
 			res.ChargedRows += *s.ChargedCount

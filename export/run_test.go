@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +27,7 @@ var fastPoll = []lendgraph.DeliveryWaitOption{lendgraph.WithPollInterval(2*time.
 // the planning requests so that a test counts only the run's.
 func planAgents(t *testing.T, srv *lendgraphtest.Server, c *lendgraph.Client, format lendgraph.Format, by ...string) *export.Plan {
 	t.Helper()
-	p, err := export.NewPlan(context.Background(), c.Agents, "agents", &lendgraph.DeliveryRequest{Format: format}, &export.PlanOptions{By: by})
+	p, err := export.NewPlan(context.Background(), c.Agents, &lendgraph.DeliveryRequest{Format: format}, &export.PlanOptions{By: by})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +35,8 @@ func planAgents(t *testing.T, srv *lendgraphtest.Server, c *lendgraph.Client, fo
 	return p
 }
 
-func runOpts(dir string) *export.RunOptions {
-	return &export.RunOptions{Dir: dir, WaitOptions: fastPoll}
+func runOpts() *export.RunOptions {
+	return &export.RunOptions{WaitOptions: fastPoll}
 }
 
 // submits counts the delivery submits the fake received.
@@ -42,34 +44,55 @@ func submits(srv *lendgraphtest.Server) int {
 	return srv.CountRequests("POST", "/v1/agents/bulk-delivery")
 }
 
-// checkDataset checks a complete export against the fake: every agent id
-// exactly once, every shard's file where the plan says with the sha256 the
-// manifest records, each charged once.
-func checkDataset(t *testing.T, srv *lendgraphtest.Server, p *export.Plan, dir string) {
+// checkDataset checks a committed export against the fake: _SUCCESS, a
+// manifest whose every shard's sha256 is its file's, only the plan's data
+// files (nothing staged or half-written left), each shard charged once at
+// the fake's ledger, and every agent read back once.
+func checkDataset(t *testing.T, srv *lendgraphtest.Server, p *export.Plan, dest *export.Storage, obj objects) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, export.SuccessFile)); err != nil {
+	ctx := context.Background()
+	if _, err := obj.read(export.SuccessFile); err != nil {
 		t.Errorf("no _SUCCESS: %v", err)
 	}
-	m, err := export.ReadManifest(dir)
+	m, err := export.ReadManifest(ctx, dest)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(m.Shards) != len(p.Shards) {
+		t.Fatalf("manifest of %d shards, plan of %d", len(m.Shards), len(p.Shards))
+	}
 	for _, s := range m.Shards {
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(s.File)))
+		b, err := obj.read(s.File)
 		if err != nil {
 			t.Errorf("shard %s: %v", s.Name, err)
 			continue
 		}
 		sum := sha256.Sum256(b)
-		if s.State != export.StateLanded || int64(len(b)) != s.Bytes || hex.EncodeToString(sum[:]) != s.SHA256 || s.Rows == 0 {
+		if s.State != export.StateLanded || int64(len(b)) != s.Bytes || hex.EncodeToString(sum[:]) != s.SHA256 || s.Rows == 0 || s.IDs == nil || s.IDs.Count != s.Rows {
 			t.Errorf("shard %s: %+v, file %d bytes", s.Name, s, len(b))
 		}
 	}
-	if m.Verification == nil || !m.Verification.Complete || m.Verification.LandedRows != p.Total || m.Verification.DuplicateIDs != 0 {
+	if v := m.Verification; v == nil || !v.Complete || v.LandedRows != p.Total || v.DuplicateIDs != 0 {
 		t.Errorf("verification %+v", m.Verification)
 	}
+	keys, err := obj.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts := dataKeys(keys); len(parts) != len(p.Shards) {
+		t.Errorf("%d part-* files for %d shards: %v", len(parts), len(p.Shards), parts)
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, "_staging/") || strings.HasSuffix(k, ".tmp") {
+			t.Errorf("left behind: %s", k)
+		}
+	}
+	settle(t, srv)
+	if debits, credits := ledger(srv); debits != len(p.Shards) || credits != float64(p.Total) {
+		t.Errorf("the fake's ledger holds %d delivery debits of %v credits; want one a shard (%d), %d in all", debits, credits, len(p.Shards), p.Total)
+	}
 	seen := map[string]int{}
-	for a, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+	for a, err := range export.Rows[lendgraph.Agent](ctx, dest) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,23 +107,16 @@ func checkDataset(t *testing.T, srv *lendgraphtest.Server, p *export.Plan, dir s
 			t.Errorf("%s read %d times", d.ID("agents", i), n)
 		}
 	}
-	var charged float64
-	debits := srv.Debits(lendgraphtest.DefaultOrg)
-	for _, db := range debits {
-		charged += db.Amount
-	}
-	if len(debits) != len(p.Shards) || charged != float64(p.Total) {
-		t.Errorf("%d debits of %v credits; want one a shard (%d), %d in all", len(debits), charged, len(p.Shards), p.Total)
-	}
 }
 
 func TestRunLandsADatasetConcurrently(t *testing.T) {
 	srv, c := fakeFor(t, 3000, 200)
 	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state", "city")
 	dir := t.TempDir()
+	dest := openDest(t, dir)
 	var mu sync.Mutex
 	inFlight, most := map[string]bool{}, 0
-	opts := runOpts(dir)
+	opts := runOpts()
 	opts.Concurrency = 3
 	opts.OnEvent = func(e export.Event) {
 		mu.Lock()
@@ -113,11 +129,11 @@ func TestRunLandsADatasetConcurrently(t *testing.T) {
 		}
 		most = max(most, len(inFlight))
 	}
-	res, err := export.Run(context.Background(), c.Agents, p, opts)
+	res, err := export.Run(context.Background(), c.Agents, p, dest, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Complete || res.Landed != len(p.Shards) || res.Submitted != len(p.Shards) || res.LandedRows != 3000 || res.ChargedRows != 3000 {
+	if !res.Complete || res.Landed != len(p.Shards) || res.Submitted != len(p.Shards) || res.LandedRows != 3000 || res.ChargedRows != 3000 || res.RunChargedRows != 3000 {
 		t.Errorf("result %+v", res)
 	}
 	if most > 3 || most < 2 {
@@ -126,11 +142,12 @@ func TestRunLandsADatasetConcurrently(t *testing.T) {
 	if n := submits(srv); n != len(p.Shards) {
 		t.Errorf("%d submits for %d shards", n, len(p.Shards))
 	}
-	checkDataset(t, srv, p, dir)
+	checkDataset(t, srv, p, dest, dirObjects(dir))
 
 	// Running it again changes nothing and charges nothing.
-	res, err = export.Run(context.Background(), c.Agents, p, runOpts(dir))
-	if err != nil || res.Skipped != len(p.Shards) || res.Submitted+res.Redownloaded+res.Reattached != 0 || !res.Complete {
+	res, err = export.Run(context.Background(), c.Agents, p, dest, runOpts())
+	if err != nil || res.Skipped != len(p.Shards) || res.Submitted+res.Redownloaded+res.Reattached != 0 || !res.Complete ||
+		res.ChargedRows != 3000 || res.RunChargedRows != 0 {
 		t.Errorf("second run: %+v, %v", res, err)
 	}
 	if n := submits(srv); n != len(p.Shards) {
@@ -144,10 +161,11 @@ func TestRunEveryFormat(t *testing.T) {
 			srv, c := fakeFor(t, 600, 0)
 			p := planAgents(t, srv, c, f, "state")
 			dir := t.TempDir()
-			if _, err := export.Run(context.Background(), c.Agents, p, runOpts(dir)); err != nil {
+			dest := openDest(t, dir)
+			if _, err := export.Run(context.Background(), c.Agents, p, dest, runOpts()); err != nil {
 				t.Fatal(err)
 			}
-			checkDataset(t, srv, p, dir)
+			checkDataset(t, srv, p, dest, dirObjects(dir))
 			ext := map[lendgraph.Format]string{lendgraph.FormatNDJSON: ".ndjson.gz", lendgraph.FormatJSON: ".json", lendgraph.FormatCSV: ".csv"}[f]
 			if _, err := os.Stat(filepath.Join(dir, "state=TX", "part-00000"+ext)); err != nil {
 				t.Error(err)
@@ -156,14 +174,17 @@ func TestRunEveryFormat(t *testing.T) {
 	}
 }
 
-func TestRunDuplicateCheckFiresOnOverlappingPlan(t *testing.T) {
+// TestRunDuplicateCheckFiresWhenRecordsMove: records that moved from
+// one shard to another between their deliveries (the data is live) land
+// twice, each time with its shard's partition value; the commit finds
+// them by id and writes no _SUCCESS.
+func TestRunDuplicateCheckFiresWhenRecordsMove(t *testing.T) {
 	srv, c := fakeFor(t, 1200, 0)
 	p := planAgents(t, srv, c, lendgraph.FormatParquet, "state")
-	// An orchestrator edited the plan: the TX shard also asks for CA.
-	tx, _ := p.Shard("state=TX")
-	tx.Request.FlatFilters = map[string]any{"state": []any{"TX", "CA"}}
+	src := movedSource(t, c, "CA", "TX")
 	dir := t.TempDir()
-	res, err := export.Run(context.Background(), c.Agents, p, runOpts(dir))
+	dest := openDest(t, dir)
+	res, err := export.Run(context.Background(), src, p, dest, runOpts())
 	var dup *export.DuplicateError
 	if !errors.As(err, &dup) {
 		t.Fatalf("err = %v, want *DuplicateError", err)
@@ -178,15 +199,15 @@ func TestRunDuplicateCheckFiresOnOverlappingPlan(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, export.SuccessFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("_SUCCESS written over duplicates: %v", err)
 	}
-	m, _ := export.ReadManifest(dir)
+	var m export.Manifest
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, export.ManifestFile))), &m); err != nil {
+		t.Fatal(err)
+	}
 	if m.Verification == nil || m.Verification.DuplicateIDs != ca || m.Verification.Complete {
 		t.Errorf("manifest verification %+v", m.Verification)
 	}
-	if _, err := os.Stat(filepath.Join(dir, export.ManifestFile)); err != nil {
-		t.Fatal(err)
-	}
-	// Reading refuses an incomplete export unless asked.
-	for _, err := range export.Rows[lendgraph.Agent](context.Background(), dir) {
+	// Reading refuses an export not committed unless asked.
+	for _, err := range export.Rows[lendgraph.Agent](context.Background(), dest) {
 		if err == nil {
 			t.Error("read an export without _SUCCESS")
 		}
@@ -214,7 +235,7 @@ func TestRunReportsLandedAgainstPlannedRows(t *testing.T) {
 			leads++
 		}
 	}
-	res, err := export.Run(context.Background(), c.Agents, p, runOpts(t.TempDir()))
+	res, err := export.Run(context.Background(), c.Agents, p, dirDest(t), runOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,5 +245,55 @@ func TestRunReportsLandedAgainstPlannedRows(t *testing.T) {
 	want := fmt.Sprintf("landed %d rows, %d fewer than the 900 planned", 900-leads, leads)
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], want) {
 		t.Errorf("warnings %q; want %q", res.Warnings, want)
+	}
+}
+
+// TestRunWritesLinearlyInTheShards counts the bytes an export writes into
+// its storage (plan, claims, records, digests, data files, manifest): at
+// most 3x the bytes it lands, and a cost a shard that does not grow with
+// the number of shards. (The manifest was once rewritten whole on every
+// change of a shard: 38x the data at 247 shards, quadratic in them.)
+func TestRunWritesLinearlyInTheShards(t *testing.T) {
+	perShard := map[string]float64{}
+	for _, tc := range []struct {
+		by      []string
+		maxRows int64
+	}{{[]string{"state"}, 1000}, {[]string{"state", "city"}, 300}} {
+		by, name := tc.by, strings.Join(tc.by, ",")
+		t.Run(name, func(t *testing.T) {
+			_, c := fakeFor(t, 3000, 0)
+			p, err := export.NewPlan(context.Background(), c.Agents, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV},
+				&export.PlanOptions{By: by, MaxRows: tc.maxRows})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(by) == 2 && len(p.Shards) < 120 {
+				t.Fatalf("%d shards; want many", len(p.Shards))
+			}
+			var written atomic.Int64
+			dir := t.TempDir()
+			res, err := export.Run(context.Background(), c.Agents, p, export.CountWrites(openDest(t, dir), &written), runOpts())
+			if err != nil || !res.Complete {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			var landed int64
+			keys, _ := dirObjects(dir).list()
+			for _, k := range dataKeys(keys) {
+				fi, err := os.Stat(filepath.Join(dir, k))
+				if err != nil {
+					t.Fatal(err)
+				}
+				landed += fi.Size()
+			}
+			ratio := float64(written.Load()) / float64(landed)
+			perShard[name] = float64(written.Load()-landed) / float64(len(p.Shards))
+			t.Logf("%d shards: %d bytes written for %d landed (%.2fx), %.0f bytes a shard besides the data", len(p.Shards), written.Load(), landed, ratio, perShard[name])
+			if ratio > 3 {
+				t.Errorf("wrote %.2fx the bytes landed", ratio)
+			}
+		})
+	}
+	if a, b := perShard["state"], perShard["state,city"]; a == 0 || b > 2*a {
+		t.Errorf("the cost a shard grows with the shards: %.0f bytes a shard at the fewer, %.0f at the more", a, b)
 	}
 }

@@ -14,8 +14,9 @@ type datasetRead struct {
 
 // datasetReads are the documented reads of an export directory, one a
 // format. The data glob names the data files (part-*), so it never matches
-// the dataset's own files (_manifest.json, _SUCCESS, _plan.json, .locks/),
-// whatever their extension; Spark skips names starting with _ or a dot.
+// the export's own files (_plan.json, _claims/, _shards/, _manifest.json,
+// _SUCCESS, .locks/), whatever their extension; Spark skips names starting
+// with _ or a dot.
 // The export command's help prints these lines, README.md and
 // export/doc.go show them as they are, and TestDatasetReads runs each
 // DuckDB query against an export of its format.
@@ -40,10 +41,10 @@ func datasetReadHelp() string {
 	}
 	b.WriteString(`
 or with lendgraph rows DIR. The glob names the data files, part-*: it
-matches none of the dataset's own files, DIR/_manifest.json, DIR/_SUCCESS,
-DIR/_plan.json (--plan-only) and DIR/.locks/, which holds the lock files
-that let several processes on one machine run shards of one export (safe
-to delete while no export runs in DIR). Spark skips names starting with _
-or a dot.`)
+matches none of the export's own files, DIR/_plan.json, DIR/_claims/ and
+DIR/_shards/ (a claim and a record a shard), DIR/_manifest.json,
+DIR/_SUCCESS and DIR/.locks/ (the lock file that lets several processes run
+shards of one export). Spark skips names starting with _ or a dot. A dataset
+of no rows (--allow-empty) has no data file: the glob finds none in it.`)
 	return b.String()
 }

@@ -6,23 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"gocloud.dev/blob"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/export"
+	lendgraphotel "github.com/lendgraph/lendgraph-go/otel"
 )
-
-// planFile is where --plan-only leaves the plan in the export directory
-// (Spark skips names starting with an underscore).
-const planFile = "_plan.json"
 
 // exportFlags are the export command's own flags.
 type exportFlags struct {
@@ -45,9 +46,8 @@ type exportFlags struct {
 	// staleClaimAfter is --stale-claim-after (export run).
 	staleClaimAfter time.Duration
 
-	// bucket is --out opened, when it is an object store URL (nil for a
-	// directory).
-	bucket *blob.Bucket
+	// dest is --out opened: a directory or an object store.
+	dest *export.Storage
 	// runOnly is export run: a plan given, run without asking.
 	runOnly bool
 }
@@ -78,30 +78,39 @@ damaged files are downloaded again from their job (no new charge), and only
 failed or never-submitted shards are submitted.
 
 A submit is never cut by a timeout of the command; only Ctrl-C ends it, and then
-a submit already sent gets 30 seconds to answer so that its job is recorded. A
-submit whose answer was lost anyway (a cut connection, a 5xx, a crash) may have
-started a job that is charged when it completes and that nobody can find. Such
-a shard is not submitted again: the command lists it with the rows at stake
-(the shard's planned rows) and exits 1 until you pass --resubmit-uncertain,
-which accepts that it may be charged twice. The summary counts those rows as
-possibly charged.
+a submit already sent gets 30 seconds to answer so that its job is recorded. At
+most two submits are in flight at once, whatever --concurrency is (it bounds
+the jobs and downloads), so a process killed at any moment leaves at most two
+shards in doubt. A submit whose answer was lost (a cut connection, a 5xx, a
+kill) may have started a job that is charged when it completes and that nobody
+can find. Such a shard is not submitted again: the command lists it with the
+rows at stake (the shard's planned rows) and exits 1 until you pass
+--resubmit-uncertain, which accepts that it may be charged twice. The summary
+counts those rows as possibly charged.
+
+Every file is checked as it lands: it decodes, it holds the rows its job
+charged, and every row holds its shard's partition values. The plan is sealed
+when it is made: a plan edited afterwards is refused before anything is
+submitted.
 
 A query that matches nothing (a filter with a typo?) exits 1 without writing
-anything; --allow-empty lands an empty dataset (_SUCCESS over no file).
+anything; --allow-empty lands an empty dataset (_SUCCESS over no data file: a
+DuckDB glob finds no file to read in it).
 
 --plan-only writes the plan to DIR/_plan.json (and prints it; --json: the plan
 as JSON) without submitting anything. --shard NAME runs only that shard, so a
-workflow can run one shard a task (with --plan FILE, or the plan in DIR).
+workflow can run one shard a task (with --plan FILE, or the plan in DIR), and
+'lendgraph export commit --plan DIR' finishes it.
 
 ` + datasetReadHelp() + "\n\n" + storeHelp,
 		Example: `  lendgraph export agents --by state,city --out agents/ --format parquet
   lendgraph export loans --by state --period 2024 --filter transactionType=purchase --out loans-2024/ --yes
   lendgraph export agents --by state --out agents-by-state/ --plan-only --json > plan.json
   lendgraph export --plan plan.json --shard state=CA --out agents-by-state/ --yes   # one task of a workflow
-  lendgraph export agents --by state --out "file://$PWD/agents-store" --yes   # an object store layout; s3://bucket/prefix alike`,
+  lendgraph export agents --by state --out s3://my-exports/agents --yes       # an object store (see below)`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return exportError(a.runExport(cmd, args, &fl))
+			return exportError(a.runExport(cmd, args, &fl), &fl)
 		},
 	}
 	fl.register(cmd)
@@ -153,19 +162,23 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 			return usagef("no bulk delivery of %q; exportable resources: %s", name, strings.Join(deliverable, ", "))
 		}
 	}
-	if isURL(fl.out) {
-		b, err := openDestination(cmd.Context(), fl.out)
-		if err != nil {
-			return err
+	if !isURL(fl.out) {
+		if err := checkWritable(fl.out); err != nil {
+			return usagef("--out %s cannot be written: %v", fl.out, err)
 		}
-		defer b.Close()
-		fl.bucket = b
-	} else if err := checkWritable(fl.out); err != nil {
-		return usagef("--out %s cannot be written: %v", fl.out, err)
 	}
+	dest, err := openDestination(cmd.Context(), "--out", fl.out)
+	if err != nil {
+		return err
+	}
+	defer dest.Close()
+	fl.dest = dest
 	plan, fresh, err := a.exportPlan(cmd, name, fl)
 	if err != nil {
 		return err
+	}
+	if fresh && name == "" {
+		name = plan.Resource // flags that differ from the plan in --out
 	}
 	if !fresh {
 		if err := checkShards(plan, fl.shards); err != nil {
@@ -176,36 +189,49 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 	if err != nil {
 		return err
 	}
-	ex, err := exporterOf(c, plan.Resource)
+	resource := name
+	if plan != nil {
+		resource = plan.Resource
+	}
+	ex, err := exporterOf(c, resource)
 	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
 	if plan == nil || fresh {
+		replacing := plan != nil
 		if plan, err = ex.plan(ctx, a.exportRequest(fl), fl); err != nil {
-			return a.planFailed(err)
+			return a.planFailed(fl, err)
 		}
 		if err := checkShards(plan, fl.shards); err != nil {
 			return err
+		}
+		if replacing {
+			// The flags differ from the plan in --out: it gives way only
+			// when nothing was submitted from it.
+			if err := plan.Write(ctx, fl.dest); err != nil {
+				return err // another run submitted from it meanwhile: *PlanMismatchError
+			}
+			a.say("%s held a plan with other flags, from which nothing was submitted (nothing was charged): replaced it with this one", redactedOut(fl.out))
 		}
 	}
 	a.describePlan(plan)
 	if fl.planOnly {
 		return a.printPlan(ctx, plan, fl)
 	}
-	left, rows, uncertain := remaining(plan, fl.out, fl.shards, fl.resubmit)
-	if fl.bucket != nil {
-		// The run reads the bucket's claims and records; count the
-		// shards asked for.
-		left, rows, uncertain = len(plan.Shards), plan.EstimatedRows(), 0
-		if len(fl.shards) > 0 {
-			left, rows = len(fl.shards), 0
-			for _, n := range fl.shards {
-				if s, ok := plan.Shard(n); ok {
-					rows += s.Rows
-				}
+	var left, uncertain int
+	var rows int64
+	if fl.runOnly && isURL(fl.out) {
+		// A task of an orchestrator: the run reads the claims and records
+		// of its shards; reading every shard's here would cost a request
+		// each.
+		for _, n := range fl.shards {
+			if s, ok := plan.Shard(n); ok {
+				left, rows = left+1, rows+s.Rows
 			}
 		}
+	} else if left, rows, uncertain, err = remaining(ctx, plan, fl.dest, fl.shards, fl.resubmit); err != nil {
+		return err
 	}
 	switch {
 	case left == 0 && uncertain > 0:
@@ -215,11 +241,7 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 	case left == 0:
 		a.say("every shard has landed; checking the dataset")
 	default:
-		if fl.bucket != nil {
-			a.say("%s (%s) to run, %d at once; those landed already are skipped, and those another task submitted are continued", plural(left, "shard", "shards"), plural(int(rows), "row", "rows"), fl.concurrency)
-		} else {
-			a.say("%s (%s) to deliver, %d at once", plural(left, "shard", "shards"), plural(int(rows), "row", "rows"), fl.concurrency)
-		}
+		a.say("%s (%s) to deliver, %d at once", plural(left, "shard", "shards"), plural(int(rows), "row", "rows"), fl.concurrency)
 		if !fl.yes && !fl.runOnly {
 			if !a.interactive {
 				return usagef("not on a terminal, so there is no way to ask for confirmation: pass --yes to submit")
@@ -232,29 +254,26 @@ func (a *app) runExport(cmd *cobra.Command, args []string, fl *exportFlags) erro
 	return a.exportRun(ctx, ex, plan, fl)
 }
 
-// exportPlan finds the plan to run: --plan FILE, the plan of an export
-// already in DIR (resumed), the one --plan-only left there, or none (fresh:
-// plan now). The command's flags must agree with a plan found.
+// exportPlan finds the plan to run: --plan FILE|DIR|URL, the plan of an
+// export already in --out (resumed; --plan-only left it there), or none
+// (fresh: plan now). The command's flags must agree with a plan found; a
+// plan they do not agree with is planned again (fresh), and replaces the
+// one in --out only when nothing was submitted from it.
 func (a *app) exportPlan(cmd *cobra.Command, name string, fl *exportFlags) (plan *export.Plan, fresh bool, err error) {
 	queryGiven := fl.q.set() || len(fl.by) > 0 || len(fl.fields) > 0 || cmd.Flags().Changed("format") ||
 		len(fl.values) > 0 || fl.includeMissing || fl.maxRows != 0 || fl.allowEmpty
+	ctx := cmd.Context()
 	if fl.planFrom != "" {
 		if queryGiven {
 			return nil, false, usagef("--plan runs a plan as it is: drop --by, --format, --fields, --values, --max-rows, --include-missing, --allow-empty and the query flags")
 		}
-		if plan, err = readPlanFrom(cmd.Context(), fl.planFrom, fl.out, fl.bucket); err != nil {
+		if plan, err = readPlanFrom(ctx, fl.planFrom, fl.out, fl.dest); err != nil {
 			return nil, false, planError(err)
 		}
-	} else if fl.bucket != nil {
-		if plan, err = export.ReadBucketPlan(cmd.Context(), fl.bucket); err != nil && !errors.Is(err, export.ErrNoPlan) {
-			return nil, false, err
-		}
-	} else if m, err := export.ReadManifest(fl.out); err == nil {
-		plan = m.Plan
-	} else if _, serr := os.Stat(filepath.Join(fl.out, export.ManifestFile)); !errors.Is(serr, fs.ErrNotExist) {
+	} else if plan, err = export.ReadPlan(ctx, fl.dest); errors.Is(err, export.ErrPlanChanged) {
+		return nil, false, fmt.Errorf("--out %s: %w", redactedOut(fl.out), err)
+	} else if err != nil && !errors.Is(err, export.ErrNoPlan) {
 		return nil, false, err
-	} else if p, err := export.ReadPlan(filepath.Join(fl.out, planFile)); err == nil {
-		plan = p
 	}
 	if plan == nil {
 		if name == "" {
@@ -263,18 +282,25 @@ func (a *app) exportPlan(cmd *cobra.Command, name string, fl *exportFlags) (plan
 		if len(fl.by) == 0 {
 			return nil, false, usagef("--by FIELD is required: the field to split the export by, e.g. --by state,city")
 		}
-		return &export.Plan{Resource: name}, true, nil
+		return nil, true, nil
 	}
 	if name != "" && name != plan.Resource {
-		return nil, false, usagef("%s holds an export of %s, not %s: pick another --out", fl.out, plan.Resource, name)
+		return nil, false, usagef("--out %s holds an export of %s, not %s: pick another --out", redactedOut(fl.out), plan.Resource, name)
 	}
 	if fl.planFrom == "" && queryGiven {
-		if err := sameQuery(plan, a.exportRequest(fl), fl); err != nil {
-			return nil, false, usagef("%s holds an export planned with other flags (%v): run the same command to resume it, or pick another --out", fl.out, err)
+		if diff := sameQuery(plan, a.exportRequest(fl), fl); diff != nil {
+			m, err := export.ReadManifest(ctx, fl.dest)
+			if err != nil {
+				return nil, false, err
+			}
+			if slices.ContainsFunc(m.Shards, func(s export.ShardStatus) bool { return s.State != export.StatePending }) {
+				return nil, false, usagef("%s holds an export planned with other flags (%v), and shards were submitted from it: run the same command as then to resume it, or pick another --out", redactedOut(fl.out), diff)
+			}
+			return plan, true, nil // nothing was submitted from it: planned again, and replaced
 		}
 	}
 	if fl.planOnly && fl.planFrom == "" {
-		a.say("%s already holds a plan; showing it", fl.out)
+		a.say("%s already holds a plan; showing it", redactedOut(fl.out))
 	}
 	return plan, false, nil
 }
@@ -308,13 +334,19 @@ func (a *app) exportRequest(fl *exportFlags) *lendgraph.DeliveryRequest {
 // planOptions are the planner's options from the flags.
 func planOptions(fl *exportFlags) (*export.PlanOptions, error) {
 	o := &export.PlanOptions{By: fl.by, MaxRows: fl.maxRows, IncludeMissing: fl.includeMissing, CreditsPerRow: fl.creditsPerRow, AllowEmpty: fl.allowEmpty}
-	if fl.maxRows < 0 || fl.creditsPerRow < 0 {
-		return nil, usagef("--max-rows and --credits-per-row must not be negative")
+	if fl.maxRows < 0 {
+		return nil, usagef("--max-rows %d: must not be negative (0 asks the service for its ceiling)", fl.maxRows)
+	}
+	if fl.creditsPerRow < 0 {
+		return nil, usagef("--credits-per-row %v: must not be negative (0 leaves the price unknown)", fl.creditsPerRow)
 	}
 	for _, v := range fl.values {
 		field, list, ok := strings.Cut(v, "=")
 		if !ok || field == "" || list == "" {
 			return nil, usagef("--values %q: want FIELD=V1,V2,...", v)
+		}
+		if len(fl.by) > 0 && !slices.Contains(fl.by, field) {
+			return nil, usagef("--values %s: %s is not a partition field; --values lists the values of a field the export is split by (%s)", v, field, strings.Join(fl.by, ", "))
 		}
 		if o.Values == nil {
 			o.Values = map[string][]any{}
@@ -326,14 +358,71 @@ func planOptions(fl *exportFlags) (*export.PlanOptions, error) {
 	return o, nil
 }
 
-// planFailed explains a plan that cannot run; nothing was charged.
-func (a *app) planFailed(err error) error {
+// planFailed explains a plan that cannot run, naming the flag and the
+// user's own words the service refused; nothing was charged.
+func (a *app) planFailed(fl *exportFlags, err error) error {
 	var ce *export.CoverageError
 	var big *export.ShardTooBigError
 	if errors.As(err, &ce) && ce.Plan != nil || errors.As(err, &big) && big.Plan != nil {
 		a.say("the plan cannot run; nothing was submitted")
+		return err
+	}
+	var empty *export.EmptyError
+	if errors.As(err, &empty) && fl.q.set() {
+		var given []string
+		for _, f := range fl.q.filters {
+			given = append(given, "--filter "+f)
+		}
+		if fl.q.where != "" {
+			given = append(given, "--where "+fl.q.where)
+		}
+		if fl.q.period != "" {
+			given = append(given, "--period "+fl.q.period)
+		}
+		return fmt.Errorf("%s: matches no %s: nothing to export (a value with a typo? values are matched exactly, TX is not tx). Nothing was charged; land an empty dataset with --allow-empty", strings.Join(given, " "), empty.Resource)
+	}
+	var api *lendgraph.APIError
+	if errors.As(err, &api) && api.StatusCode == http.StatusBadRequest && strings.Contains(err.Error(), "refused the query") {
+		if flag, words := queryCulprit(fl, api.Message); flag != "" {
+			return usagef("%s %s: the service refuses it: %s. Nothing was submitted or charged", flag, words, api.Message)
+		}
+		return usagef("the service refuses the query (--filter, --where, --period or --sort): %s. Nothing was submitted or charged", api.Message)
 	}
 	return err
+}
+
+// queryCulprit finds the query flag, and the user's own words in it, that
+// a service's refusal of the query names: the flag value holding a name
+// or value the message quotes or starts with.
+func queryCulprit(fl *exportFlags, msg string) (flag, words string) {
+	mentions := func(s string) bool {
+		return s != "" && (strings.Contains(msg, `"`+s+`"`) || strings.Contains(msg, "."+s+":") || strings.Contains(msg, "'"+s+"'") ||
+			strings.HasPrefix(msg, s+":") || strings.Contains(msg, " "+s+" ") || strings.HasSuffix(msg, " "+s))
+	}
+	for _, f := range fl.q.filters {
+		k, v, _ := strings.Cut(f, "=")
+		if mentions(k) || mentions(v) {
+			return "--filter", f
+		}
+	}
+	for _, s := range fl.q.sorts {
+		field, _, _ := strings.Cut(s, ":")
+		if mentions(field) || strings.HasPrefix(msg, "sort") {
+			return "--sort", s
+		}
+	}
+	if fl.q.period != "" && (mentions(fl.q.period) || strings.Contains(msg, "period")) {
+		return "--period", fl.q.period
+	}
+	if fl.q.where != "" && strings.HasPrefix(msg, "advancedFilters") {
+		return "--where", fl.q.where
+	}
+	for _, f := range fl.fields {
+		if mentions(f) {
+			return "--fields", f
+		}
+	}
+	return "", ""
 }
 
 // describePlan prints the plan's summary on stderr.
@@ -353,21 +442,8 @@ func (a *app) describePlan(p *export.Plan) {
 // printPlan writes the plan to DIR/_plan.json (or URL/_plan.json) and
 // prints it: the shards and their rows, or the plan as JSON with --json.
 func (a *app) printPlan(ctx context.Context, p *export.Plan, fl *exportFlags) error {
-	file := filepath.Join(fl.out, planFile)
-	if fl.bucket != nil {
-		file = joinURL(redactedOut(fl.out), export.PlanFile)
-		if err := p.WriteBucket(ctx, fl.bucket); err != nil {
-			return err
-		}
-	} else {
-		if err := os.MkdirAll(fl.out, 0o755); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-			if err := p.WriteFile(file); err != nil {
-				return err
-			}
-		}
+	if err := p.Write(ctx, fl.dest); err != nil {
+		return err
 	}
 	if a.jsonOut {
 		return a.writeJSONLine(p)
@@ -380,22 +456,26 @@ func (a *app) printPlan(ctx context.Context, p *export.Plan, fl *exportFlags) er
 		fmt.Fprintf(a.stdout, "%s\t%d rows%s\n", s.Name, s.Rows, credits)
 	}
 	if len(p.Request.Fields) > 0 {
-		a.say("note: the service checks --fields (%s) only at submit: a field it does not have stops the run at the first submit, before any other shard is submitted", strings.Join(p.Request.Fields, ","))
+		a.say("note: the service checks --fields (%s) only at submit: a field it does not have stops the run at the first submit, before any other shard is submitted (nothing is charged; run again with other --fields)", strings.Join(p.Request.Fields, ","))
 	}
-	a.say("plan written to %s; run it with the same command without --plan-only, or one shard a task: lendgraph export run --plan %s --shard N, then lendgraph export commit --plan %s", file, commandOut(fl.out), commandOut(fl.out))
+	out := commandOut(fl.out)
+	a.say("plan written to %s; run it with the same command without --plan-only, or one shard a task: lendgraph export run --plan %s --shard N, then lendgraph export commit --plan %s", joinURL(redactedOut(fl.out), export.PlanFile), out, out)
 	return nil
 }
 
 // remaining counts the shards (and rows) to deliver among those asked
 // for, and the shards left because a submit's answer was lost (unless
-// resubmit).
-func remaining(p *export.Plan, dir string, only []string, resubmit bool) (n int, rows int64, uncertain int) {
-	m, _ := export.ReadManifest(dir)
+// resubmit), as the destination's claims and records say.
+func remaining(ctx context.Context, p *export.Plan, dest *export.Storage, only []string, resubmit bool) (n int, rows int64, uncertain int, err error) {
+	m, err := export.ReadManifest(ctx, dest)
+	if err != nil && !errors.Is(err, export.ErrNoPlan) {
+		return 0, 0, 0, err
+	}
 	for _, s := range p.Shards {
 		if len(only) > 0 && !slices.Contains(only, s.Name) {
 			continue
 		}
-		if m != nil && m.Plan != nil {
+		if m != nil {
 			st, ok := m.Status(s.Name)
 			if ok && st.State == export.StateLanded {
 				continue
@@ -408,7 +488,7 @@ func remaining(p *export.Plan, dir string, only []string, resubmit bool) (n int,
 		n++
 		rows += s.Rows
 	}
-	return n, rows, uncertain
+	return n, rows, uncertain, nil
 }
 
 // exportResult is export's --json output.
@@ -425,6 +505,10 @@ type exportResult struct {
 	LandedRows     int64    `json:"landedRows"`
 	ChargedRows    int64    `json:"chargedRows"`
 	CreditsCharged float64  `json:"creditsCharged"`
+	// RunChargedRows and RunCreditsCharged are what this run's jobs were
+	// charged (chargedRows and creditsCharged count every landed shard's).
+	RunChargedRows    int64   `json:"runChargedRows"`
+	RunCreditsCharged float64 `json:"runCreditsCharged"`
 	// Uncertain are the shards with submits whose answer was lost, and
 	// UncertainRows and UncertainCredits what they may charge on top of
 	// chargedRows and creditsCharged (credits only with --credits-per-row).
@@ -450,8 +534,8 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 			}
 		}
 	}
-	opts := &export.RunOptions{Dir: fl.out, Bucket: fl.bucket, Concurrency: fl.concurrency, Shards: fl.shards, ResubmitUncertain: fl.resubmit,
-		StaleClaimAfter: fl.staleClaimAfter, Observer: a.observer(), OnEvent: func(e export.Event) {
+	opts := &export.RunOptions{Concurrency: fl.concurrency, Shards: fl.shards, ResubmitUncertain: fl.resubmit,
+		StaleClaimAfter: fl.staleClaimAfter, StartShard: a.shardSpan(), OnEvent: func(e export.Event) {
 			switch e.Kind {
 			case export.EventFailed:
 				a.sayAbove("shard %s: %s: %v", e.Shard, e.What, e.Err)
@@ -472,10 +556,7 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 			done += progress[e.Shard] - old
 			m.set(done, total)
 		}}
-	if fl.bucket != nil {
-		opts.Dir = ""
-	}
-	res, err := ex.run(ctx, plan, opts)
+	res, err := ex.run(ctx, plan, fl.dest, opts)
 	m.end(err == nil)
 	if res == nil {
 		return err
@@ -490,20 +571,22 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 		if jerr := a.writeJSONLine(exportResult{Dir: redactedOut(fl.out), Shards: res.Shards, Landed: res.Landed, Submitted: res.Submitted,
 			Reattached: res.Reattached, Redownloaded: res.Redownloaded, Skipped: res.Skipped, Pending: res.Pending,
 			PlannedRows: res.PlannedRows, LandedRows: res.LandedRows, ChargedRows: res.ChargedRows,
-			CreditsCharged: res.CreditsCharged, Uncertain: res.Uncertain, UncertainRows: res.UncertainRows,
+			CreditsCharged: res.CreditsCharged, RunChargedRows: res.RunChargedRows, RunCreditsCharged: res.RunCreditsCharged,
+			Uncertain: res.Uncertain, UncertainRows: res.UncertainRows,
 			UncertainCredits: res.UncertainCredits, Busy: res.Busy, Complete: res.Complete, Warnings: res.Warnings}); jerr != nil {
 			return jerr
 		}
 	} else {
-		a.say("%d of %d shards landed (%d submitted, %d picked up, %d downloaded again, %d already there); %d rows landed, %d planned; %s",
-			res.Landed, res.Shards, res.Submitted, res.Reattached, res.Redownloaded, res.Skipped, res.LandedRows, res.PlannedRows, charges(res, plan))
+		a.say("%s", runSummary(res, plan, fl.shards))
 		switch {
+		case res.Complete && plan.Total == 0:
+			a.say("committed an empty dataset: %s (no data file, so a DuckDB glob over it finds none: \"No files found\")", joinURL(redactedOut(fl.out), export.SuccessFile))
 		case res.Complete:
-			a.say("verified: every file decodes and holds its job's rows, no id appears twice; wrote %s", joinURL(redactedOut(fl.out), export.SuccessFile))
-		case err == nil && len(fl.shards) > 0 && fl.bucket != nil:
-			a.say("%d of %d shards landed; once every shard has run, finish with: lendgraph export commit --plan %s", res.Landed, res.Shards, commandOut(fl.out))
-		case err == nil && len(res.Pending) > 0 && len(fl.shards) > 0:
-			a.say("%s not landed yet; run the command without --shard to finish the export", plural(len(res.Pending), "shard", "shards"))
+			a.say("committed: every file was checked as it landed (it decodes, holds its job's rows and only its partition's), each matches its record, no id appears twice; wrote %s", joinURL(redactedOut(fl.out), export.SuccessFile))
+		case err == nil && len(fl.shards) > 0 && len(res.Pending) > 0:
+			a.say("%s of the export not landed yet; once every shard has run, finish with: lendgraph export commit --plan %s", plural(len(res.Pending), "shard", "shards"), commandOut(fl.out))
+		case err == nil && len(fl.shards) > 0:
+			a.say("every shard has landed; finish with: lendgraph export commit --plan %s", commandOut(fl.out))
 		case err == nil && len(res.Pending) > 0:
 			a.say("%s not landed yet (another process works on them?); run the same command again to finish the export", plural(len(res.Pending), "shard", "shards"))
 		}
@@ -516,6 +599,35 @@ func (a *app) exportRun(ctx context.Context, ex exporter, plan *export.Plan, fl 
 	return err
 }
 
+// runSummary is the run's account: the shards it worked on and what they
+// hold, what this run charged and what the export was charged in all, and,
+// for a run of chosen shards, where the whole export stands.
+func runSummary(res *export.Result, p *export.Plan, only []string) string {
+	worked := res.Shards
+	if len(only) > 0 {
+		worked = len(only)
+	}
+	landed := worked - len(res.Pending)
+	if len(only) > 0 {
+		landed = 0
+		for _, n := range only {
+			if !slices.Contains(res.Pending, n) {
+				landed++
+			}
+		}
+	}
+	scope := ""
+	if len(only) > 0 {
+		scope = " asked for"
+	}
+	s := fmt.Sprintf("%d of the %s%s landed (%d submitted, %d picked up, %d downloaded again, %d already there): %d rows landed, %d planned; %s",
+		landed, plural(worked, "shard", "shards"), scope, res.Submitted, res.Reattached, res.Redownloaded, res.Skipped, res.LandedRows, res.PlannedRows, charges(res, p))
+	if len(only) > 0 {
+		s += fmt.Sprintf("; the export: %d of %d shards landed", res.Landed, res.Shards)
+	}
+	return s
+}
+
 // plural is n with the noun (and verb) for one or for many: "1 shard",
 // "3 shards", "1 shard is".
 func plural(n int, one, many string) string {
@@ -526,9 +638,10 @@ func plural(n int, one, many string) string {
 }
 
 // charges is the summary's account of what the service charged and may
-// have charged.
+// have charged: by this run, and for the landed shards in all.
 func charges(res *export.Result, p *export.Plan) string {
-	s := fmt.Sprintf("%d rows charged, %s credits", res.ChargedRows, number(res.CreditsCharged))
+	s := fmt.Sprintf("%s by this run (%d rows and %s credits for the landed shards in all)",
+		plural(int(res.RunChargedRows), "row charged", "rows charged"), res.ChargedRows, number(res.CreditsCharged))
 	if len(res.Uncertain) == 0 {
 		return s
 	}
@@ -555,38 +668,38 @@ func (a *app) sayAbove(format string, args ...any) {
 // exporter is the export package bound to one resource's typed service.
 type exporter struct {
 	plan func(ctx context.Context, req *lendgraph.DeliveryRequest, fl *exportFlags) (*export.Plan, error)
-	run  func(ctx context.Context, p *export.Plan, o *export.RunOptions) (*export.Result, error)
+	run  func(ctx context.Context, p *export.Plan, dest *export.Storage, o *export.RunOptions) (*export.Result, error)
 }
 
 func exporterOf(c *lendgraph.Client, name string) (exporter, error) {
 	switch name {
 	case "agents":
-		return exporterFor[lendgraph.Agent](c.Agents, name), nil
+		return exporterFor[lendgraph.Agent](c.Agents), nil
 	case "originators":
-		return exporterFor[lendgraph.Originator](c.Originators, name), nil
+		return exporterFor[lendgraph.Originator](c.Originators), nil
 	case "companies":
-		return exporterFor[lendgraph.Company](c.Companies, name), nil
+		return exporterFor[lendgraph.Company](c.Companies), nil
 	case "loans":
-		return exporterFor[lendgraph.Loan](c.Loans, name), nil
+		return exporterFor[lendgraph.Loan](c.Loans), nil
 	case "properties":
-		return exporterFor[lendgraph.Property](c.Properties, name), nil
+		return exporterFor[lendgraph.Property](c.Properties), nil
 	case "branches":
-		return exporterFor[lendgraph.Branch](c.Branches, name), nil
+		return exporterFor[lendgraph.Branch](c.Branches), nil
 	}
 	return exporter{}, usagef("no bulk delivery of %q; exportable resources: %s", name, strings.Join(deliverable, ", "))
 }
 
-func exporterFor[T any](src export.Source[T], name string) exporter {
+func exporterFor[T any](src export.Source[T]) exporter {
 	return exporter{
 		plan: func(ctx context.Context, req *lendgraph.DeliveryRequest, fl *exportFlags) (*export.Plan, error) {
 			o, err := planOptions(fl)
 			if err != nil {
 				return nil, err
 			}
-			return export.NewPlan(ctx, src, name, req, o)
+			return export.NewPlan(ctx, src, req, o)
 		},
-		run: func(ctx context.Context, p *export.Plan, o *export.RunOptions) (*export.Result, error) {
-			return export.Run(ctx, src, p, o)
+		run: func(ctx context.Context, p *export.Plan, dest *export.Storage, o *export.RunOptions) (*export.Result, error) {
+			return export.Run(ctx, src, p, dest, o)
 		},
 	}
 }
@@ -640,27 +753,67 @@ var optionFlags = map[string]string{
 	"PlanOptions.AllowEmpty":       "--allow-empty",
 	"PlanOptions.Values":           "--values FIELD=V1,V2,...",
 	"RunOptions.ResubmitUncertain": "--resubmit-uncertain",
-	"RunOptions.Bucket":            "--out s3://bucket/prefix",
 }
 
 // argFlags are the flags of the export package's InvalidArgumentError.Arg.
-var argFlags = map[string]string{"By": "--by", "Concurrency": "--concurrency", "Shards": "--shard", "Dir": "--out", "Format": "--format"}
+var argFlags = map[string]string{"By": "--by", "Concurrency": "--concurrency", "Shards": "--shard", "dest": "--out", "Format": "--format",
+	"MaxRows": "--max-rows", "CreditsPerRow": "--credits-per-row", "DeliveryRequest": "--filter/--where"}
 
 // exportError rewords an error of the export package for the command line:
-// flags instead of Go options.
-func exportError(err error) error {
+// flags, and the user's own words in them, instead of Go options and
+// fields. fl is the command's flags (nil for export commit).
+func exportError(err error, fl *exportFlags) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
 	var bad *lendgraph.InvalidArgumentError
 	if errors.As(err, &bad) && argFlags[bad.Arg] != "" && msg == bad.Error() {
-		msg = argFlags[bad.Arg] + ": " + bad.Problem
+		msg = argFlags[bad.Arg] + words(fl, bad.Arg) + ": " + bad.Problem
+	}
+	var re *export.RunError
+	var api *lendgraph.APIError
+	if fl != nil && errors.As(err, &re) && errors.As(err, &api) && api.StatusCode == http.StatusBadRequest && refusedAlike(re) {
+		// A refusal of the request itself, at the first submits: which
+		// flag, in the user's words; nothing was charged.
+		if flag, w := queryCulprit(fl, api.Message); flag != "" {
+			msg = fmt.Sprintf("%s %s: the service refuses it at submit: %s. No shard was submitted with it, so nothing was charged: run the command again with the flag changed (the plan in --out, from which nothing was submitted, is planned again and replaced)", flag, w, api.Message)
+		}
 	}
 	for option, flag := range optionFlags {
 		msg = strings.ReplaceAll(msg, option, flag)
 	}
 	return &wordedError{msg: msg, err: err}
+}
+
+// refusedAlike reports whether a run failed only on refusals of its
+// request (no shard landed): the shards refused, and those not submitted
+// after them.
+func refusedAlike(re *export.RunError) bool {
+	for _, f := range re.Failed {
+		var api *lendgraph.APIError
+		if !errors.As(f.Err, &api) && !strings.Contains(f.Err.Error(), "not submitted") {
+			return false
+		}
+	}
+	return len(re.Failed) > 0
+}
+
+// words are the user's own words in the flag an export argument comes
+// from: " state,ctiy" for By.
+func words(fl *exportFlags, arg string) string {
+	if fl == nil {
+		return ""
+	}
+	switch arg {
+	case "By":
+		return " " + strings.Join(fl.by, ",")
+	case "Format":
+		return " " + fl.format
+	case "Concurrency":
+		return " " + strconv.Itoa(fl.concurrency)
+	}
+	return ""
 }
 
 // wordedError is an error with the command line's wording.
@@ -671,3 +824,30 @@ type wordedError struct {
 
 func (e *wordedError) Error() string { return e.msg }
 func (e *wordedError) Unwrap() error { return e.err }
+
+// shardSpan is the export's hook for telemetry: one span a shard
+// ("lendgraph export.Shard", under the command's), parent of the shard's
+// SDK operations; nil when telemetry is off.
+func (a *app) shardSpan() func(ctx context.Context, shard string) (context.Context, func(export.ShardStatus, error)) {
+	if a.tel == nil {
+		return nil
+	}
+	tracer := a.tel.tp.Tracer(lendgraphotel.ScopeName)
+	return func(ctx context.Context, shard string) (context.Context, func(export.ShardStatus, error)) {
+		ctx, span := tracer.Start(ctx, "lendgraph export.Shard", trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(attribute.String("lendgraph.operation", "export.Shard"), attribute.String("lendgraph.export.shard", shard)))
+		return ctx, func(s export.ShardStatus, err error) {
+			if s.JobID != "" {
+				span.SetAttributes(attribute.String("lendgraph.job.id", s.JobID))
+			}
+			if s.Rows > 0 {
+				span.SetAttributes(attribute.Int64("lendgraph.rows", s.Rows), attribute.Int64("lendgraph.download.bytes", s.Bytes))
+			}
+			span.SetAttributes(attribute.String("lendgraph.export.state", string(s.State)))
+			if err != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}
+	}
+}

@@ -30,14 +30,7 @@ func BenchmarkExport50ShardsOn8Processes(b *testing.B) {
 	c.env = awsEnv(store)
 	setAWSEnv(b, store)
 	ctx := context.Background()
-	{
-		b, err := export.OpenBucket(ctx, "s3://"+store.Bucket+"?use_path_style=true")
-		if err != nil {
-			panic(err)
-		}
-		createBucket(ctx, c.t, b, store.Bucket)
-		b.Close()
-	}
+	createBucket(ctx, c.t, rawBucket(b, "s3://"+store.Bucket+"?use_path_style=true"), store.Bucket)
 	c.srv.InjectFault("GET", "/objects/*", lendgraphtest.Fault{Kind: lendgraphtest.Throttle, Rate: 64 << 10, Times: -1})
 	plan := func(prefix string) (string, *export.Plan) {
 		url := "s3://" + store.Bucket + "/" + prefix + "?use_path_style=true"

@@ -34,7 +34,7 @@ import (
 // started for a shard that is running. A failed task is retried, as an
 // orchestrator does. Then the dataset is committed and checked at the
 // fake and in the store: every record exactly once (read back by
-// export.BucketRows and, copied down, by DuckDB), no shard submitted twice
+// export.Rows and, copied down, by DuckDB), no shard submitted twice
 // outside the documented window (a kill between a submit and the record
 // of its job id, which leaves the shard uncertain until
 // --resubmit-uncertain), and _SUCCESS only at the end.
@@ -66,11 +66,7 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	url := "s3://" + store.Bucket + "/exports/agents?use_path_style=true"
-	b, err := export.OpenBucket(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := rawBucket(t, url)
 	createBucket(ctx, t, b, store.Bucket)
 
 	r := c.run("export", "plan", "agents", "--by", "state,city", "--format", "parquet", "--out", url, "--json")
@@ -278,13 +274,13 @@ func TestExportChaosIntoMinIO(t *testing.T) {
 		want[a.ID] = true
 	}
 	got := map[string]int{}
-	for a, err := range export.BucketRows[lendgraph.Agent](ctx, b) {
+	for a, err := range export.Rows[lendgraph.Agent](ctx, openExport(t, url)) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		got[a.ID]++
 	}
-	checkOnce(t, "export.BucketRows", got, want)
+	checkOnce(t, "export.Rows", got, want)
 
 	// Copied down and read by DuckDB.
 	{

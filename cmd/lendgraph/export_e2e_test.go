@@ -64,7 +64,7 @@ func TestExportEndToEndWithDuckDB(t *testing.T) {
 			t.Fatalf("the first run ended before it could be killed (%v):\n%s", err, firstErr.String())
 		case <-time.After(5 * time.Millisecond):
 		}
-		if m, err := export.ReadManifest(dir); err == nil {
+		if m, err := manifestOf(t, dir); err == nil {
 			landed = 0
 			for _, s := range m.Shards {
 				if s.State == export.StateLanded {
@@ -77,7 +77,7 @@ func TestExportEndToEndWithDuckDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-exited
-	m, err := export.ReadManifest(dir)
+	m, err := manifestOf(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestExportEndToEndWithDuckDB(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second run: %v\n%s", err, msg)
 	}
-	if !strings.Contains(string(msg), "verified") {
+	if !strings.Contains(string(msg), "committed") {
 		t.Errorf("second run:\n%s", msg)
 	}
 

@@ -67,7 +67,7 @@ func TestExportNeverChargesTwiceAfterLostAnswers(t *testing.T) {
 			t.Fatalf("after run %d the ledger holds %d debits, %v credits, for 6000 records", run, n, credits)
 		}
 	}
-	m, err := export.ReadManifest(dir)
+	m, err := manifestOf(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestExportNeverChargesTwiceAfterLostAnswers(t *testing.T) {
 	}
 	r = c.run(args...)
 	wantCode(t, r, 0)
-	if want := fmt.Sprintf("6000 rows charged, 6000 credits, and up to %d rows more may be charged by 3 submits whose answer was lost (%d rows in all", stake, 6000+stake); !strings.Contains(r.stderr, want) {
+	if want := fmt.Sprintf("0 rows charged by this run (6000 rows and 6000 credits for the landed shards in all), and up to %d rows more may be charged by 3 submits whose answer was lost (%d rows in all", stake, 6000+stake); !strings.Contains(r.stderr, want) {
 		t.Errorf("summary lacks %q:\n%s", want, r.stderr)
 	}
 }
@@ -256,5 +256,103 @@ func TestExportChecksEveryByField(t *testing.T) {
 	}
 	if n := c.srv.CountRequests("POST", "/v1/agents/bulk-delivery"); n != 0 {
 		t.Errorf("%d submits", n)
+	}
+}
+
+// TestExportErrorsNameTheFlag: every refusal names the flag and the user's
+// own words in it that caused it, never a Go field, and never another flag
+// (a filter the service refuses was once blamed on --by): a field, a value
+// and an operator the service refuses, a period, a sort, a partition
+// field, a filter that matches nothing, --values of no partition field, a
+// negative ceiling; a delivery field the service refuses at submit, after
+// which nothing was charged and the same directory takes the corrected
+// flags.
+func TestExportErrorsNameTheFlag(t *testing.T) {
+	c := exportCLI(t, 900, 2000)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"--filter", "stat=TX"}, 2, []string{"--filter stat=TX", `"stat" is not a field`}},
+		{[]string{"--filter", "transactionCount=abc"}, 2, []string{"--filter transactionCount=abc", "holds numbers"}},
+		{[]string{"--where", `{"field":"state","op":"eqq","value":"TX"}`}, 2, []string{`--where {"field":"state","op":"eqq"`, `unknown op "eqq"`}},
+		{[]string{"--period", "20244"}, 2, []string{"--period 20244"}},
+		{[]string{"--sort", "fulName"}, 2, []string{"--sort fulName", `"fulName" is not a field`}},
+		{[]string{"--filter", "state=TXX"}, 1, []string{"--filter state=TXX", "matches no agents", "--allow-empty"}},
+		{[]string{"--values", "stat=TX"}, 2, []string{"--values stat=TX", "not a partition field"}},
+		{[]string{"--max-rows", "-1"}, 2, []string{"--max-rows -1"}},
+	} {
+		r := c.run(append([]string{"export", "agents", "--by", "state", "--out", c.path("e"), "--plan-only"}, tc.args...)...)
+		if r.code != tc.code {
+			t.Errorf("%v: exit %d, want %d: %s", tc.args, r.code, tc.code, r.stderr)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("%v: stderr lacks %q: %s", tc.args, w, r.stderr)
+			}
+		}
+		for _, bad := range []string{"--by", "PlanOptions", "DeliveryRequest", "FlatFilters", "invalid By"} {
+			if strings.Contains(r.stderr, bad) {
+				t.Errorf("%v: stderr names %q: %s", tc.args, bad, r.stderr)
+			}
+		}
+	}
+	r := c.run("export", "agents", "--by", "stat", "--out", c.path("e"), "--plan-only")
+	if r.code != 2 || !strings.Contains(r.stderr, "--by stat:") {
+		t.Errorf("--by stat: exit %d: %s", r.code, r.stderr)
+	}
+	if jobsRun(c.srv) != 0 {
+		t.Fatalf("%d jobs ran for refused flags", jobsRun(c.srv))
+	}
+
+	// A delivery field the service refuses at submit: said with the flag,
+	// nothing charged; the same --out then takes the corrected flags.
+	dir := c.path("fields")
+	r = c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--fields", "fulName")
+	if r.code == 0 || !strings.Contains(r.stderr, "--fields fulName: the service refuses it") || !strings.Contains(r.stderr, "nothing was charged") {
+		t.Errorf("--fields fulName: exit %d: %s", r.code, r.stderr)
+	}
+	if n, credits := settled(t, c.srv); n != 0 || credits != 0 {
+		t.Errorf("%d debits, %v credits for a refused field", n, credits)
+	}
+	r = c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--fields", "fullName")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "nothing was submitted") || !strings.Contains(r.stderr, "replaced") {
+		t.Errorf("the corrected run:\n%s", r.stderr)
+	}
+}
+
+// TestExportTrips: what tripped a data engineer, each fixed. The plan
+// written by export plan into a directory is finished by the export commit
+// command it prints; a run of chosen shards says how many of them landed,
+// and where the whole export stands; an empty dataset says a glob finds no
+// file in it.
+func TestExportTrips(t *testing.T) {
+	c := exportCLI(t, 600, 300)
+	dir := c.path("agents")
+	r := c.run("export", "plan", "agents", "--by", "state", "--filter", "state=CA", "--filter", "state=TX", "--out", dir)
+	wantCode(t, r, 0)
+	commit := regexp.MustCompile(`lendgraph (export commit --plan \S+)`).FindStringSubmatch(r.stderr)
+	if commit == nil {
+		t.Fatalf("export plan prints no commit command:\n%s", r.stderr)
+	}
+	r = c.run("export", "run", "--plan", dir, "--shard", "0")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "1 of the 1 shard asked for landed") || !strings.Contains(r.stderr, "the export: 1 of 2 shards landed") ||
+		!strings.Contains(r.stderr, "export commit --plan") {
+		t.Errorf("export run --shard 0:\n%s", r.stderr)
+	}
+	wantCode(t, c.run("export", "run", "--plan", dir, "--shard", "1"), 0)
+	r = c.run(strings.Fields(commit[1])...)
+	wantCode(t, r, 0)
+	if _, err := os.Stat(filepath.Join(dir, export.SuccessFile)); err != nil {
+		t.Errorf("the printed commit command did not commit: %v\n%s", err, r.stderr)
+	}
+
+	r = c.run("export", "agents", "--by", "state", "--filter", "state=ZZ", "--allow-empty", "--out", c.path("empty"), "--yes")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "empty dataset") || !strings.Contains(r.stderr, "No files found") {
+		t.Errorf("an empty dataset:\n%s", r.stderr)
 	}
 }

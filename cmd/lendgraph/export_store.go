@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"gocloud.dev/blob"
 	// The object stores --out opens by URL: S3 and what speaks its
 	// protocol (MinIO, R2, GCS interoperability), and file:// for a
 	// directory with the same layout and commit as a bucket.
@@ -28,12 +28,13 @@ import (
 // its index, which export run takes as --shard when none is given.
 const jobIndexEnv = "JOB_COMPLETION_INDEX"
 
-// storeHelp is the help's part about object store destinations.
+// storeHelp is the help's part about object store destinations and the
+// three steps.
 const storeHelp = `--out takes an object store URL instead of a directory: s3://BUCKET/PREFIX
-(AWS S3 and what speaks its protocol: MinIO, R2, GCS interoperability), or
-file:///DIR for the same layout and commit in a local directory. The
-credentials, region and endpoint come from the store's standard chains: for
-S3, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_PROFILE,
+(AWS S3 and what speaks its protocol: MinIO, R2, GCS interoperability). The
+dataset and the export's own files are the same in both. The credentials,
+region and endpoint come from the store's standard chains: for S3,
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_PROFILE,
 AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL), ~/.aws/config and
 ~/.aws/credentials, the instance's role. A URL's query holds the driver's
 settings, never credentials: for MinIO on its default port,
@@ -44,32 +45,37 @@ settings, never credentials: for MinIO on its default port,
 
 Into a bucket, each shard's file streams from its signed link into the store
 (a multipart upload; nothing on local disk) and is checked on the way; it
-appears under its name only once complete and checked. Many machines can run
-shards of one plan at once, without a lock, in three steps:
+appears under its name only once complete and checked. Many machines (or
+processes) can run shards of one plan at once, into a bucket or a directory,
+without a lock over the whole, in three steps:
 
   lendgraph export plan agents --by state,city --out s3://exports/agents
   lendgraph export run --plan s3://exports/agents --shard N   # one task a shard; N from 0,
                                                               # or JOB_COMPLETION_INDEX
   lendgraph export commit --plan s3://exports/agents          # once every shard ran
 
-A shard is claimed with a conditional write (If-None-Match: *) before its
-submit, so two tasks of one shard never both submit it: the second continues
-the first one's job, or, when the first died between its submit and the
-record of its job id, leaves the shard as uncertain (--resubmit-uncertain).
-commit checks every shard's record against its object and that no id
-appears twice, then writes _manifest.json, and _SUCCESS last.`
+A shard is claimed with an exclusive write (If-None-Match: *; in a directory a
+hard link) before its submit, so two tasks of one shard never both submit it:
+the second continues the first one's job, or, when the first died between its
+submit and the record of its job id, leaves the shard as uncertain
+(--resubmit-uncertain). commit checks every shard's record against its file
+and that no id appears twice, then writes _manifest.json, and _SUCCESS last.`
 
 // isURL says whether --out (or --plan) names an object store rather than a
 // local path.
 func isURL(s string) bool { return strings.Contains(s, "://") }
 
-// openDestination opens an object store URL.
-func openDestination(ctx context.Context, raw string) (*blob.Bucket, error) {
-	b, err := export.OpenBucket(ctx, raw)
-	if err != nil {
-		return nil, usagef("%v", err)
+// openDestination opens a directory or an object store URL given by flag.
+func openDestination(ctx context.Context, flag, raw string) (*export.Storage, error) {
+	st, err := export.Open(ctx, raw)
+	var bad *lendgraph.InvalidArgumentError
+	if errors.As(err, &bad) {
+		return nil, usagef("%s: %s", flag, bad.Problem)
 	}
-	return b, nil
+	if err != nil {
+		return nil, usagef("%s: %v", flag, err)
+	}
+	return st, nil
 }
 
 // commandOut is --out as a command to run next names it: a URL keeps the
@@ -111,37 +117,46 @@ func joinURL(dest, name string) string {
 	return strings.TrimRight(dest, "/") + "/" + name
 }
 
-// readPlanFrom reads --plan: the plan of an object store destination
-// (URL/_plan.json), a directory's _plan.json, or a plan file.
-func readPlanFrom(ctx context.Context, from, out string, b *blob.Bucket) (*export.Plan, error) {
-	if isURL(from) {
-		if b == nil || from != out {
-			pb, err := openDestination(ctx, from)
+// readPlanFrom reads --plan: the plan in a destination (a directory or
+// an object store URL: its _plan.json), or a plan file (JSON, as
+// --plan-only --json prints it), checked as it decodes.
+func readPlanFrom(ctx context.Context, from, out string, dest *export.Storage) (*export.Plan, error) {
+	fi, err := os.Stat(from)
+	if isURL(from) || err == nil && fi.IsDir() {
+		if dest == nil || from != out {
+			pd, err := openDestination(ctx, "--plan", from)
 			if err != nil {
 				return nil, err
 			}
-			defer pb.Close()
-			b = pb
+			defer pd.Close()
+			dest = pd
 		}
-		return export.ReadBucketPlan(ctx, b)
+		return export.ReadPlan(ctx, dest)
 	}
-	if fi, err := os.Stat(from); err == nil && fi.IsDir() {
-		from = filepath.Join(from, planFile)
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return nil, err
 	}
-	return export.ReadPlan(from)
+	var p export.Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%s is not a plan: %w", from, err)
+	}
+	return &p, nil
 }
 
 // planError is a failure to read --plan: a usage error when there is no
-// plan there or it is not one (a wrong --plan), an error of its own (exit
-// 1) when the store could not be read (credentials, network, a missing
-// bucket), which no other flag would mend.
+// plan there or it is not one (a wrong --plan, or one changed since it was
+// planned), an error of its own (exit 1) when the store could not be read
+// (credentials, network, a missing bucket), which no other flag would mend.
 func planError(err error) error {
 	var usage *usageError
 	var bad *lendgraph.InvalidArgumentError
+	var syntax *json.SyntaxError
 	if errors.As(err, &usage) {
 		return err
 	}
-	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &bad) || errors.Is(err, export.ErrNoPlan) && !missingBucket(err) {
+	if errors.Is(err, fs.ErrNotExist) && !missingBucket(err) || errors.As(err, &bad) || errors.As(err, &syntax) ||
+		errors.Is(err, export.ErrPlanChanged) || strings.Contains(err.Error(), "is not a plan") {
 		return usagef("--plan: %v", err)
 	}
 	return fmt.Errorf("--plan: %w", err)
@@ -168,7 +183,7 @@ object store) for the tasks of an orchestrator: then one
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl.planOnly = true
-			return exportError(a.runExport(cmd, args, &fl))
+			return exportError(a.runExport(cmd, args, &fl), &fl)
 		},
 	}
 	fl.register(cmd)
@@ -209,10 +224,10 @@ twice (see export --help). When every shard has run, finish with
 			fl.format = "parquet" // unused: the plan's format is delivered
 			shards, err := a.resolveShards(cmd.Context(), &fl)
 			if err != nil {
-				return exportError(err)
+				return exportError(err, &fl)
 			}
 			fl.shards = shards
-			return exportError(a.runExport(cmd, nil, &fl))
+			return exportError(a.runExport(cmd, nil, &fl), &fl)
 		},
 	}
 	f := cmd.Flags()
@@ -239,16 +254,7 @@ func (a *app) resolveShards(ctx context.Context, fl *exportFlags) ([]string, err
 		}
 		given, source = []string{v}, jobIndexEnv+"="
 	}
-	b := (*blob.Bucket)(nil)
-	if isURL(fl.planFrom) {
-		pb, err := openDestination(ctx, fl.planFrom)
-		if err != nil {
-			return nil, err
-		}
-		defer pb.Close()
-		b = pb
-	}
-	plan, err := readPlanFrom(ctx, fl.planFrom, "", b)
+	plan, err := readPlanFrom(ctx, fl.planFrom, "", nil)
 	if err != nil {
 		return nil, planError(err)
 	}
@@ -290,29 +296,33 @@ type commitResult struct {
 func (a *app) exportCommitCommand() *cobra.Command {
 	var plan string
 	cmd := &cobra.Command{
-		Use:   "commit --plan URL",
-		Short: "Finish an export in an object store once every shard has run: check it, write _manifest.json and _SUCCESS",
-		Long: `export commit checks that every shard of the plan at URL has a record that
-matches its data object (size and ETag: nothing is downloaded) and that no id
-appears twice across the dataset (from each shard's digest of its ids, in
-bounded memory), then writes URL/_manifest.json, and URL/_SUCCESS last: a
-reader that sees _SUCCESS sees the whole dataset. It submits and charges
-nothing, and may be run again. It exits 1 naming the shards not landed, or
-not matching their records (run them again: no new charge), or the ids
-found twice. A local directory is finished by the export command itself
-(or use a file:// URL for the object store layout).`,
-		Example: `  lendgraph export commit --plan "file://$PWD/agents-store"   # s3://bucket/prefix alike`,
-		Args:    cobra.NoArgs,
+		Use:   "commit --plan DIR|URL",
+		Short: "Finish an export once every shard has run: check it, write _manifest.json and _SUCCESS",
+		Long: `export commit checks that every shard of the plan at DIR|URL has a record that
+matches its data file (in a bucket size and ETag: nothing is downloaded; in a
+directory size and sha256) and that no id appears twice across the dataset
+(from each shard's digest of its ids, in bounded memory), then writes
+_manifest.json, and _SUCCESS last: a reader that sees _SUCCESS sees the whole
+dataset. It submits and charges nothing, and may be run again. It exits 1
+naming the shards not landed, or not matching their records (run them again:
+no new charge), or the ids found twice. The export command commits by itself
+when it runs every shard; commit finishes an export run one shard a task.`,
+		Example: `  lendgraph export commit --plan agents/
+  lendgraph export commit --plan s3://my-exports/agents`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !isURL(plan) {
-				return usagef("--plan URL is required: the object store destination export plan wrote to (a local directory is finished by the export command itself; file:///DIR for the object store layout)")
+			if plan == "" {
+				return usagef("--plan DIR|URL is required: where export plan wrote the plan")
 			}
-			b, err := openDestination(cmd.Context(), plan)
+			dest, err := openDestination(cmd.Context(), "--plan", plan)
 			if err != nil {
 				return err
 			}
-			defer b.Close()
-			m, err := export.Commit(cmd.Context(), b, nil)
+			defer dest.Close()
+			m, err := export.Commit(cmd.Context(), dest, nil)
+			if errors.Is(err, export.ErrNoPlan) || errors.Is(err, export.ErrPlanChanged) {
+				return usagef("--plan %s: %v", redactedOut(plan), err)
+			}
 			var ce *export.CommitError
 			if errors.As(err, &ce) {
 				for _, f := range ce.Mismatched {
@@ -336,12 +346,12 @@ found twice. A local directory is finished by the export command itself
 				}
 			}
 			if err != nil {
-				return exportError(err)
+				return exportError(err, nil)
 			}
 			a.say("committed: wrote %s, then %s", joinURL(redactedOut(plan), export.ManifestFile), joinURL(redactedOut(plan), export.SuccessFile))
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&plan, "plan", "", "the object store URL export plan wrote the plan to")
+	cmd.Flags().StringVar(&plan, "plan", "", "where export plan wrote the plan: a directory or an object store URL")
 	return cmd
 }

@@ -24,7 +24,7 @@ func awsEnv(store lendgraphtest.S3Store) []string {
 }
 
 // setAWSEnv sets store's environment in this process too, for
-// export.OpenBucket, until the test ends.
+// export.Open and gocloud, until the test ends.
 func setAWSEnv(t testing.TB, store lendgraphtest.S3Store) {
 	for _, kv := range awsEnv(store) {
 		k, v, _ := strings.Cut(kv, "=")

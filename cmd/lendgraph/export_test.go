@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/lendgraph/lendgraph-go/export"
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
+	"gocloud.dev/blob"
 )
 
 // exportCLI is a CLI against a fake of n agents whose organization may
@@ -39,7 +42,7 @@ func TestExportPlanOnlyThenRunThenResume(t *testing.T) {
 	if jobsRun(c.srv) != 0 {
 		t.Fatalf("--plan-only ran %d jobs", jobsRun(c.srv))
 	}
-	p, err := export.ReadPlan(filepath.Join(dir, "_plan.json"))
+	p, err := export.ReadPlan(context.Background(), openExport(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +68,7 @@ func TestExportPlanOnlyThenRunThenResume(t *testing.T) {
 	if jobsRun(c.srv) != len(p.Shards) {
 		t.Errorf("%d jobs for %d shards", jobsRun(c.srv), len(p.Shards))
 	}
-	for _, want := range []string{"shard state=CA/city=Los Angeles: landed", "verified", "_SUCCESS", "1500 rows landed, 1500 planned"} {
+	for _, want := range []string{"shard state=CA/city=Los Angeles: landed", "committed", "_SUCCESS", "1500 rows landed, 1500 planned", "1500 rows charged by this run"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
@@ -81,8 +84,14 @@ func TestExportPlanOnlyThenRunThenResume(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("stdout is not the JSON result: %v\n%s", err, r.stdout)
 	}
-	if !res.Complete || res.Skipped != len(p.Shards) || res.Submitted != 0 || res.LandedRows != 1500 || res.ChargedRows != 1500 {
+	if !res.Complete || res.Skipped != len(p.Shards) || res.Submitted != 0 || res.LandedRows != 1500 || res.ChargedRows != 1500 || res.RunChargedRows != 0 {
 		t.Errorf("result %+v", res)
+	}
+	// Without --json: a rerun that charged nothing says so.
+	r = c.run("export", "agents", "--out", dir, "--yes")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stderr, "0 rows charged by this run (1500 rows and 1500 credits for the landed shards in all)") {
+		t.Errorf("the summary of a rerun:\n%s", r.stderr)
 	}
 	if jobsRun(c.srv) != len(p.Shards) {
 		t.Errorf("the rerun started jobs")
@@ -111,7 +120,7 @@ func TestExportCoverageFailure(t *testing.T) {
 	}
 	r = c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--include-missing", "--format", "csv")
 	wantCode(t, r, 0)
-	m, err := export.ReadManifest(dir)
+	m, err := manifestOf(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,4 +171,43 @@ func TestExportUsage(t *testing.T) {
 	if jobsRun(c.srv) != 0 {
 		t.Errorf("usage errors ran %d jobs", jobsRun(c.srv))
 	}
+}
+
+// openExport opens an export's destination (a directory or a URL) for the
+// test, closed when it ends.
+func openExport(t testing.TB, dest string) *export.Storage {
+	t.Helper()
+	st, err := export.Open(context.Background(), dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// manifestOf is where the export in dest stands (export.ReadManifest).
+func manifestOf(t testing.TB, dest string) (*export.Manifest, error) {
+	t.Helper()
+	return export.ReadManifest(context.Background(), openExport(t, dest))
+}
+
+// rawBucket opens the bucket (and prefix) of an s3:// URL with gocloud
+// itself, for a test's own reads and writes.
+func rawBucket(t testing.TB, raw string) *blob.Bucket {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	u.Path = ""
+	b, err := blob.OpenBucket(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prefix != "" {
+		b = blob.PrefixedBucket(b, prefix+"/")
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }

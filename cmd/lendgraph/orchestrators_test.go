@@ -96,6 +96,17 @@ func TestKubernetesIndexedJob(t *testing.T) {
 		t.Fatalf("command %v: want lendgraph export run without --shard", command)
 	}
 	validInvocation(t, command[1:])
+	// Exit 75 (another task is submitting the shard) is no failure: the
+	// pod is started again without spending backoffLimitPerIndex.
+	rule := at(t, doc, "spec", "podFailurePolicy", "rules", 0).(map[string]any)
+	codes := at(t, rule, "onExitCodes")
+	if rule["action"] != "Ignore" || at(t, codes, "operator") != "In" || !slices.Contains(at(t, codes, "values").([]any), any(exitBusy)) ||
+		at(t, codes, "containerName") != at(t, doc, "spec", "template", "spec", "containers", 0, "name") {
+		t.Errorf("podFailurePolicy %v: want exit %d ignored for the shard's container", rule, exitBusy)
+	}
+	if at(t, doc, "spec", "template", "spec", "restartPolicy") != "Never" {
+		t.Error("a podFailurePolicy needs restartPolicy Never")
+	}
 	var envs []string
 	for _, e := range at(t, doc, "spec", "template", "spec", "containers", 0, "env").([]any) {
 		envs = append(envs, e.(map[string]any)["name"].(string))

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -149,68 +150,49 @@ type dataset struct {
 	close  func() error
 }
 
-// openDataset opens path as an export directory; nil (and no error) when
-// path is no directory.
+// openDataset opens path as an export (a directory, or an object store
+// URL: export --out URL), whose rows are read straight from it; nil (and
+// no error) when path is neither.
 func openDataset(ctx context.Context, path, format string, incomplete bool) (*dataset, error) {
 	if path == "-" {
 		return nil, nil
 	}
-	if isURL(path) {
-		return openBucketDataset(ctx, path, format, incomplete)
-	}
-	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-		return nil, nil // a file, or an error openRows reports
+	if !isURL(path) {
+		if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+			return nil, nil // a file, or an error openRows reports
+		}
 	}
 	if format != "auto" {
-		return nil, usagef("--format applies to a file: %s is a directory, whose format its %s names", path, export.ManifestFile)
+		return nil, usagef("--format applies to a file: %s is an export, whose format its %s names", redactedOut(path), export.PlanFile)
 	}
-	m, err := export.ReadManifest(path)
+	dest, err := openDestination(ctx, "input", path)
 	if err != nil {
-		return nil, fmt.Errorf("input: %w", err)
+		return nil, err
+	}
+	m, err := export.ReadManifest(ctx, dest)
+	if errors.Is(err, export.ErrNoPlan) {
+		dest.Close()
+		return nil, fmt.Errorf("input: %s is not an export directory (no %s): %w", redactedOut(path), export.PlanFile, err)
+	}
+	if err != nil {
+		dest.Close()
+		return nil, fmt.Errorf("input: %s: %w", redactedOut(path), err)
 	}
 	var opts []export.ReadOption
 	if incomplete {
 		opts = append(opts, export.AllowIncomplete())
-	} else if _, err := os.Stat(filepath.Join(path, export.SuccessFile)); err != nil {
+	} else if m.Verification == nil {
 		landed := 0
 		for _, s := range m.Shards {
 			if s.State == export.StateLanded {
 				landed++
 			}
 		}
-		return nil, fmt.Errorf("input: the export in %s is not complete (%d of %d shards landed, no %s): run the export again to finish it, or read what landed with --allow-incomplete",
-			path, landed, len(m.Shards), export.SuccessFile)
+		dest.Close()
+		return nil, fmt.Errorf("input: the export in %s is not complete: not committed (%d of %d shards landed, no %s): run the shards left (and lendgraph export commit --plan %s), or read what landed with --allow-incomplete",
+			redactedOut(path), landed, len(m.Shards), export.SuccessFile, commandOut(path))
 	}
-	return &dataset{format: m.Plan.Request.Format, header: planColumns(m.Plan), rows: export.Rows[lendgraph.Row](ctx, path, opts...), close: func() error { return nil }}, nil
-}
-
-// openBucketDataset opens an export in an object store (export --out URL):
-// its rows are read straight from the store.
-func openBucketDataset(ctx context.Context, url, format string, incomplete bool) (*dataset, error) {
-	if format != "auto" {
-		return nil, usagef("--format applies to a file: %s is an export, whose format its plan names", redactedOut(url))
-	}
-	b, err := openDestination(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	p, err := export.ReadBucketPlan(ctx, b)
-	if err != nil {
-		b.Close()
-		return nil, fmt.Errorf("input: %s: %w", redactedOut(url), err)
-	}
-	var opts []export.ReadOption
-	if incomplete {
-		opts = append(opts, export.AllowIncomplete())
-	} else if ok, err := b.Exists(ctx, export.SuccessFile); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("input: %s: %w", redactedOut(url), err)
-	} else if !ok {
-		b.Close()
-		return nil, fmt.Errorf("input: the export in %s is not committed (no %s): run the shards left and lendgraph export commit --plan URL, or read what landed with --allow-incomplete",
-			redactedOut(url), export.SuccessFile)
-	}
-	return &dataset{format: p.Request.Format, header: planColumns(p), rows: export.BucketRows[lendgraph.Row](ctx, b, opts...), close: b.Close}, nil
+	return &dataset{format: m.Plan.Request.Format, header: planColumns(m.Plan), rows: export.Rows[lendgraph.Row](ctx, dest, opts...), close: dest.Close}, nil
 }
 
 // planColumns are the columns of an export's rows, as its plan tells: the
@@ -231,7 +213,12 @@ func notManifest(path string) error {
 		return nil
 	}
 	dir := filepath.Dir(path)
-	if _, err := export.ReadManifest(dir); err != nil {
+	dest, err := export.Open(context.Background(), dir)
+	if err != nil {
+		return nil
+	}
+	defer dest.Close()
+	if _, err := export.ReadPlan(context.Background(), dest); err != nil {
 		return nil // some other file of that name: read as given
 	}
 	return usagef("%s is an export's manifest, not a delivery file: pass the export's directory to read its rows (lendgraph rows %s)", path, dir)

@@ -211,14 +211,6 @@ func startTelemetry(ctx context.Context, getenv func(string) string, command str
 	return ctx, t, nil
 }
 
-// observer is the run's observer, nil when telemetry is off.
-func (a *app) observer() lendgraph.Observer {
-	if a.tel == nil {
-		return nil
-	}
-	return a.tel.obs
-}
-
 // end ends the root span with the command's error and sends what is left
 // (within 5 seconds: a collector that is down does not hold the command).
 func (t *telemetry) end(err error) error {

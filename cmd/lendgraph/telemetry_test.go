@@ -20,8 +20,6 @@ import (
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/lendgraph/lendgraph-go/export"
 )
 
 // otlpSpan is what the tests read of an exported span.
@@ -80,7 +78,7 @@ func TestTelemetry_ExportIsOneTrace(t *testing.T) {
 	dir := c.path("agents")
 	r := c.run("export", "agents", "--by", "state", "--out", dir, "--yes", "--include-missing", "--concurrency", "3")
 	wantCode(t, r, exitOK)
-	m, err := export.ReadManifest(dir)
+	m, err := manifestOf(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 //
 // Make the plan first, into the destination:
 //
-//	lendgraph export plan agents --by state --out s3://bucket/agents --yes
+//	lendgraph export plan agents --by state --out s3://bucket/agents
 //
 // then, with LENDGRAPH_API_KEY (and the store's credentials) set, start a
 // worker and the workflow against a Temporal server (the dev server will
@@ -30,8 +30,7 @@ import (
 	lendgraph "github.com/lendgraph/lendgraph-go"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	_ "gocloud.dev/blob/fileblob" // file:// destinations
-	_ "gocloud.dev/blob/s3blob"   // s3:// destinations (AWS_* variables, shared config)
+	_ "gocloud.dev/blob/s3blob" // s3:// destinations (AWS_* variables, shared config)
 )
 
 func main() {

@@ -34,19 +34,18 @@ func TestExportWorkflowOnTemporalDevServer(t *testing.T) {
 	srv.SetEntitlement(lendgraphtest.DefaultOrg, "agents", lendgraphtest.Entitlement{MaxRows: 400})
 	lg := srv.Client(lendgraph.WithRetryBackoff(10*time.Millisecond, 50*time.Millisecond))
 
-	dir := t.TempDir()
-	dest := "file://" + filepath.ToSlash(dir)
-	b, err := export.OpenBucket(ctx, dest)
+	dest := t.TempDir()
+	st, err := export.Open(ctx, dest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	plan, err := export.NewPlan(ctx, lg.Agents, "agents", &lendgraph.DeliveryRequest{Format: lendgraph.FormatNDJSON},
+	defer st.Close()
+	plan, err := export.NewPlan(ctx, lg.Agents, &lendgraph.DeliveryRequest{Format: lendgraph.FormatNDJSON},
 		&export.PlanOptions{By: []string{"state"}, IncludeMissing: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := plan.WriteBucket(ctx, b); err != nil {
+	if err := plan.Write(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 	if len(plan.Shards) < 8 {
@@ -91,7 +90,7 @@ func TestExportWorkflowOnTemporalDevServer(t *testing.T) {
 	if res.Shards != len(plan.Shards) || res.Rows != plan.Total {
 		t.Fatalf("the workflow committed %d shards and %d rows; the plan has %d and %d", res.Shards, res.Rows, len(plan.Shards), plan.Total)
 	}
-	if _, err := os.Stat(filepath.Join(dir, export.SuccessFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dest, export.SuccessFile)); err != nil {
 		t.Fatalf("no %s after the workflow: %v", export.SuccessFile, err)
 	}
 	// Counted at the fake: every shard charged once, the retried ones too.
@@ -103,7 +102,7 @@ func TestExportWorkflowOnTemporalDevServer(t *testing.T) {
 		t.Fatalf("%d submits for %d shards, %d of them refused", n, len(plan.Shards), refused)
 	}
 	seen := map[string]bool{}
-	for a, err := range export.BucketRows[lendgraph.Agent](ctx, b) {
+	for a, err := range export.Rows[lendgraph.Agent](ctx, st) {
 		if err != nil {
 			t.Fatal(err)
 		}

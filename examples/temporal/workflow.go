@@ -17,9 +17,10 @@ import (
 const TaskQueue = "lendgraph-export"
 
 // ExportInput names an export whose plan is already in its destination
-// (lendgraph export plan ... --out URL, or Plan.WriteBucket).
+// (lendgraph export plan ... --out URL, or Plan.Write).
 type ExportInput struct {
-	// Dest is the destination's URL (s3://bucket/prefix, file:///dir).
+	// Dest is the destination: an object store URL (s3://bucket/prefix),
+	// or a directory every worker reaches (a shared file system).
 	Dest string
 	// Parallel is how many shards run at once (default 8).
 	Parallel int
@@ -105,12 +106,12 @@ type Activities struct {
 
 // Shards returns the names of the plan's shards.
 func (a *Activities) Shards(ctx context.Context, dest string) ([]string, error) {
-	b, err := export.OpenBucket(ctx, dest)
+	st, err := export.Open(ctx, dest)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	plan, err := export.ReadBucketPlan(ctx, b)
+	defer st.Close()
+	plan, err := export.ReadPlan(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -125,12 +126,12 @@ func (a *Activities) Shards(ctx context.Context, dest string) ([]string, error) 
 // continues the job an earlier attempt recorded), streams the file into
 // the store and writes the shard's record.
 func (a *Activities) RunShard(ctx context.Context, dest, shard string) error {
-	b, err := export.OpenBucket(ctx, dest)
+	st, err := export.Open(ctx, dest)
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	plan, err := export.ReadBucketPlan(ctx, b)
+	defer st.Close()
+	plan, err := export.ReadPlan(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -152,9 +153,9 @@ func (a *Activities) RunShard(ctx context.Context, dest, shard string) error {
 			}
 		}
 	}()
-	opts := &export.RunOptions{Bucket: b, Shards: []string{shard}, Concurrency: 1,
+	opts := &export.RunOptions{Shards: []string{shard}, Concurrency: 1,
 		OnEvent: func(e export.Event) { activity.RecordHeartbeat(ctx, string(e.Kind)) }}
-	_, err = runPlan(ctx, a.Client, plan, opts)
+	_, err = runPlan(ctx, a.Client, plan, st, opts)
 	return classify(err)
 }
 
@@ -180,12 +181,12 @@ func classify(err error) error {
 // Commit checks every shard's record and the ids across the dataset, then
 // writes _manifest.json and _SUCCESS.
 func (a *Activities) Commit(ctx context.Context, dest string) (*ExportResult, error) {
-	b, err := export.OpenBucket(ctx, dest)
+	st, err := export.Open(ctx, dest)
 	if err != nil {
 		return nil, err
 	}
-	defer b.Close()
-	m, err := export.Commit(ctx, b, nil)
+	defer st.Close()
+	m, err := export.Commit(ctx, st, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -200,18 +201,20 @@ func (a *Activities) Commit(ctx context.Context, dest string) (*ExportResult, er
 }
 
 // runPlan runs plan with the client's service for its resource.
-func runPlan(ctx context.Context, c *lendgraph.Client, plan *export.Plan, opts *export.RunOptions) (*export.Result, error) {
+func runPlan(ctx context.Context, c *lendgraph.Client, plan *export.Plan, st *export.Storage, opts *export.RunOptions) (*export.Result, error) {
 	switch plan.Resource {
 	case "agents":
-		return export.Run(ctx, c.Agents, plan, opts)
+		return export.Run(ctx, c.Agents, plan, st, opts)
 	case "originators":
-		return export.Run(ctx, c.Originators, plan, opts)
+		return export.Run(ctx, c.Originators, plan, st, opts)
 	case "companies":
-		return export.Run(ctx, c.Companies, plan, opts)
+		return export.Run(ctx, c.Companies, plan, st, opts)
 	case "loans":
-		return export.Run(ctx, c.Loans, plan, opts)
+		return export.Run(ctx, c.Loans, plan, st, opts)
 	case "properties":
-		return export.Run(ctx, c.Properties, plan, opts)
+		return export.Run(ctx, c.Properties, plan, st, opts)
+	case "branches":
+		return export.Run(ctx, c.Branches, plan, st, opts)
 	}
-	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("plan of %q: this worker exports agents, originators, companies, loans and properties", plan.Resource), errRefused, nil)
+	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("plan of %q: this worker exports agents, originators, companies, loans, properties and branches", plan.Resource), errRefused, nil)
 }

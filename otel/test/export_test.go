@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lendgraph/lendgraph-go"
 	"github.com/lendgraph/lendgraph-go/export"
@@ -16,8 +18,9 @@ import (
 )
 
 // TestExport_OneSpanPerShard: an export run under one span is one trace,
-// with a span for each shard and, under each, the shard's submit, wait and
-// download.
+// with a span for each shard (started by the export's own hook,
+// RunOptions.StartShard) and, under each, the shard's submit, wait and
+// download, which the adapter traces.
 func TestExport_OneSpanPerShard(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithRows("agents", 300), lendgraphtest.WithNoStateShare(0))
 	spans := tracetest.NewSpanRecorder()
@@ -25,15 +28,28 @@ func TestExport_OneSpanPerShard(t *testing.T) {
 	obs := lendgraphotel.New(tp, nil, propagation.TraceContext{})
 	c := srv.Client(lendgraph.WithObserver(obs))
 	ctx := context.Background()
-	p, err := export.NewPlan(ctx, c.Agents, "agents", &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV}, &export.PlanOptions{By: []string{"state"}})
+	p, err := export.NewPlan(ctx, c.Agents, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV}, &export.PlanOptions{By: []string{"state"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Shards) < 2 {
 		t.Fatalf("%d shards", len(p.Shards))
 	}
-	ctx, root := tp.Tracer("test").Start(ctx, "export run")
-	res, err := export.Run(ctx, c.Agents, p, &export.RunOptions{Dir: t.TempDir(), Concurrency: 3, Observer: obs,
+	dest, err := export.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dest.Close()
+	tracer := tp.Tracer("test")
+	ctx, root := tracer.Start(ctx, "export run")
+	res, err := export.Run(ctx, c.Agents, p, dest, &export.RunOptions{Concurrency: 3,
+		StartShard: func(ctx context.Context, shard string) (context.Context, func(export.ShardStatus, error)) {
+			ctx, span := tracer.Start(ctx, "lendgraph export.Shard", trace.WithAttributes(attribute.String("lendgraph.export.shard", shard)))
+			return ctx, func(s export.ShardStatus, err error) {
+				span.SetAttributes(attribute.String("lendgraph.job.id", s.JobID), attribute.Int64("lendgraph.rows", s.Rows))
+				span.End()
+			}
+		},
 		WaitOptions: []lendgraph.DeliveryWaitOption{lendgraph.WithPollInterval(2*time.Millisecond, 10*time.Millisecond)}})
 	root.End()
 	if err != nil || !res.Complete {
@@ -54,7 +70,7 @@ func TestExport_OneSpanPerShard(t *testing.T) {
 		for _, k := range tr.children(s) {
 			kids[k.Name()]++
 		}
-		if kids["lendgraph Agents.Deliver"] != 1 || kids["lendgraph DeliveryJob.Wait"] != 1 || kids["lendgraph DeliveryJob.DownloadFile"] != 1 {
+		if kids["lendgraph Agents.Deliver"] != 1 || kids["lendgraph DeliveryJob.Wait"] != 1 || kids["lendgraph DeliveryJob.Download"] != 1 {
 			t.Errorf("under shard %s: %v", attrString(s, "lendgraph.export.shard"), kids)
 		}
 	}

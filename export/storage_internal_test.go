@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"testing"
 
-	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/gcerrors"
 )
 
@@ -39,12 +38,10 @@ func TestExisted(t *testing.T) {
 	}
 }
 
-// TestWriteObjectInADirectoryIsAtomic: writers of one claim through
-// separate fileblob buckets on one directory, as separate processes have
-// (fileblob's own condition, a stat before a rename, holds only within
-// one bucket value): exactly one wins, each time, and the claim holds its
-// bytes. A bucket whose temporary files are elsewhere keeps a check.
-func TestWriteObjectInADirectoryIsAtomic(t *testing.T) {
+// TestDirExclusivePutIsAtomic: writers of one claim through separate
+// storages on one directory, as separate processes have: exactly one wins,
+// each time, the claim holds its bytes, and no temporary file is left.
+func TestDirExclusivePutIsAtomic(t *testing.T) {
 	ctx := context.Background()
 	for round := range 20 {
 		dir := t.TempDir()
@@ -53,19 +50,19 @@ func TestWriteObjectInADirectoryIsAtomic(t *testing.T) {
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for i := range 8 {
-			b, err := OpenBucket(ctx, "file://"+dir)
+			st, err := Open(ctx, dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer b.Close()
+			defer st.Close()
 			wg.Go(func() {
 				<-start
 				data := []byte(fmt.Sprintf("writer %d\n", i))
-				switch err := writeObject(ctx, b, "_claims/00001.json", data, true); {
+				switch err := st.b.put(ctx, "_claims/00001.json", data, true); {
 				case err == nil:
 					wins.Add(1)
 					won.Store(data)
-				case !existed(err):
+				case !errors.Is(err, errExists):
 					t.Errorf("writer %d: %v", i, err)
 				}
 			})
@@ -79,52 +76,31 @@ func TestWriteObjectInADirectoryIsAtomic(t *testing.T) {
 		if err != nil || string(got) != string(won.Load().([]byte)) {
 			t.Fatalf("round %d: the claim holds %q (%v), its writer wrote %q", round, got, err, won.Load())
 		}
-		if left, _ := filepath.Glob(filepath.Join(dir, "_claims", "*.tmp")); len(left) != 0 {
+		if left, _ := filepath.Glob(filepath.Join(dir, "_claims", ".*")); len(left) != 0 {
 			t.Fatalf("round %d: left behind: %v", round, left)
 		}
 	}
-	// Temporary files in $TMPDIR (fileblob's default): a second write is
-	// still refused, and nothing is linked into $TMPDIR (a key at the top
-	// of the bucket, whose temporary file's name there ends as its own).
-	tmp := t.TempDir()
-	b, err := fileblob.OpenBucket(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	t.Setenv("TMPDIR", tmp)
-	for _, key := range []string{"_claims/00002.json", PlanFile} {
-		if err := writeObject(ctx, b, key, []byte("a"), true); err != nil {
-			t.Fatal(err)
-		}
-		if err := writeObject(ctx, b, key, []byte("b"), true); !existed(err) {
-			t.Fatalf("%s written twice: %v", key, err)
-		}
-	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) != 0 {
-		t.Fatalf("in $TMPDIR: %v", left)
-	}
 }
 
-// TestWriteObjectWithoutHardLinks: on a file system without hard links
-// (some FUSE and SMB mounts) a claim is still written, and a second one
-// refused, by the check fileblob makes.
-func TestWriteObjectWithoutHardLinks(t *testing.T) {
-	defer func(l func(string, string) error) { linkFile = l }(linkFile)
-	linkFile = func(old, new string) error {
+// TestDirExclusivePutWithoutHardLinks: on a file system without hard links
+// (some FUSE and SMB mounts) a claim is still written exclusively, and a
+// second one refused.
+func TestDirExclusivePutWithoutHardLinks(t *testing.T) {
+	defer func(l func(*os.Root, string, string) error) { linkFile = l }(linkFile)
+	linkFile = func(_ *os.Root, old, new string) error {
 		return &os.LinkError{Op: "link", Old: old, New: new, Err: syscall.EPERM}
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	b, err := OpenBucket(ctx, "file://"+dir)
+	st, err := Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	if err := writeObject(ctx, b, "_claims/00003.json", []byte("a\n"), true); err != nil {
+	defer st.Close()
+	if err := st.b.put(ctx, "_claims/00003.json", []byte("a\n"), true); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeObject(ctx, b, "_claims/00003.json", []byte("b\n"), true); !existed(err) {
+	if err := st.b.put(ctx, "_claims/00003.json", []byte("b\n"), true); !errors.Is(err, errExists) {
 		t.Fatalf("a second claim: %v", err)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "_claims", "00003.json")); err != nil || string(got) != "a\n" {
@@ -153,17 +129,18 @@ func TestNotFound_S3ErrorsWithThreeOhOne(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	ctx := context.Background()
-	b, err := OpenBucket(ctx, "s3://bucket/exports?use_path_style=true")
+	st, err := Open(ctx, "s3://bucket/exports?use_path_style=true")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer st.Close()
+	b := st.b.(*bucketBackend).b
 
-	_, err = ReadBucketPlan(ctx, b)
+	_, err = ReadPlan(ctx, st)
 	if err == nil || gcerrors.Code(err) != gcerrors.NotFound {
 		t.Fatalf("s3blob no longer takes a 403 with 301 in its request id for NotFound (%v): this test's premise is gone", err)
 	}
-	if errors.Is(err, ErrNoPlan) || notFound(err) {
+	if errors.Is(err, ErrNoPlan) || isNotFound(err) {
 		t.Errorf("a refused signature taken for a missing plan: %v", err)
 	}
 	_, err = b.Attributes(ctx, "x") // HEAD: no body, the code from the status
@@ -172,7 +149,7 @@ func TestNotFound_S3ErrorsWithThreeOhOne(t *testing.T) {
 	}
 
 	status, code = http.StatusNotFound, "NoSuchKey"
-	if _, err := ReadBucketPlan(ctx, b); !errors.Is(err, ErrNoPlan) || !notFound(err) {
+	if _, err := ReadPlan(ctx, st); !errors.Is(err, ErrNoPlan) || !isNotFound(err) {
 		t.Errorf("a missing plan: %v", err)
 	}
 	if _, err := b.Attributes(ctx, "x"); !notFound(err) {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strconv"
@@ -101,12 +100,6 @@ var numberUnmarshaler = jsonv2.UnmarshalFromFunc(func(d *jsontext.Decoder, n *js
 
 var decodeFieldOptions = jsonv2.JoinOptions(jsonOptions, jsonv2.MatchCaseInsensitiveNames(true))
 
-// unmarshalRead decodes exactly one JSON value from r into out; anything but
-// whitespace after it is an error.
-func unmarshalRead(r io.Reader, out any) error {
-	return unshapeErr(jsonv2.UnmarshalRead(r, shaped(out), jsonOptions))
-}
-
 // unmarshal decodes one JSON value from b into out.
 func unmarshal(b []byte, out any) error {
 	return unshapeErr(jsonv2.Unmarshal(b, shaped(out), jsonOptions))
@@ -137,14 +130,6 @@ var lenientJSONOptions = jsonv2.JoinOptions(jsonOptions,
 // lenientRowOptions are lenientJSONOptions for delivery rows, which match
 // names as decodeFieldOptions do.
 var lenientRowOptions = jsonv2.JoinOptions(lenientJSONOptions, jsonv2.MatchCaseInsensitiveNames(true))
-
-// unmarshalReadMode is unmarshalRead, lenient or strict.
-func unmarshalReadMode(r io.Reader, out any, lenient bool) error {
-	if lenient {
-		return unshapeErr(jsonv2.UnmarshalRead(r, shaped(out), lenientJSONOptions))
-	}
-	return unmarshalRead(r, out)
-}
 
 // The records: every type that keeps unknown members in a field
 // `Extra Fields` tagged unknown. jsonv2 inlines unknown members only into

@@ -795,15 +795,3 @@ func member(f lendgraph.Fields, name string) string {
 	v, _ := f.Get(name)
 	return string(v)
 }
-
-// fieldsOf builds a Fields from members given as JSON text.
-func fieldsOf(t testing.TB, members map[string]string) lendgraph.Fields {
-	t.Helper()
-	var f lendgraph.Fields
-	for name, v := range members {
-		if err := f.Set(name, json.RawMessage(v)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return f
-}

@@ -197,8 +197,7 @@ func (s *IntegrationsService) PushCRMBatched(ctx context.Context, req *PushCRMRe
 		return nil, err
 	}
 	defer func() { o.end(err) }()
-	var merged *PushCRMResult
-	merged = &PushCRMResult{Entity: req.Entity, Object: req.Object, DryRun: req.DryRun}
+	merged := &PushCRMResult{Entity: req.Entity, Object: req.Object, DryRun: req.DryRun}
 	for start := 0; start < len(req.IDs); start += MaxPushIDs {
 		end := min(start+MaxPushIDs, len(req.IDs))
 		batch := *req

@@ -119,17 +119,6 @@ func (j job) usable(kind, id, attach string) error {
 	return nil
 }
 
-// jobTypeName is the handle type of a job kind, for operation names.
-func jobTypeName(kind string) string {
-	if kind == "enrichment" {
-		return "EnrichJob"
-	}
-	return "DeliveryJob"
-}
-
-// opName names an operation of the job's handle: "DeliveryJob.Status".
-func (j job) opName(method string) string { return jobTypeName(j.kind) + "." + method }
-
 // status fetches the job's status record into out, as a request of
 // operation o.
 func (j job) status(ctx context.Context, o *operation, out any) error {

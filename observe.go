@@ -195,9 +195,6 @@ type Summary struct {
 	// RetryBudgetExhausted reports a request that was not retried because
 	// the client's retry budget was spent (ErrRetryBudgetExhausted).
 	RetryBudgetExhausted bool
-	// Shard names the export shard an operation of package export
-	// ("export.Shard") worked on; the SDK's own operations leave it empty.
-	Shard string
 }
 
 // opState is one observed operation: its scope and its counters.

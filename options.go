@@ -129,11 +129,6 @@ type callConfig struct {
 	// pager's prefetch, a download's ranges).
 	meta      *ResponseMeta
 	metaOrder *metaOrder
-	// downloadProgress hears a download's bytes (WithProgress of a
-	// *DownloadProgress).
-	downloadProgress func(*DownloadProgress)
-	// computing hears market movement's 202 computing answers.
-	computing func(*MovementProgress)
 	// maxDownloadBytes caps what a download may write (0: no cap).
 	maxDownloadBytes int64
 }

@@ -26,10 +26,6 @@ type chartPager interface {
 	AllChart(ctx context.Context, req *lendgraph.ChartRequest, opts ...lendgraph.Option) iter.Seq2[lendgraph.ChartRow, error]
 }
 
-// maxChartPages bounds the chart pages read for one field, against a
-// cursor that never ends.
-const maxChartPages = 10_000
-
 // values lists the values of field among the records matching r, and how
 // many records the service counts without one (-1: unknown). Sources, in
 // order: PlanOptions.Values, the service's chart sliced by the field, the

@@ -29,8 +29,7 @@
 // .connections, .resumptions and .links_resigned; for a call that charges
 // lendgraph.credits.charged, or lendgraph.outcome_unknown when what it
 // charged cannot be known; lendgraph.retry_budget.exhausted when a spent
-// retry budget kept it from retrying; for package export's
-// "export.Shard" lendgraph.export.shard), and events: "retry" (reason, wait),
+// retry budget kept it from retrying), and events: "retry" (reason, wait),
 // "rate_limiter_wait", "server_wait" (reason, wait), "download.resume"
 // (offset) and "download.link_resigned". A failed operation has status
 // Error, the SDK's error text (which never holds a key, a token or a link's
@@ -520,7 +519,6 @@ func summaryAttributes(s lendgraph.Summary, et string) []attribute.KeyValue {
 	strs := [...]struct{ key, v string }{
 		{"lendgraph.job.id", s.JobID},
 		{"lendgraph.job.status", s.JobStatus},
-		{"lendgraph.export.shard", s.Shard},
 		{string(keyErrorType), et},
 	}
 	for _, kv := range strs {

@@ -1,7 +1,6 @@
 package parquet_test
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/lendgraph/lendgraph-go/internal/faultproxy"
@@ -28,7 +27,3 @@ const (
 )
 
 func newFaultProxy(t testing.TB) *faultProxy { return faultproxy.New(t) }
-
-func firstN(method, path string, n int, f proxyFault) func(*http.Request, int) proxyFault {
-	return faultproxy.FirstN(method, path, n, f)
-}

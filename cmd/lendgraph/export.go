@@ -107,7 +107,7 @@ workflow can run one shard a task (with --plan FILE, or the plan in DIR), and
   lendgraph export loans --by state --period 2024 --filter transactionType=purchase --out loans-2024/ --yes
   lendgraph export agents --by state --out agents-by-state/ --plan-only --json > plan.json
   lendgraph export --plan plan.json --shard state=CA --out agents-by-state/ --yes   # one task of a workflow
-  lendgraph export agents --by state --out s3://my-exports/agents --yes       # an object store (see below)`,
+  lendgraph export agents --by state --out "file://$PWD/agents-bucket" --yes   # an object store URL, s3://bucket/prefix alike (see below)`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return exportError(a.runExport(cmd, args, &fl), &fl)

@@ -251,7 +251,7 @@ func TestExportChecksEveryByField(t *testing.T) {
 	c := exportCLI(t, 300, 5000)
 	r := c.run("export", "agents", "--by", "state,nosuchfield", "--out", c.path("D"), "--yes")
 	wantCode(t, r, 2)
-	if !strings.Contains(r.stderr, `--by: the service refuses "nosuchfield"`) {
+	if !strings.Contains(r.stderr, `--by state,nosuchfield: the service refuses "nosuchfield"`) {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 	if n := c.srv.CountRequests("POST", "/v1/agents/bulk-delivery"); n != 0 {

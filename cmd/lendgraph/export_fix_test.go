@@ -23,7 +23,7 @@ func TestExportStopsOnAnUnknownField(t *testing.T) {
 	if n := c.srv.CountRequests("POST", "/v1/agents/bulk-delivery"); n != 1 {
 		t.Errorf("%d submits; want 1: every shard would be refused alike", n)
 	}
-	for _, want := range []string{"nosuch", "plan the export again"} {
+	for _, want := range []string{"nosuch", "run the command again with the flag changed"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}

@@ -308,7 +308,7 @@ naming the shards not landed, or not matching their records (run them again:
 no new charge), or the ids found twice. The export command commits by itself
 when it runs every shard; commit finishes an export run one shard a task.`,
 		Example: `  lendgraph export commit --plan agents/
-  lendgraph export commit --plan s3://my-exports/agents`,
+  lendgraph export commit --plan "file://$PWD/agents-bucket"   # s3://bucket/prefix alike`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if plan == "" {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -227,4 +228,13 @@ func shardFile(p *export.Plan, name, ext string) string {
 		}
 	}
 	panic("no shard " + name)
+}
+
+// envInt is the integer in the environment variable name, or def when it
+// is unset or not a number.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
 }

@@ -1,13 +1,16 @@
 package export
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"net/http"
 	"slices"
+	"strconv"
 
 	lendgraph "github.com/lendgraph/lendgraph-go"
 )
@@ -61,7 +64,68 @@ func (pl *planner[T]) values(ctx context.Context, field string, r *lendgraph.Del
 		}
 		vs = append(vs, row.ID)
 	}
-	return dedupe(vs), unattributed, nil
+	vs, err := pl.typed(ctx, field, r, dedupe(vs))
+	return vs, unattributed, err
+}
+
+// typed gives the chart's values of field the JSON type the records hold
+// it in. A chart names every slice by a string id ("true", "2024"), and
+// the service compares a filter's value with the field's own type: a
+// boolean field filtered by "true" is refused. When a value reads as a
+// boolean or a number, one record (free: a page of one) tells the type;
+// values of a string field stay strings.
+func (pl *planner[T]) typed(ctx context.Context, field string, r *lendgraph.DeliveryRequest, vs []any) ([]any, error) {
+	if !slices.ContainsFunc(vs, func(v any) bool { s, _ := v.(string); return looksTyped(s) }) {
+		return vs, nil
+	}
+	page, err := pl.src.List(ctx, listOf(r, 1))
+	if err != nil {
+		return nil, fmt.Errorf("export: reading a record for the type of %s: %w", field, err)
+	}
+	if len(page.Data) == 0 {
+		return vs, nil
+	}
+	b, err := json.Marshal(page.Data[0])
+	if err != nil {
+		return nil, fmt.Errorf("export: reading a record for the type of %s: %w", field, err)
+	}
+	var rec map[string]json.RawMessage
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("export: reading a record for the type of %s: %w", field, err)
+	}
+	raw := bytes.TrimSpace(rec[field])
+	if len(raw) == 0 {
+		return vs, nil
+	}
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+		s, ok := v.(string)
+		if !ok {
+			continue
+		}
+		switch {
+		case raw[0] == 't' || raw[0] == 'f':
+			if b, err := strconv.ParseBool(s); err == nil && (s == "true" || s == "false") {
+				out[i] = b
+			}
+		case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
+			if f, err := strconv.ParseFloat(s, 64); err == nil {
+				out[i] = f
+			}
+		}
+	}
+	return out, nil
+}
+
+// looksTyped reports whether s, a chart's id, reads as a JSON boolean or
+// number.
+func looksTyped(s string) bool {
+	if s == "true" || s == "false" {
+		return true
+	}
+	_, err := strconv.ParseFloat(s, 64)
+	return err == nil
 }
 
 // chart is the service's chart of the records matching lr sliced by field,

@@ -310,3 +310,34 @@ func TestRunWritesLinearlyInTheShards(t *testing.T) {
 		t.Errorf("the cost a shard grows with the shards: %.0f bytes a shard at the fewer, %.0f at the more", a, b)
 	}
 }
+
+// TestRunByABooleanField: a chart names its slices by string ids, but the
+// service compares a filter's value with the field's type and refuses
+// isTeamLead="true". The plan gives the values the records' type, so an
+// export split by a boolean field sizes, runs and lands every row, each
+// in the partition of its own value.
+func TestRunByABooleanField(t *testing.T) {
+	srv, c := fakeFor(t, 1200, 2000)
+	p, err := export.NewPlan(context.Background(), c.Agents, &lendgraph.DeliveryRequest{Format: lendgraph.FormatNDJSON},
+		&export.PlanOptions{By: []string{"isTeamLead"}, MaxRows: 1200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range p.Shards {
+		names = append(names, s.Name)
+		if v := s.Request.FlatFilters["isTeamLead"]; v != true && v != false {
+			t.Errorf("shard %s filters isTeamLead by %#v; want a boolean", s.Name, v)
+		}
+	}
+	if !slices.Equal(names, []string{"isTeamLead=false", "isTeamLead=true"}) {
+		t.Fatalf("shards %q", names)
+	}
+	dir := t.TempDir()
+	dest := openDest(t, dir)
+	res, err := export.Run(context.Background(), c.Agents, p, dest, runOpts())
+	if err != nil || !res.Complete || res.LandedRows != 1200 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	checkDataset(t, srv, p, dest, dirObjects(dir))
+}

@@ -72,8 +72,9 @@ func fences(t *testing.T, file string) []fence {
 // TestDocs_GoProgramsVet: every ```go block of README.md and docs/*.md
 // that starts with "package main" is a complete program that builds
 // against this checkout (go vet, in a module of its own that go.work
-// points at the checkout's modules). A go block that is not a program must
-// be marked <!-- fragment -->.
+// points at the checkout's modules); one without func main is the tests of
+// the program before it (its main_test.go), vetted with it. A go block
+// that is neither must be marked <!-- fragment -->.
 func TestDocs_GoProgramsVet(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -84,8 +85,9 @@ func TestDocs_GoProgramsVet(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	where := map[string]string{} // program directory -> file:line
+	where := map[string]string{} // program file -> document:line
 	var files []string
+	programs, last, lastDoc := 0, "", ""
 	for _, f := range docFiles(t) {
 		if f != "README.md" && !strings.HasPrefix(f, "docs"+string(filepath.Separator)) {
 			continue
@@ -99,22 +101,37 @@ func TestDocs_GoProgramsVet(t *testing.T) {
 				t.Errorf("%s:%d: a go block neither starts with \"package main\" nor is marked <!-- fragment -->", b.file, b.line)
 				continue
 			}
-			name := fmt.Sprintf("p%02d", len(where))
-			if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			file := "main.go"
+			if !strings.Contains(b.body, "\nfunc main() {") {
+				// The tests of the program above it: its main_test.go.
+				if last == "" || lastDoc != b.file {
+					t.Errorf("%s:%d: a package main block without func main follows no program in its file", b.file, b.line)
+					continue
+				}
+				file = "main_test.go"
+				where[last+"/"+file] = fmt.Sprintf("%s:%d", b.file, b.line)
+				if err := os.WriteFile(filepath.Join(dir, last, file), []byte(b.body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			last, lastDoc = fmt.Sprintf("p%02d", programs), b.file
+			programs++
+			if err := os.MkdirAll(filepath.Join(dir, last), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, name, "main.go"), []byte(b.body), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, last, file), []byte(b.body), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			where[name] = fmt.Sprintf("%s:%d", b.file, b.line)
+			where[last+"/"+file] = fmt.Sprintf("%s:%d", b.file, b.line)
 		}
 	}
-	if len(where) < 5 {
-		t.Fatalf("only %d programs found in %v: is the extraction still right?", len(where), files)
+	if programs < 5 {
+		t.Fatalf("only %d programs found in %v: is the extraction still right?", programs, files)
 	}
 	goLine := regexp.MustCompile(`(?m)^go \S+$`).Find(mustRead(t, "go.work"))
 	work := string(goLine) + "\n\nuse (\n\t.\n"
-	for _, m := range []string{".", "export", "otel", "parquet", "searchhost"} {
+	for _, m := range []string{".", "export", "otel", "otel/test", "parquet", "searchhost"} { // otel/test: the OpenTelemetry SDK
 		work += "\t" + filepath.Join(root, m) + "\n"
 	}
 	work += ")\n"
@@ -138,7 +155,7 @@ func TestDocs_GoProgramsVet(t *testing.T) {
 	if err != nil {
 		text := string(out)
 		for name, at := range where {
-			text = strings.ReplaceAll(text, name+"/main.go", at+" (program line)")
+			text = strings.ReplaceAll(text, name, at+" (block line)")
 		}
 		t.Fatalf("go vet of the documents' programs: %v\n%s", err, text)
 	}
@@ -154,8 +171,10 @@ func mustRead(t *testing.T, name string) []byte {
 }
 
 var (
-	mdLink   = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-	backtick = regexp.MustCompile("`([^`\\s]+)`")
+	mdLink     = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	backtick   = regexp.MustCompile("`([^`\\s]+)`")
+	inlineCode = regexp.MustCompile("`[^`]*`")
+	versionTag = regexp.MustCompile(`(^|/)v[0-9]+\.[0-9]+`)
 )
 
 // TestDocs_NamedFilesExist: every relative link, and every backticked
@@ -186,8 +205,16 @@ func TestDocs_NamedFilesExist(t *testing.T) {
 	checked := 0
 	for _, doc := range docFiles(t) {
 		text := string(mustRead(t, doc))
+		inFence := false
 		for i, line := range strings.Split(text, "\n") {
-			for _, m := range mdLink.FindAllStringSubmatch(line, -1) {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inFence = !inFence
+				continue
+			}
+			if inFence { // programs and commands: TestDocs_GoProgramsVet and cmd/lendgraph's TestDocsCLIBlocksRun
+				continue
+			}
+			for _, m := range mdLink.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, "``"), -1) {
 				target := m[1]
 				if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
 					continue
@@ -216,11 +243,11 @@ func TestDocs_NamedFilesExist(t *testing.T) {
 }
 
 // looksLikePath says whether a backticked word names a file of the
-// repository: a plain path (no pattern, variable or URL) ending in .go,
-// .md, .yaml or .sh, or starting with one of the repository's top
-// directories.
+// repository: a plain path (no pattern, variable, URL or version tag such
+// as export/v1.2.0) ending in .go, .md, .yaml or .sh, or starting with one
+// of the repository's top directories.
 func looksLikePath(p string, topDirs map[string]bool) bool {
-	if p == "" || strings.ContainsAny(p, "*{}<>$=?:@,()'\"") || strings.HasPrefix(p, "-") {
+	if p == "" || strings.ContainsAny(p, "*{}<>$=?:@,()'\"") || strings.HasPrefix(p, "-") || versionTag.MatchString(p) {
 		return false
 	}
 	for _, ext := range []string{".go", ".md", ".yaml", ".sh"} {

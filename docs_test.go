@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,6 +340,59 @@ func TestDocs_OperationNames(t *testing.T) {
 		t.Errorf("docs/operations.md lists names the code gives no operation: %v", extra)
 	}
 }
+
+// TestDocs_NamedTestsExist: every test, benchmark and fuzz target the
+// documents name outside their code blocks (TestX, BenchmarkX, FuzzX, or a
+// prefix of several, as -run takes it) is a function of a _test.go file
+// of the repository, so that a renamed or removed test does not leave a
+// rule held by nothing.
+func TestDocs_NamedTestsExist(t *testing.T) {
+	var defined []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, "_test.go") {
+			for _, m := range testFunc.FindAllStringSubmatch(string(mustRead(t, path)), -1) {
+				defined = append(defined, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, doc := range docFiles(t) {
+		inFence := false
+		for i, line := range strings.Split(string(mustRead(t, doc)), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inFence = !inFence
+				continue
+			}
+			if inFence {
+				continue
+			}
+			for _, name := range testName.FindAllString(line, -1) {
+				checked++
+				if !slices.ContainsFunc(defined, func(d string) bool { return strings.HasPrefix(d, name) }) {
+					t.Errorf("%s:%d: %s names no test, benchmark or fuzz target of the repository", doc, i+1, name)
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d test names checked: is the pattern still right?", checked)
+	}
+}
+
+var (
+	testFunc = regexp.MustCompile(`(?m)^func ((?:Test|Benchmark|Fuzz)[A-Z]\w*)\(`)
+	testName = regexp.MustCompile(`\b(?:Test|Benchmark|Fuzz)[A-Z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*`)
+)
 
 // TestDocs_READMEShort: the README stays a short tour; the guides hold
 // the rest.

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // docFiles are the documents whose programs, links and file names are
@@ -217,13 +218,21 @@ func TestDocs_NamedFilesExist(t *testing.T) {
 			}
 			for _, m := range mdLink.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, "``"), -1) {
 				target := m[1]
-				if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 					continue
 				}
-				target, _, _ = strings.Cut(target, "#")
+				target, anchor, _ := strings.Cut(target, "#")
 				checked++
 				if !exists(doc, target) {
 					t.Errorf("%s:%d: link to %s: no such file", doc, i+1, m[1])
+					continue
+				}
+				in := filepath.Join(filepath.Dir(doc), target)
+				if target == "" {
+					in = doc // a heading of this document
+				}
+				if anchor != "" && strings.HasSuffix(in, ".md") && !slices.Contains(anchors(t, in), anchor) {
+					t.Errorf("%s:%d: link to %s: %s has no heading whose anchor is #%s", doc, i+1, m[1], in, anchor)
 				}
 			}
 			for _, m := range backtick.FindAllStringSubmatch(line, -1) {
@@ -241,6 +250,34 @@ func TestDocs_NamedFilesExist(t *testing.T) {
 	if checked < 50 {
 		t.Fatalf("only %d links and paths checked: is the pattern still right?", checked)
 	}
+}
+
+// anchors returns the anchors GitHub gives the headings of a Markdown
+// file: lower case, punctuation dropped, spaces as hyphens.
+func anchors(t *testing.T, file string) []string {
+	t.Helper()
+	var out []string
+	inFence := false
+	for _, line := range strings.Split(string(mustRead(t, file)), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inFence = !inFence
+		}
+		if inFence || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		var b strings.Builder
+		for _, r := range title {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
 
 // looksLikePath says whether a backticked word names a file of the

@@ -78,6 +78,7 @@ func fences(t *testing.T, file string) []fence {
 // the program before it (its main_test.go), vetted with it. A go block
 // that is neither must be marked <!-- fragment -->.
 func TestDocs_GoProgramsVet(t *testing.T) {
+	t.Parallel() // a go vet of its own: it overlaps the package's other tests
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command")

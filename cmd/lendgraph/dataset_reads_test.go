@@ -13,7 +13,7 @@ import (
 	"github.com/lendgraph/lendgraph-go/lendgraphtest"
 )
 
-// TestDatasetReads_Documented: the export command's help, README.md and
+// TestDatasetReads_Documented: the export command's help, docs/data.md and
 // export/doc.go show the same DuckDB and Spark reads (those of
 // datasetReads), and no other data glob.
 func TestDatasetReads_Documented(t *testing.T) {
@@ -21,7 +21,7 @@ func TestDatasetReads_Documented(t *testing.T) {
 	help := c.run("export", "--help")
 	wantCode(t, help, 0)
 	docs := map[string]string{"lendgraph export --help": help.stdout}
-	for _, name := range []string{"../../README.md", "../../export/doc.go"} {
+	for _, name := range []string{"../../docs/data.md", "../../export/doc.go"} {
 		docs[filepath.Base(name)] = mustRead(t, name)
 	}
 	for where, text := range docs {

@@ -24,9 +24,10 @@ import (
 // TestPicture_DeliveryTrace draws the waterfall of one real delivery's
 // trace (submit, polls, a download cut mid-body and resumed with a Range
 // request, its link re-signed) from the spans the SDK exported, into
-// the SVG file $LENDGRAPH_TRACE_PICTURE names (README's picture, a headless
-// Chromium screenshot of it:
-// LENDGRAPH_TRACE_PICTURE=$PWD/../docs/delivery-trace.svg go test -run Picture .).
+// the SVG file $LENDGRAPH_TRACE_PICTURE names (docs/delivery-trace.png,
+// the README's picture, is a headless Chromium screenshot of it; from
+// otel/test: LENDGRAPH_TRACE_PICTURE=$PWD/../../docs/delivery-trace.svg
+// go test -run Picture .).
 func TestPicture_DeliveryTrace(t *testing.T) {
 	out := os.Getenv("LENDGRAPH_TRACE_PICTURE")
 	if out == "" {

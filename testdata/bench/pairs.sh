@@ -4,7 +4,7 @@
 # their ratio: every measurement starts from the same state (an empty heap,
 # a page cache warm from the file's last read), as a script decoding one
 # file does. Usage: pairs.sh BENCH.TEST [ROUNDS] [ROWS]
-#   go test -c -o /tmp/bench.test . && testdata/bench/pairs.sh /tmp/bench.test 5
+#   go test -c -o /tmp/bench.test ./parquet && testdata/bench/pairs.sh /tmp/bench.test 5
 # Writes the files first with testdata/bench/make_bench.sh ROWS.
 set -eu
 bin=$1 rounds=${2:-5} rows=${3:-1000000}

@@ -7,6 +7,7 @@ require github.com/lendgraph/lendgraph-go v0.0.0-00010101000000-000000000000
 replace github.com/lendgraph/lendgraph-go => ../
 
 require (
+	github.com/aws/aws-sdk-go-v2/service/s3 v1.102.2
 	github.com/lendgraph/lendgraph-go/parquet v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 	gocloud.dev v0.46.0
@@ -28,7 +29,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/checksum v1.9.18 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/s3shared v1.19.25 // indirect
-	github.com/aws/aws-sdk-go-v2/service/s3 v1.102.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/signin v1.1.1 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sso v1.30.19 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.36.2 // indirect

@@ -414,8 +414,10 @@ func OnTokenError(fn func(r *http.Request, err error)) TokenHandlerOption {
 //     client's own rate limit refused the mint, or a mint another caller
 //     started has run for a second: the browser may try again later;
 //   - 499 (a client closed request, as nginx logs it) when the request's own
-//     context ended before a token came: the browser is gone, and no
-//     error is reported to OnTokenError;
+//     context ended before the answer: the browser is gone, and no error is
+//     reported to OnTokenError. A mint the handler started goes on to its
+//     end first (its token is cached for the next browser), so the 499
+//     comes when the mint ends;
 //   - 502 when minting failed otherwise (the API refused the key, an
 //     answer without a token, a network failure);
 //   - 500 when the token could not be encoded.
@@ -476,11 +478,14 @@ func (h *tokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if t, err = h.p.Token(r.Context()); err != nil {
 		wait = serverWait(err)
 	}
+	if r.Context().Err() != nil {
+		// The browser left while the mint it started ran to its end: the
+		// token (if one came) is cached for the next browser; the answer
+		// says, in the server's logs, that nobody took it.
+		w.WriteHeader(StatusClientClosedRequest)
+		return
+	}
 	if err != nil {
-		if r.Context().Err() != nil {
-			w.WriteHeader(StatusClientClosedRequest)
-			return
-		}
 		w.Header().Set("Retry-After", retryAfterSeconds(wait))
 		var rl *RateLimitError
 		var crl *ClientRateLimitError

@@ -752,3 +752,29 @@ func TestSearchService_TokenHandlerWaitsASecondAtMost(t *testing.T) {
 		t.Fatal("the browser waited for the backend's mint")
 	}
 }
+
+// TestSearchService_TokenHandlerAnswers499WhenTheBrowserLeft: a browser
+// that leaves during the mint it started gets 499 in the server's logs,
+// not a 200 nobody reads; the token that came is cached, so the next
+// browser gets it without a second mint (counted at the fake).
+func TestSearchService_TokenHandlerAnswers499WhenTheBrowserLeft(t *testing.T) {
+	noLeaks(t)
+	srv := searchServer(t)
+	srv.InjectFault(http.MethodGet, "/v1/search-token", lendgraphtest.Fault{Kind: lendgraphtest.Stall, Delay: 200 * time.Millisecond, Times: 1})
+	h := srv.Client().Search.TokenHandler()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/search-token", nil).WithContext(ctx))
+	if rec.Code != lendgraph.StatusClientClosedRequest {
+		t.Fatalf("a browser gone during its mint: %d %s, want 499", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/search-token", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("the next browser: %d %s", rec.Code, rec.Body)
+	}
+	if n := srv.CountRequests(http.MethodGet, "/v1/search-token"); n != 1 {
+		t.Errorf("%d mints; want 1 (the first browser's token cached)", n)
+	}
+}

@@ -198,7 +198,10 @@ func WithAPIKey(key string) Option {
 }
 
 // WithBaseURL sets the API base address (a client setting). Without it
-// NewClient reads $LENDGRAPH_BASE_URL, then uses DefaultBaseURL.
+// NewClient reads $LENDGRAPH_BASE_URL, then uses DefaultBaseURL. The SDK
+// adds the API's /v1 itself: a base ending in /v1 or /v1/ has it dropped,
+// a path before it (a gateway's prefix) is kept, and one ending in /v1/v1
+// is refused. It needs a scheme (http or https) and no query.
 func WithBaseURL(u string) Option {
 	return func(c *config) { c.use("WithBaseURL", scopeClient); c.client.baseURL = &u }
 }
@@ -236,17 +239,18 @@ func WithMaxRetries(n int) Option {
 }
 
 // WithRetryBackoff sets the first step and the bound of the exponential
-// backoff between retries (defaults 250ms and 8s). A server's Retry-After
+// backoff between retries (defaults 250ms and 8s); 0 < base <= maxWait,
+// else the option is an *InvalidArgumentError. A server's Retry-After
 // replaces the backoff, within the cap of WithMaxServerWait. Tests against
 // lendgraphtest use a few milliseconds.
 func WithRetryBackoff(base, maxWait time.Duration) Option {
 	return func(c *config) {
 		c.use("WithRetryBackoff", anyCall)
-		if base <= 0 || maxWait <= 0 {
-			c.fail(invalidArg("WithRetryBackoff", "base %s and max %s must both be positive", base, maxWait))
+		if base <= 0 || maxWait < base {
+			c.fail(invalidArg("WithRetryBackoff", "need 0 < base <= max, got %s and %s", base, maxWait))
 			return
 		}
-		c.call.retryBase, c.call.retryMax = base, max(maxWait, base)
+		c.call.retryBase, c.call.retryMax = base, maxWait
 	}
 }
 
@@ -514,7 +518,7 @@ func WithLenientDecoding(on bool) Option {
 
 // WithMaxLineSize sets the longest ndjson line or json array element (one
 // delivery row) accepted by DeliveryJob.Rows and DecodeRows; a longer one
-// is an error naming it. The default is 64 MiB.
+// is an error naming it. The default is 64 MiB; 0 means the default.
 func WithMaxLineSize(n int) Option {
 	return func(c *config) {
 		c.use("WithMaxLineSize", anyCall|scopeDecode)

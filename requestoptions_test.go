@@ -297,6 +297,7 @@ func TestCallOptions_BadOptionsSendNothing(t *testing.T) {
 	for name, opt := range map[string]lendgraph.Option{
 		"WithMaxRetries":     lendgraph.WithMaxRetries(-1),
 		"WithAttemptTimeout": lendgraph.WithAttemptTimeout(-time.Second),
+		"WithRetryBackoff":   lendgraph.WithRetryBackoff(2*time.Second, time.Second), // base above max
 		"WithResponseInto":   lendgraph.WithResponseInto(nil),
 		"WithAPIKey":         lendgraph.WithAPIKey("other"),     // a client's, not a call's
 		"WithRetryBudget":    lendgraph.WithRetryBudget(10),     // a client's, not a call's
@@ -555,5 +556,18 @@ func TestCallOptions_HeadersOfConcurrentCallsStayApart(t *testing.T) {
 		if seen[strconv.Itoa(i)] != 5 {
 			t.Fatalf("call headers seen %v, want 5 of each", seen)
 		}
+	}
+}
+
+// TestMiddleware_NilResponseNamesTheMiddleware: a middleware that returns
+// neither a response nor an error fails the call with an error that says
+// so, not one naming the SDK's internal transport.
+func TestMiddleware_NilResponseNamesTheMiddleware(t *testing.T) {
+	srv := smallServer(t)
+	pass := func(req *http.Request, next lendgraph.MiddlewareNext) (*http.Response, error) { return next(req) }
+	broken := func(*http.Request, lendgraph.MiddlewareNext) (*http.Response, error) { return nil, nil }
+	_, err := srv.Client(lendgraph.WithMiddleware(pass, broken)).Agents.List(context.Background(), nil, lendgraph.WithMaxRetries(0))
+	if err == nil || !strings.Contains(err.Error(), "middleware 2 of 2 returned no response and no error") || strings.Contains(err.Error(), "runner") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -44,7 +44,12 @@ func (l *attemptLoop) chain(i int, req *http.Request) (*http.Response, error) {
 	if i == len(mw) {
 		return l.send(req, TargetAPI)
 	}
-	return mw[i](req, func(r *http.Request) (*http.Response, error) { return l.chain(i+1, r) })
+	resp, err := mw[i](req, func(r *http.Request) (*http.Response, error) { return l.chain(i+1, r) })
+	if resp == nil && err == nil {
+		// net/http would name the SDK's internal transport instead.
+		return nil, fmt.Errorf("lendgraph: middleware %d of %d returned no response and no error", i+1, len(mw))
+	}
+	return resp, err
 }
 
 // hopTarget is where a hop goes: the host the request was made for, or,

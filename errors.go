@@ -17,6 +17,12 @@ import (
 // Sentinel errors for errors.Is. Every *APIError matches the sentinel of its
 // status; the job errors come from Wait.
 var (
+	// ErrBadRequest matches a 400: the service refused the request as
+	// invalid (an unknown field, a value of the wrong type, a malformed or
+	// foreign cursor, a limit above the row ceiling); the message says
+	// what. *MaxRowsError matches it too. The SDK refuses what it can check
+	// itself before sending, with an *InvalidArgumentError.
+	ErrBadRequest = errors.New("lendgraph: bad request")
 	// ErrUnauthorized matches a 401: the API key is missing, wrong or revoked.
 	ErrUnauthorized = errors.New("lendgraph: unauthorized")
 	// ErrForbidden matches a 403: the key may not do this (for jobs: the job
@@ -173,6 +179,8 @@ func (e *APIError) Is(target error) bool {
 		return false
 	}
 	switch target {
+	case ErrBadRequest:
+		return e.StatusCode == http.StatusBadRequest
 	case ErrUnauthorized:
 		return e.StatusCode == http.StatusUnauthorized
 	case ErrForbidden:

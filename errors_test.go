@@ -47,13 +47,13 @@ func TestErrors_Shapes(t *testing.T) {
 		for status, sentinel := range map[int]error{
 			401: lendgraph.ErrUnauthorized, 403: lendgraph.ErrForbidden, 404: lendgraph.ErrNotFound,
 			409: lendgraph.ErrJobFinished, 503: lendgraph.ErrUnavailable, 402: lendgraph.ErrInsufficientCredits,
-			429: lendgraph.ErrRateLimited,
+			429: lendgraph.ErrRateLimited, 400: lendgraph.ErrBadRequest,
 		} {
 			err := errorFor(t, status, `{"error":"nope"}`, nil)
 			if !errors.Is(err, sentinel) {
 				t.Errorf("%d: %v is not %v", status, err, sentinel)
 			}
-			for _, other := range []error{lendgraph.ErrUnauthorized, lendgraph.ErrNotFound, lendgraph.ErrJobFinished} {
+			for _, other := range []error{lendgraph.ErrUnauthorized, lendgraph.ErrNotFound, lendgraph.ErrJobFinished, lendgraph.ErrBadRequest} {
 				if other != sentinel && errors.Is(err, other) {
 					t.Errorf("%d matches %v too", status, other)
 				}
@@ -88,7 +88,7 @@ func TestErrors_Shapes(t *testing.T) {
 	t.Run("400 delivery_exceeds_max_rows", func(t *testing.T) {
 		err := errorFor(t, 400, `{"error":"delivery_exceeds_max_rows","estimatedTotal":90000,"maxRows":50000}`, nil)
 		var me *lendgraph.MaxRowsError
-		if !errors.As(err, &me) || me.EstimatedTotal != 90000 || me.MaxRows != 50000 {
+		if !errors.As(err, &me) || me.EstimatedTotal != 90000 || me.MaxRows != 50000 || !errors.Is(err, lendgraph.ErrBadRequest) {
 			t.Fatalf("%#v", err)
 		}
 	})

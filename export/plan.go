@@ -339,6 +339,12 @@ func ReadPlan(ctx context.Context, st *Storage) (*Plan, error) {
 	}
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &syntax) || errors.As(err, &typ) {
+			// Not JSON of a plan: cut short or written over.
+			return nil, fmt.Errorf("%w: %s in %s does not decode (cut short?): %v: plan the export again", ErrPlanChanged, PlanFile, st, err)
+		}
 		return nil, fmt.Errorf("export: %s in %s: %w", PlanFile, st, err)
 	}
 	return &p, nil

@@ -359,4 +359,9 @@ func TestPlanChangedIsRefused(t *testing.T) {
 	if after, _ := ledger(srv); after != debits {
 		t.Errorf("%d debits after the edit, %d before", after, debits)
 	}
+	// Cut short in its destination: ErrPlanChanged too, as documented.
+	writeFile(t, filepath.Join(dir, export.PlanFile), string(raw[:len(raw)/2]))
+	if _, err := export.ReadPlan(ctx, dest); !errors.Is(err, export.ErrPlanChanged) || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("ReadPlan of a plan cut short: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -42,7 +43,9 @@ const readBatch = 256
 // partition fields even when the request narrows Fields). The files are
 // those of the manifest Commit wrote; an export not committed (no
 // _SUCCESS) is an error unless AllowIncomplete is given, which reads the
-// shards whose records are there. A storage with no export is an error
+// shards whose records are there. Each file is checked against its record
+// as it is read: a file whose size or row count is not the record's
+// (cut short, written over) is an error naming it, after the rows read. A storage with no export is an error
 // matching ErrNoPlan and fs.ErrNotExist.
 //
 // The sequence follows the SDK's iterator contract: breaking out of the
@@ -60,7 +63,7 @@ func Rows[T any](ctx context.Context, st *Storage, opts ...ReadOption) iter.Seq2
 			yield(zero, err)
 		}
 	}
-	return readRows[T](ctx, cfg, st.String(), func() ([]string, lendgraph.Format, error) { return landedFiles(ctx, st, cfg.incomplete) },
+	return readRows[T](ctx, cfg, st.String(), func() ([]landedFile, lendgraph.Format, error) { return landedFiles(ctx, st, cfg.incomplete) },
 		func(ctx context.Context, name string, parquet bool) (io.Reader, io.ReaderAt, int64, func() error, error) {
 			if parquet {
 				ra, size, closeFile, err := st.b.openAt(ctx, name)
@@ -74,18 +77,24 @@ func Rows[T any](ctx context.Context, st *Storage, opts ...ReadOption) iter.Seq2
 		})
 }
 
+// landedFile is a data file of an export and what its record says of it.
+type landedFile struct {
+	name        string
+	bytes, rows int64
+}
+
 // landedFiles lists the data files of the export in st and its format:
 // those of its manifest once committed, else (incomplete) of the shards
 // with a record.
-func landedFiles(ctx context.Context, st *Storage, incomplete bool) ([]string, lendgraph.Format, error) {
+func landedFiles(ctx context.Context, st *Storage, incomplete bool) ([]landedFile, lendgraph.Format, error) {
 	m, err := ReadManifest(ctx, st)
 	if err != nil {
 		return nil, "", err
 	}
-	var files []string
+	var files []landedFile
 	for _, s := range m.Shards {
 		if s.State == StateLanded {
-			files = append(files, s.File)
+			files = append(files, landedFile{name: s.File, bytes: s.Bytes, rows: s.Rows})
 		}
 	}
 	if m.Verification == nil && !incomplete {
@@ -100,7 +109,7 @@ func landedFiles(ctx context.Context, st *Storage, incomplete bool) ([]string, l
 type opener func(ctx context.Context, name string, parquet bool) (r io.Reader, ra io.ReaderAt, size int64, close func() error, err error)
 
 // readRows is Rows of the files list names, opened with open.
-func readRows[T any](ctx context.Context, cfg readConfig, where string, list func() ([]string, lendgraph.Format, error), open opener) iter.Seq2[T, error] {
+func readRows[T any](ctx context.Context, cfg readConfig, where string, list func() ([]landedFile, lendgraph.Format, error), open opener) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		files, format, err := list()
@@ -114,11 +123,11 @@ func readRows[T any](ctx context.Context, cfg readConfig, where string, list fun
 			err  error
 		}
 		out := make(chan batch, max(cfg.files, 1))
-		work := make(chan string)
+		work := make(chan landedFile)
 		var wg sync.WaitGroup
 		for range min(max(cfg.files, 1), max(len(files), 1)) {
 			wg.Go(func() {
-				for name := range work {
+				for f := range work {
 					rows := make([]T, 0, readBatch)
 					send := func(b batch) bool {
 						select {
@@ -128,7 +137,7 @@ func readRows[T any](ctx context.Context, cfg readConfig, where string, list fun
 							return false
 						}
 					}
-					err := decodeFile[T](ctx, open, name, format, func(row T) bool {
+					err := decodeFile[T](ctx, open, f, format, func(row T) bool {
 						rows = append(rows, row)
 						if len(rows) < readBatch {
 							return true
@@ -141,7 +150,7 @@ func readRows[T any](ctx context.Context, cfg readConfig, where string, list fun
 						return
 					}
 					if err != nil {
-						send(batch{err: fmt.Errorf("export: reading %s: %w", name, err)})
+						send(batch{err: fmt.Errorf("export: reading %s: %w", f.name, err)})
 						return
 					}
 				}
@@ -188,20 +197,26 @@ func readRows[T any](ctx context.Context, cfg readConfig, where string, list fun
 }
 
 // decodeFile decodes one landed file into rows of T, handing each to fn
-// until it returns false.
-func decodeFile[T any](ctx context.Context, open opener, name string, format lendgraph.Format, fn func(T) bool) error {
+// until it returns false. A file whose size or row count is not its
+// record's was changed after it landed (cut short, written over): csv has
+// no end a decoder could miss, so the record is what tells.
+func decodeFile[T any](ctx context.Context, open opener, f landedFile, format lendgraph.Format, fn func(T) bool) error {
 	pq := format == lendgraph.FormatParquet
-	r, ra, size, closeFile, err := open(ctx, name, pq)
+	r, ra, size, closeFile, err := open(ctx, f.name, pq)
 	if err != nil {
 		return err
 	}
 	defer closeFile()
+	if f.bytes > 0 && size >= 0 && size != f.bytes {
+		return fmt.Errorf("%w: the file is %d bytes, its record says %d: run the export again to download it again from its job (no new charge)", errDamaged, size, f.bytes)
+	}
 	var rows iter.Seq2[T, error]
 	if pq {
 		rows = parquet.Decode[T](ra, size)
 	} else {
 		rows = lendgraph.DecodeRows[T](bufio.NewReaderSize(r, 256<<10), format)
 	}
+	var n int64
 	for row, err := range rows {
 		if err != nil {
 			return err
@@ -209,9 +224,16 @@ func decodeFile[T any](ctx context.Context, open opener, name string, format len
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		n++
 		if !fn(row) {
 			return nil
 		}
 	}
+	if f.rows > 0 && n != f.rows {
+		return fmt.Errorf("%w: the file holds %d rows, its record says %d: run the export again to download it again from its job (no new charge)", errDamaged, n, f.rows)
+	}
 	return nil
 }
+
+// errDamaged is a landed file that is not what its record says.
+var errDamaged = errors.New("the file changed after it landed")

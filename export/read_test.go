@@ -1,8 +1,12 @@
 package export_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -113,5 +117,52 @@ func TestRowsReportsADamagedFile(t *testing.T) {
 	}
 	if last == nil {
 		t.Error("a truncated file read without an error")
+	}
+}
+
+// TestRowsChecksEachFileAgainstItsRecord: a csv file cut between two rows
+// decodes as a shorter file (csv has no end to check), and one whose rows
+// were written over keeps its size; Rows compares each file's size and
+// row count with its record and fails on the file.
+func TestRowsChecksEachFileAgainstItsRecord(t *testing.T) {
+	for name, damage := range map[string]func(b []byte) []byte{
+		"cut between rows": func(b []byte) []byte {
+			return b[:bytes.LastIndexByte(b[:len(b)/2], '\n')+1]
+		},
+		"a row dropped, a blank line padded to the same size": func(b []byte) []byte {
+			head := bytes.IndexByte(b, '\n') + 1
+			row := bytes.IndexByte(b[head:], '\n') + 1
+			out := append(bytes.Clone(b[:head]), b[head+row:]...)
+			return append(out, bytes.Repeat([]byte("\n"), row)...)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, dest := landed(t, lendgraph.FormatCSV)
+			m, _ := export.ReadManifest(context.Background(), dest)
+			var big export.ShardStatus
+			for _, s := range m.Shards {
+				if s.Rows > big.Rows {
+					big = s
+				}
+			}
+			file := filepath.Join(dir, big.File)
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, damage(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var last error
+			for _, err := range export.Rows[lendgraph.Agent](context.Background(), dest) {
+				if err != nil {
+					last = err
+					break
+				}
+			}
+			if last == nil || !strings.Contains(last.Error(), "changed after it landed") || !strings.Contains(last.Error(), big.File) {
+				t.Errorf("a damaged csv file: %v", last)
+			}
+		})
 	}
 }

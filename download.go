@@ -184,10 +184,20 @@ func (o *operation) download(ctx context.Context, first SignedURL, link linkFunc
 // that did arrive.
 func (o *operation) openDownload(ctx context.Context, first SignedURL, link linkFunc, size int64) io.ReadCloser {
 	src, obj := newLinkSource(first, link, o.obs), newObjectCheck(size)
+	var rc io.ReadCloser
 	if o.parallel(size) {
-		return o.newRangedStream(ctx, src, obj, true)
+		rc = o.newRangedStream(ctx, src, obj, true)
+	} else {
+		rc = o.openSequential(ctx, src, obj, 0)
 	}
-	return o.openSequential(ctx, src, obj, 0)
+	if limit := o.cfg.maxDownloadBytes; limit > 0 && size < 0 {
+		// A declared size above the cap is refused before (DeliveryJob.Rows).
+		return struct {
+			io.Reader
+			io.Closer
+		}{&capReader{r: rc, left: limit, tooLarge: &DownloadSpaceError{Size: size, MaxBytes: limit, Free: -1}}, rc}
+	}
+	return rc
 }
 
 // openSequential streams the object from byte off over one connection at
@@ -234,6 +244,12 @@ func (d *downloadStream) Close() error {
 func (o *operation) downloadSized(ctx context.Context, first SignedURL, link linkFunc, w io.Writer, size int64, progress func(*DownloadProgress)) (int64, error) {
 	src, obj := newLinkSource(first, link, o.obs), newObjectCheck(size)
 	tw, decoding := w.(tailFirstWriter)
+	if limit := o.cfg.maxDownloadBytes; limit > 0 {
+		if size > limit {
+			return 0, &DownloadSpaceError{Size: size, MaxBytes: limit, Free: -1}
+		}
+		w = &capWriter{w: w, left: limit, limit: limit, size: size}
+	}
 	if progress != nil {
 		w = &progressWriter{w: w, total: size, progress: progress}
 	}
@@ -263,6 +279,29 @@ func (o *operation) downloadSized(ctx context.Context, first SignedURL, link lin
 		return n, &DownloadError{Written: n, Size: size, Err: err}
 	}
 	return n, nil
+}
+
+// capWriter ends a download that writes more than WithMaxDownloadBytes
+// allows (a file of unknown size; a declared size above the cap is
+// refused before anything is fetched).
+type capWriter struct {
+	w           io.Writer
+	left, limit int64
+	size        int64
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) <= c.left {
+		n, err := c.w.Write(p)
+		c.left -= int64(n)
+		return n, err
+	}
+	n, err := c.w.Write(p[:c.left])
+	c.left -= int64(n)
+	if err == nil {
+		err = &DownloadSpaceError{Size: c.size, MaxBytes: c.limit, Free: -1}
+	}
+	return n, err
 }
 
 // progressWriter tells a download's progress callback of every write.

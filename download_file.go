@@ -64,6 +64,11 @@ func openPartial(path, job string) (*partial, error) {
 	if path == "" {
 		return nil, invalidArg("path", "is empty; name the file to write")
 	}
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		// Refused before anything is downloaded: the rename into place at
+		// the end would fail.
+		return nil, invalidArg("path", "%s is a directory; name the file to write in it", path)
+	}
 	p := &partial{path: path, part: path + ".part", meta: path + ".part.meta", job: job}
 	b, err := safefile.ReadFile(p.meta)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefile.ErrUnsafe) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -326,5 +327,72 @@ func TestDeliveryJob_DownloadFileSpace(t *testing.T) {
 	refused("10 TB", err, 10_000_000_000_000, 0, dir)
 	if n := storage() - before; n != 0 {
 		t.Fatalf("10 TB: %d requests reached the storage host", n)
+	}
+}
+
+// TestDeliveryJob_DownloadFileIntoADirectory: a path that is a directory
+// is refused before anything is sent (the file would come down whole, then
+// fail to be renamed into place, leaving its part file).
+func TestDeliveryJob_DownloadFileIntoADirectory(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(100))
+	job, err := srv.Client().Agents.Deliver(context.Background(), &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	srv.ResetRequests()
+	_, err = job.DownloadFile(context.Background(), dir)
+	var ia *lendgraph.InvalidArgumentError
+	if !errors.As(err, &ia) || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests before refusing a directory", n)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(dir)); len(entries) != 1 {
+		t.Errorf("files beside the directory: %v", entries)
+	}
+}
+
+// TestDeliveryJob_DownloadCap: WithMaxDownloadBytes caps Download and Rows
+// too (a newcomer found them ignoring it): a declared size above the cap
+// is refused before the storage host is asked; a size at or below it
+// downloads whole.
+func TestDeliveryJob_DownloadCap(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
+	ctx := context.Background()
+	job, st := deliver(t, srv.Client(), &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
+	storage := func() int {
+		n := 0
+		for _, r := range srv.Requests() {
+			if r.Listener == "storage" {
+				n++
+			}
+		}
+		return n
+	}
+	srv.ResetRequests()
+	n, err := job.Download(ctx, io.Discard, lendgraph.WithMaxDownloadBytes(1000))
+	var se *lendgraph.DownloadSpaceError
+	if !errors.As(err, &se) || se.MaxBytes != 1000 || se.Size != st.Bytes || n != 0 || !strings.Contains(err.Error(), "over the cap of 1000 bytes") {
+		t.Fatalf("Download over the cap: %d, %v", n, err)
+	}
+	rows := 0
+	var rerr error
+	for _, err := range job.Rows(ctx, lendgraph.WithMaxDownloadBytes(1000)) {
+		if err != nil {
+			rerr = err
+			break
+		}
+		rows++
+	}
+	if !errors.As(rerr, &se) || rows != 0 {
+		t.Fatalf("Rows over the cap: %d rows, %v", rows, rerr)
+	}
+	if k := storage(); k != 0 {
+		t.Errorf("%d requests to the storage host for a file over the cap", k)
+	}
+	if n, err := job.Download(ctx, io.Discard, lendgraph.WithMaxDownloadBytes(st.Bytes)); err != nil || n != st.Bytes {
+		t.Fatalf("Download at the cap: %d, %v", n, err)
 	}
 }

@@ -747,7 +747,8 @@ func (e *DownloadError) Unwrap() error {
 // is written; a file of unknown size fails when its bytes reach the bound
 // (then inside a *DownloadError).
 type DownloadSpaceError struct {
-	// Path is the file that was to be written.
+	// Path is the file that was to be written; empty for a download to a
+	// writer (Download, Rows).
 	Path string
 	// Size is the file's declared size in bytes; -1 when unknown.
 	Size int64
@@ -768,6 +769,9 @@ func (e *DownloadSpaceError) Error() string {
 		size = "a file of " + strconv.FormatInt(e.Size, 10) + " bytes"
 	}
 	if e.MaxBytes > 0 {
+		if e.Path == "" { // Download or Rows, to a writer
+			return fmt.Sprintf("lendgraph: download: %s is over the cap of %d bytes (WithMaxDownloadBytes)", size, e.MaxBytes)
+		}
 		return fmt.Sprintf("lendgraph: %s: %s is over the cap of %d bytes (WithMaxDownloadBytes)", e.Path, size, e.MaxBytes)
 	}
 	return fmt.Sprintf("lendgraph: %s: %s does not fit in the %d bytes free on its file system", e.Path, size, e.Free)

@@ -411,11 +411,12 @@ func WithDownloadConnections(n int) Option {
 	}
 }
 
-// WithMaxDownloadBytes caps the file DownloadFile may write at n bytes (0,
-// the default: no cap). A delivery declaring more fails before anything is
-// written, and one of unknown size fails when it reaches the cap; either
-// way with an error matching *DownloadSpaceError. The space free on the
-// file system is checked whatever the cap.
+// WithMaxDownloadBytes caps a download at n bytes (0, the default: no
+// cap): the file DownloadFile writes, and the bytes Download and Rows
+// fetch. A delivery declaring more fails before anything is fetched, and
+// one of unknown size fails when it reaches the cap; either way with an
+// error matching *DownloadSpaceError. DownloadFile checks the space free
+// on the file system whatever the cap.
 func WithMaxDownloadBytes(n int64) Option {
 	return func(c *config) {
 		c.use("WithMaxDownloadBytes", anyCall)

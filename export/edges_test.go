@@ -122,3 +122,22 @@ func TestPlanWaitsOutA502WhileProbing(t *testing.T) {
 	}
 	noCharge(t, srv)
 }
+
+// TestPlanByAListField: the service's chart cannot slice agents by tags (a
+// list): every record is counted without a value. NewPlan says so, naming
+// the field, instead of a shard of every record above the ceiling.
+func TestPlanByAListField(t *testing.T) {
+	srv, c := fakeFor(t, 2000, 0)
+	srv.ResetRequests()
+	for _, missing := range []bool{false, true} {
+		_, err := export.NewPlan(context.Background(), c.Agents, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV},
+			&export.PlanOptions{By: []string{"tags"}, MaxRows: 500, IncludeMissing: missing})
+		var ia *lendgraph.InvalidArgumentError
+		if !errors.As(err, &ia) || ia.Arg != "By" || !strings.Contains(err.Error(), "not a list or an object") {
+			t.Fatalf("IncludeMissing %v: err = %v", missing, err)
+		}
+	}
+	if n := submits(srv); n != 0 {
+		t.Errorf("%d submits", n)
+	}
+}

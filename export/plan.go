@@ -677,6 +677,11 @@ func (pl *planner[T]) split(ctx context.Context, d *draft, field string) ([]*dra
 	if err != nil {
 		return nil, err
 	}
+	if _, given := pl.opts.Values[field]; len(values) == 0 && d.rows > 0 && !given {
+		// The chart names no value for records that exist: the service
+		// cannot slice by the field (a list or an object).
+		return nil, invalid("By", "the service's chart of %s names no value for the %d records it would split: partition by a field of single values (a string, a number or a boolean), not a list or an object", field, d.rows)
+	}
 	kids := make([]*draft, len(values))
 	for i, v := range values {
 		kids[i] = &draft{keys: append(slices.Clone(d.keys), Key{Field: field, Value: v}), req: withValue(d.req, field, v)}
@@ -693,13 +698,23 @@ func (pl *planner[T]) split(ctx context.Context, d *draft, field string) ([]*dra
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("export: sizing the shards by %s: %w", field, err)
 	}
-	var sum int64
+	var sum, valued int64
+	for i, k := range kids {
+		if i < len(values) {
+			valued += k.rows
+		}
+	}
 	out := kids[:0]
 	for _, k := range kids {
 		sum += k.rows
 		if k.rows > 0 {
 			out = append(out, k)
 		}
+	}
+	if valued == 0 && d.rows > 0 && len(values) > 0 {
+		// The chart named values, and filtering by each finds nothing: the
+		// service cannot filter by the field's values (a list or an object).
+		return nil, invalid("By", "the service's chart of %s names %d values, but a filter by each matches none of the %d records: partition by a field of single values (a string, a number or a boolean), not a list or an object", field, len(values), d.rows)
 	}
 	if sum != d.rows {
 		return out, &CoverageError{Field: field, Scope: draftName(d), Total: d.rows, Covered: sum, Shards: len(out), Unattributed: unattributed}

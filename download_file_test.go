@@ -279,15 +279,7 @@ func TestDeliveryJob_DownloadFileSpace(t *testing.T) {
 	ctx := context.Background()
 	c := srv.Client()
 	job, st := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
-	storage := func() int {
-		n := 0
-		for _, r := range srv.Requests() {
-			if r.Listener == "storage" {
-				n++
-			}
-		}
-		return n
-	}
+	storage := func() int { return storageRequests(srv) }
 	refused := func(what string, err error, size, maxBytes int64, dir string) {
 		t.Helper()
 		var se *lendgraph.DownloadSpaceError
@@ -362,15 +354,7 @@ func TestDeliveryJob_DownloadCap(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
 	ctx := context.Background()
 	job, st := deliver(t, srv.Client(), &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
-	storage := func() int {
-		n := 0
-		for _, r := range srv.Requests() {
-			if r.Listener == "storage" {
-				n++
-			}
-		}
-		return n
-	}
+	storage := func() int { return storageRequests(srv) }
 	srv.ResetRequests()
 	n, err := job.Download(ctx, io.Discard, lendgraph.WithMaxDownloadBytes(1000))
 	var se *lendgraph.DownloadSpaceError
@@ -395,4 +379,15 @@ func TestDeliveryJob_DownloadCap(t *testing.T) {
 	if n, err := job.Download(ctx, io.Discard, lendgraph.WithMaxDownloadBytes(st.Bytes)); err != nil || n != st.Bytes {
 		t.Fatalf("Download at the cap: %d, %v", n, err)
 	}
+}
+
+// storageRequests counts the requests the fake's storage host received.
+func storageRequests(srv *lendgraphtest.Server) int {
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.Listener == "storage" {
+			n++
+		}
+	}
+	return n
 }

@@ -174,15 +174,7 @@ func durableName(key string) bool { return !strings.HasPrefix(key, recordsDir) }
 // renames over key: a write that needs no new room, so that a full disk
 // cannot fail it.
 func (d *dirBackend) reserve(_ context.Context, key string, size int) (reservation, error) {
-	r, err := d.dir(true)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.MkdirAll(path.Dir(key), 0o755); err != nil {
-		return nil, err
-	}
-	tmp := tempName(key)
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	r, tmp, f, err := d.createBeside(key, os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -379,19 +371,27 @@ func (d *dirBackend) openAt(_ context.Context, key string) (io.ReaderAt, int64, 
 // create writes a data file into a temporary file beside its final name,
 // created exclusively and readable by the owner alone until published.
 func (d *dirBackend) create(_ context.Context, key, _ string, _ bool) (dataWriter, error) {
-	r, err := d.dir(true)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.MkdirAll(path.Dir(key), 0o755); err != nil {
-		return nil, err
-	}
-	tmp := tempName(key)
-	f, err := r.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	r, tmp, f, err := d.createBeside(key, os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	return &dirWriter{d: d, r: r, f: f, tmp: tmp, key: key}, nil
+}
+
+// createBeside creates a temporary file beside key (its directories made
+// first), exclusively, opened with flag and perm.
+func (d *dirBackend) createBeside(key string, flag int, perm os.FileMode) (r *os.Root, tmp string, f *os.File, err error) {
+	if r, err = d.dir(true); err != nil {
+		return nil, "", nil, err
+	}
+	if err := r.MkdirAll(path.Dir(key), 0o755); err != nil {
+		return nil, "", nil, err
+	}
+	tmp = tempName(key)
+	if f, err = r.OpenFile(tmp, flag|os.O_CREATE|os.O_EXCL, perm); err != nil {
+		return nil, "", nil, err
+	}
+	return r, tmp, f, nil
 }
 
 // dirWriter is a data file being written into its temporary file.

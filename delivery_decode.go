@@ -55,9 +55,10 @@ type Row = Fields
 // then an error naming the format and where (row, line or byte offset); an
 // empty (0-byte) file is an error in every format: even a delivery of no
 // rows has a gzip header, a csv header line, "[]" or a parquet footer.
-// Only csv has no end to check: a csv file cut between two rows, or after
-// the last whole cell of a row, reads as a shorter file (a cut inside a
-// quoted cell or before a row's last cell is an error). DeliveryJob.Rows
+// Only csv has no end to check: a csv file cut between two rows, or where
+// what is left of the last row is a whole row (a cut between the two
+// quotes of a doubled quote closes its cell), reads as a shorter file; a
+// cut anywhere else is an error. DeliveryJob.Rows
 // checks the bytes it receives against the size the job's status record
 // declares (else the storage host's Content-Length), so a delivery cut in
 // transit is an error in every format.

@@ -132,11 +132,11 @@ func TestDecodeRows_TruncatedAndCorrupt(t *testing.T) {
 		t.Errorf("bad json: %d rows, %v", n, err)
 	}
 	for _, c := range []struct{ body, where string }{
-		{"id,transactionCount\na,1\nb,2,3\n", "row 2"},                                             // ragged
-		{"id,transactionCount\na,1\nb\"x,2\nc,3\n", "row 2"},                                       // bare quote
-		{"id,transactionCount\na,1\n\"b,2\nc,3\n", "row 2"},                                        // unterminated quote
-		{"id,office\na,\"{\"\"city\"\":\"\"Austin\"\"}\"\nb,\"{\"\"city\"\":\"\"Ida", "cut short"}, // cut inside a quoted cell
-		{"id,transactionCount\na,1\nb,two\n", `row 2 (column "transactionCount")`},                 // not an integer
+		{"id,transactionCount\na,1\nb,2,3\n", "row 2"},                                         // ragged
+		{"id,transactionCount\na,1\nb\"x,2\nc,3\n", "row 2"},                                   // bare quote
+		{"id,transactionCount\na,1\n\"b,2\nc,3\n", "row 2"},                                    // unterminated quote
+		{"id,office\na,\"{\"\"city\"\":\"\"Austin\"\"}\"\nb,\"{\"\"city\"\":\"\"Ida", "row 2"}, // cut inside a quoted cell
+		{"id,transactionCount\na,1\nb,two\n", `row 2 (column "transactionCount")`},             // not an integer
 	} {
 		if n, err := cut[lendgraph.Agent](t, []byte(c.body), lendgraph.FormatCSV); n != 1 || err == nil || !strings.Contains(err.Error(), c.where) {
 			t.Errorf("csv %q: %d rows, %v", c.body, n, err)

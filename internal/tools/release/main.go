@@ -226,7 +226,12 @@ func prepare(top, version string) (*work, error) {
 		return nil, err
 	}
 	w.env = func(extra ...string) []string {
-		env := append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GONOSUMDB="+root, "GOPRIVATE=", "GONOPROXY=",
+		// GODEBUG=goindex=0: the go command indexes the packages of a
+		// module cache directory once, by its path, taking it to be
+		// immutable; forget replaces what a directory of this version
+		// holds, so an index of an earlier run's copy would hide new
+		// packages ("does not contain package").
+		env := append(os.Environ(), "GOWORK=off", "GOFLAGS=", "GONOSUMDB="+root, "GOPRIVATE=", "GONOPROXY=", "GODEBUG=goindex=0",
 			"GOPROXY=file://"+filepath.ToSlash(w.proxy)+","+strings.TrimSpace(string(upstream)))
 		return append(env, extra...)
 	}

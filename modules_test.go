@@ -45,11 +45,12 @@ func TestModules_Nested(t *testing.T) {
 	t.Logf("go %v:\n%s", args, out)
 }
 
-// nestedModules lists the directories of go.work's modules but this one,
-// each as ./dir.
+// nestedModules lists the directories of the checkout's go.work modules
+// but this one, each as ./dir. It reads the file by name, whatever GOWORK
+// says (CI's oldest-Go step points GOWORK at a workspace of its own).
 func nestedModules(t *testing.T, goTool string) []string {
 	t.Helper()
-	out, err := exec.Command(goTool, "work", "edit", "-json").Output()
+	out, err := exec.Command(goTool, "work", "edit", "-json", "go.work").Output()
 	if err != nil {
 		t.Fatalf("go work edit -json: %v", err)
 	}

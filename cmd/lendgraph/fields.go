@@ -134,10 +134,11 @@ export --by take them.`,
 				if err != nil {
 					return err
 				}
-				for rec, err := range res.all(cmd.Context(), &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 1}}) {
-					if err != nil {
-						return err
-					}
+				rec, err := res.first(cmd.Context(), &lendgraph.ListRequest{Pagination: &lendgraph.Pagination{Size: 1}})
+				if err != nil {
+					return err
+				}
+				if rec != nil {
 					b, err := json.Marshal(rec)
 					if err != nil {
 						return err
@@ -152,7 +153,6 @@ export --by take them.`,
 							fields = append(fields, field{Name: k, Type: valueType(m[k]), From: "record"})
 						}
 					}
-					break
 				}
 			}
 			if a.jsonOut {

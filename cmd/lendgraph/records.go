@@ -19,6 +19,9 @@ type records struct {
 	get func(ctx context.Context, id string) (any, error)
 	// total is the list total of one page of req.
 	total func(ctx context.Context, req *lendgraph.ListRequest) (int64, error)
+	// first is the first record of one page of req (nil when there is
+	// none): one request, where all may already ask for the next page.
+	first func(ctx context.Context, req *lendgraph.ListRequest) (any, error)
 	// deliver and attach are nil for resources without bulk delivery.
 	deliver func(ctx context.Context, req *lendgraph.DeliveryRequest) (*lendgraph.DeliveryJob[lendgraph.Row], error)
 	attach  func(id string) *lendgraph.DeliveryJob[lendgraph.Row]
@@ -67,6 +70,13 @@ func recordsOf[T any](s lendgraph.ResourceAPI[T]) records {
 				return 0, err
 			}
 			return p.Total, nil
+		},
+		first: func(ctx context.Context, req *lendgraph.ListRequest) (any, error) {
+			p, err := s.List(ctx, req)
+			if err != nil || len(p.Data) == 0 {
+				return nil, err
+			}
+			return p.Data[0], nil
 		},
 	}
 }

@@ -253,7 +253,9 @@ func (f *pageRun[T]) drop() {
 // request leaves as soon as an answer names its cursor, before the
 // answer's rows are decoded, so even a loop that does nothing overlaps
 // its decoding with the server's work. At most two pages are fetched at
-// once.
+// once. So a loop that breaks early may already have sent the next page's
+// request (cancelled when it breaks): a server counting requests sees one
+// more; read one page with List or NextPage to send exactly one.
 //
 // The sequence follows the package's iterator contract: each range starts
 // again from the position the pager had when All was called (and moves the

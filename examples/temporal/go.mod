@@ -6,6 +6,7 @@ require (
 	github.com/lendgraph/lendgraph-go v0.0.0
 	go.temporal.io/api v1.64.3
 	go.temporal.io/sdk v1.51.0
+	go.uber.org/goleak v1.3.0
 	gocloud.dev v0.46.0
 )
 

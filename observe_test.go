@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -468,12 +469,22 @@ func TestObserver_UnwatchedCostsNothing(t *testing.T) {
 			}
 		}
 	}
-	const runs = 200
-	without, with := testing.AllocsPerRun(runs, get(plain)), testing.AllocsPerRun(runs, get(unwatched))
+	const runs, rounds = 200, 3
+	// The least of a few rounds: a collection empties the SDK's pools
+	// (and the race detector drops pooled objects on purpose), which a
+	// round can catch.
+	without, with := math.Inf(1), math.Inf(1)
+	for range rounds {
+		without = min(without, testing.AllocsPerRun(runs, get(plain)))
+		with = min(with, testing.AllocsPerRun(runs, get(unwatched)))
+	}
+	if raceEnabled {
+		without += 4 // sync.Pool drops a quarter of its puts under -race
+	}
 	if with > without {
 		t.Errorf("an unwatched Get allocates %v objects, a Get without observer %v", with, without)
 	}
-	if n := obs.asked.Load(); n != runs+1 {
-		t.Errorf("the observer was asked about %d operations, want %d", n, runs+1)
+	if n := obs.asked.Load(); n != rounds*(runs+1) {
+		t.Errorf("the observer was asked about %d operations, want %d", n, rounds*(runs+1))
 	}
 }

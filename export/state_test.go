@@ -37,6 +37,9 @@ import (
 // ledger. (The newcomer's full disk was reported as 228 lost submits, none
 // of which had been sent.)
 func TestRunOnAFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: about two minutes of slow jobs on a full storage")
+	}
 	t.Run("tmpfs", func(t *testing.T) {
 		mnt := mountTmpfs(t, "4m")
 		dir := filepath.Join(mnt, "export")

@@ -391,8 +391,8 @@ func (j *DeliveryJob[T]) Rows(ctx context.Context, opts ...Option) iter.Seq2[T, 
 			yield(zero, fmt.Errorf("lendgraph: delivery job %s has format %q, which this SDK cannot decode; use Download", j.ID, st.Format))
 			return
 		}
-		if limit, size := o.cfg.maxDownloadBytes, expectedSize(st); limit > 0 && size > limit {
-			yield(zero, &DownloadSpaceError{Size: size, MaxBytes: limit, Free: -1})
+		if err := o.overCap(expectedSize(st)); err != nil {
+			yield(zero, err)
 			return
 		}
 		rc, err := j.open(ctx, o, st)

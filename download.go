@@ -191,11 +191,12 @@ func (o *operation) openDownload(ctx context.Context, first SignedURL, link link
 		rc = o.openSequential(ctx, src, obj, 0)
 	}
 	if limit := o.cfg.maxDownloadBytes; limit > 0 && size < 0 {
-		// A declared size above the cap is refused before (DeliveryJob.Rows).
+		// A declared size above the cap is refused before (overCap, in
+		// DeliveryJob.Rows); one of unknown size ends at the cap.
 		return struct {
 			io.Reader
 			io.Closer
-		}{&capReader{r: rc, left: limit, tooLarge: &DownloadSpaceError{Size: size, MaxBytes: limit, Free: -1}}, rc}
+		}{&capReader{r: rc, left: limit, tooLarge: o.overCap(-1)}, rc}
 	}
 	return rc
 }
@@ -244,11 +245,13 @@ func (d *downloadStream) Close() error {
 func (o *operation) downloadSized(ctx context.Context, first SignedURL, link linkFunc, w io.Writer, size int64, progress func(*DownloadProgress)) (int64, error) {
 	src, obj := newLinkSource(first, link, o.obs), newObjectCheck(size)
 	tw, decoding := w.(tailFirstWriter)
-	if limit := o.cfg.maxDownloadBytes; limit > 0 {
-		if size > limit {
-			return 0, &DownloadSpaceError{Size: size, MaxBytes: limit, Free: -1}
-		}
-		w = &capWriter{w: w, left: limit, limit: limit, size: size}
+	if err := o.overCap(size); err != nil {
+		return 0, err
+	}
+	if limit := o.cfg.maxDownloadBytes; limit > 0 && size < 0 {
+		// A declared size is checked against the file (objectCheck); one
+		// of unknown size ends at the cap.
+		w = &capWriter{w: w, left: limit, tooLarge: o.overCap(-1)}
 	}
 	if progress != nil {
 		w = &progressWriter{w: w, total: size, progress: progress}
@@ -281,13 +284,23 @@ func (o *operation) downloadSized(ctx context.Context, first SignedURL, link lin
 	return n, nil
 }
 
-// capWriter ends a download that writes more than WithMaxDownloadBytes
-// allows (a file of unknown size; a declared size above the cap is
-// refused before anything is fetched).
+// overCap is the *DownloadSpaceError of a download of size bytes (-1:
+// unknown, for the error of one that reaches the cap) above
+// WithMaxDownloadBytes, nil when there is no cap or size is within it.
+func (o *operation) overCap(size int64) error {
+	limit := o.cfg.maxDownloadBytes
+	if limit <= 0 || size >= 0 && size <= limit {
+		return nil
+	}
+	return &DownloadSpaceError{Size: size, MaxBytes: limit, Free: -1}
+}
+
+// capWriter writes at most left bytes to w, then fails with tooLarge: the
+// writing side of capReader, for a download of unknown size.
 type capWriter struct {
-	w           io.Writer
-	left, limit int64
-	size        int64
+	w        io.Writer
+	left     int64
+	tooLarge error
 }
 
 func (c *capWriter) Write(p []byte) (int, error) {
@@ -299,7 +312,7 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p[:c.left])
 	c.left -= int64(n)
 	if err == nil {
-		err = &DownloadSpaceError{Size: c.size, MaxBytes: c.limit, Free: -1}
+		err = c.tooLarge
 	}
 	return n, err
 }

@@ -279,7 +279,6 @@ func TestDeliveryJob_DownloadFileSpace(t *testing.T) {
 	ctx := context.Background()
 	c := srv.Client()
 	job, st := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
-	storage := func() int { return storageRequests(srv) }
 	refused := func(what string, err error, size, maxBytes int64, dir string) {
 		t.Helper()
 		var se *lendgraph.DownloadSpaceError
@@ -293,10 +292,10 @@ func TestDeliveryJob_DownloadFileSpace(t *testing.T) {
 
 	// A cap below the declared size.
 	dir := t.TempDir()
-	before := storage()
+	before := storageRequests(srv)
 	_, err := job.DownloadFile(ctx, filepath.Join(dir, "agents.csv"), lendgraph.WithMaxDownloadBytes(st.Bytes-1))
 	refused("cap", err, st.Bytes, st.Bytes-1, dir)
-	if n := storage() - before; n != 0 {
+	if n := storageRequests(srv) - before; n != 0 {
 		t.Fatalf("cap: %d requests reached the storage host", n)
 	}
 	if n, err := job.DownloadFile(ctx, filepath.Join(dir, "agents.csv"), lendgraph.WithMaxDownloadBytes(st.Bytes)); err != nil || n != st.Bytes {
@@ -313,11 +312,11 @@ func TestDeliveryJob_DownloadFileSpace(t *testing.T) {
 	srv.InjectFault("GET", "/v1/agents/bulk-delivery/{jobId}", lendgraphtest.Fault{Status: 200, Body: string(status), Times: -1,
 		Header: map[string]string{"Content-Type": "application/json"}})
 	dir = t.TempDir()
-	before = storage()
+	before = storageRequests(srv)
 	big := c.Agents.DeliveryJob(job.ID)
 	_, err = big.DownloadFile(ctx, filepath.Join(dir, "agents.csv"))
 	refused("10 TB", err, 10_000_000_000_000, 0, dir)
-	if n := storage() - before; n != 0 {
+	if n := storageRequests(srv) - before; n != 0 {
 		t.Fatalf("10 TB: %d requests reached the storage host", n)
 	}
 }
@@ -354,7 +353,6 @@ func TestDeliveryJob_DownloadCap(t *testing.T) {
 	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
 	ctx := context.Background()
 	job, st := deliver(t, srv.Client(), &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
-	storage := func() int { return storageRequests(srv) }
 	srv.ResetRequests()
 	n, err := job.Download(ctx, io.Discard, lendgraph.WithMaxDownloadBytes(1000))
 	var se *lendgraph.DownloadSpaceError
@@ -373,7 +371,7 @@ func TestDeliveryJob_DownloadCap(t *testing.T) {
 	if !errors.As(rerr, &se) || rows != 0 {
 		t.Fatalf("Rows over the cap: %d rows, %v", rows, rerr)
 	}
-	if k := storage(); k != 0 {
+	if k := storageRequests(srv); k != 0 {
 		t.Errorf("%d requests to the storage host for a file over the cap", k)
 	}
 	if n, err := job.Download(ctx, io.Discard, lendgraph.WithMaxDownloadBytes(st.Bytes)); err != nil || n != st.Bytes {

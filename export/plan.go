@@ -698,15 +698,13 @@ func (pl *planner[T]) split(ctx context.Context, d *draft, field string) ([]*dra
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("export: sizing the shards by %s: %w", field, err)
 	}
-	var sum, valued int64
+	var sum, valued int64 // valued: the shards of values, the missing one left out
+	out := kids[:0]
 	for i, k := range kids {
+		sum += k.rows
 		if i < len(values) {
 			valued += k.rows
 		}
-	}
-	out := kids[:0]
-	for _, k := range kids {
-		sum += k.rows
 		if k.rows > 0 {
 			out = append(out, k)
 		}

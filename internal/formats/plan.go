@@ -678,16 +678,25 @@ func (p *plan) finishRow(v unsafe.Pointer, b []byte, end int, s *scratch) {
 		size += need
 	}
 	if size > 0 {
-		buf := make([]byte, size)
+		var buf []byte
 		pos := 0
 		base := 0 // where the copy of the row's byte at 0 would be
 		if window {
-			pos, base = copy(buf, b[lo:hi]), -lo
+			// One allocation, clearing only what the copy does not fill
+			// (append to a full slice always allocates; to nothing, it
+			// would not).
+			if n := size - (hi - lo); n == 0 {
+				buf = append([]byte(nil), b[lo:hi]...)
+			} else {
+				buf = append(b[lo:hi:hi], make([]byte, n)...)
+			}
+			pos, base = hi-lo, -lo
 			if x0 >= 0 {
 				buf[x0-lo] = '{'
 				*obj = buf[x0-lo : end-lo : end-lo]
 			}
 		} else {
+			buf = make([]byte, size)
 			for k, sp := range s.strs {
 				if sp.row {
 					s.strs[k].a = pos // base 0
@@ -1406,7 +1415,16 @@ const (
 // false positive only follows a true one, so it is exact as a test.
 func hasZero(x uint64) uint64 { return (x - lo8) & ^x & hi8 }
 
+// skipWS returns the index of the first byte at or after i that is not
+// JSON whitespace. Compact JSON has none: one comparison decides.
 func skipWS(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i
+	}
+	return skipWSLoop(b, i)
+}
+
+func skipWSLoop(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
 		i++
 	}
@@ -1473,11 +1491,19 @@ func shortString(b []byte, i int) int {
 	if len(b)-i < 17 {
 		return 0
 	}
-	if m := special(le64(b[i+1:])); m != 0 {
-		return quoteAt(b, i+1+bits.TrailingZeros64(m)>>3)
+	w := b[i+1 : i+17 : i+17] // one bounds check for both words
+	if m := special(le64(w)); m != 0 {
+		j := bits.TrailingZeros64(m) >> 3
+		if w[j] == '"' {
+			return i + 2 + j
+		}
+		return 0
 	}
-	if m := special(le64(b[i+9:])); m != 0 {
-		return quoteAt(b, i+9+bits.TrailingZeros64(m)>>3)
+	if m := special(le64(w[8:])); m != 0 {
+		j := 8 + bits.TrailingZeros64(m)>>3
+		if w[j&15] == '"' { // j&15 == j, which the compiler then knows is in w
+			return i + 2 + j
+		}
 	}
 	return 0
 }
@@ -1490,12 +1516,14 @@ func special(x uint64) uint64 {
 	return (x - lo8*0x20 | hasZero(x^(lo8*'"')) | hasZero(x^(lo8*'\\')) | x) & hi8
 }
 
-// quoteAt is the index after b[j] when it is '"', else 0.
-func quoteAt(b []byte, j int) int {
-	if b[j] == '"' {
-		return j + 1
+// skipString returns the end of the JSON string at b[i] == '"', checking
+// its syntax (not its UTF-8).
+func skipString(b []byte, i int) (int, bool) {
+	if end := shortString(b, i); end > 0 {
+		return end, true
 	}
-	return 0
+	end, _, _, ok := scanString(b, i)
+	return end, ok
 }
 
 // skipValue returns the end of the JSON value starting at b[i], checking
@@ -1507,11 +1535,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		if end := shortString(b, i); end > 0 {
-			return end, true
-		}
-		end, _, _, ok := scanString(b, i)
-		return end, ok
+		return skipString(b, i)
 	case c == '{' || c == '[':
 		closer := byte('}')
 		if c == '[' {
@@ -1526,7 +1550,7 @@ func skipValue(b []byte, i, depth int) (int, bool) {
 				if i >= len(b) || b[i] != '"' {
 					return 0, false
 				}
-				end, _, _, ok := scanString(b, i)
+				end, ok := skipString(b, i)
 				if !ok {
 					return 0, false
 				}

@@ -493,16 +493,8 @@ func newPosEntry(name string, f *planField) posEntry {
 	return pe
 }
 
-// at reports whether the member at b[i] starts with pe.q.
-func (pe *posEntry) at(b []byte, i int) bool {
-	if len(b)-i < 24 || uint(len(pe.q)-1) >= 24 { // none, or longer than 24
-		return pe.atEnd(b, i)
-	}
-	b = b[i : i+24 : i+24]
-	return le64(b)&pe.m[0] == pe.w[0] && le64(b[8:])&pe.m[1] == pe.w[1] && le64(b[16:])&pe.m[2] == pe.w[2]
-}
-
-// atEnd is at for a member near the end of b, or a long name.
+// atEnd reports whether the member at b[i] starts with pe.q, for a member
+// near the end of b, or a long name (object compares others as words).
 func (pe *posEntry) atEnd(b []byte, i int) bool {
 	n := len(pe.q)
 	return n > 0 && n <= len(b)-i && string(b[i:i+n]) == pe.q
@@ -795,7 +787,14 @@ func (p *plan) object(b []byte, i int, v unsafe.Pointer, s *scratch, depth int) 
 		// at this position is most often the previous row's, compared
 		// as bytes (with the ':' after it) without a scan.
 		var ne, vs int
-		if pe.at(b, i) {
+		var hit bool // whether the member starts with pe.q (in line: a call costs as much)
+		if uint(len(pe.q)-1) < 24 && len(b)-i >= 24 {
+			w := b[i : i+24 : i+24]
+			hit = le64(w)&pe.m[0] == pe.w[0] && le64(w[8:])&pe.m[1] == pe.w[1] && le64(w[16:])&pe.m[2] == pe.w[2]
+		} else {
+			hit = pe.atEnd(b, i)
+		}
+		if hit {
 			ne = i + len(pe.q) - 1
 			vs = skipWS(b, ne+1)
 		} else {

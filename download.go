@@ -184,21 +184,10 @@ func (o *operation) download(ctx context.Context, first SignedURL, link linkFunc
 // that did arrive.
 func (o *operation) openDownload(ctx context.Context, first SignedURL, link linkFunc, size int64) io.ReadCloser {
 	src, obj := newLinkSource(first, link, o.obs), newObjectCheck(size)
-	var rc io.ReadCloser
 	if o.parallel(size) {
-		rc = o.newRangedStream(ctx, src, obj, true)
-	} else {
-		rc = o.openSequential(ctx, src, obj, 0)
+		return o.newRangedStream(ctx, src, obj, true)
 	}
-	if limit := o.cfg.maxDownloadBytes; limit > 0 && size < 0 {
-		// A declared size above the cap is refused before (overCap, in
-		// DeliveryJob.Rows); one of unknown size ends at the cap.
-		return struct {
-			io.Reader
-			io.Closer
-		}{&capReader{r: rc, left: limit, tooLarge: o.overCap(-1)}, rc}
-	}
-	return rc
+	return o.openSequential(ctx, src, obj, 0)
 }
 
 // openSequential streams the object from byte off over one connection at
@@ -208,9 +197,11 @@ func (o *operation) openSequential(ctx context.Context, src *linkSource, obj *ob
 	pr, pw := io.Pipe()
 	done := make(chan struct{})
 	o.obs.connections(1)
+	size, _, _ := obj.validators() // declared: nothing fetched yet
+	w := o.capped(pw, size)
 	go func() {
 		defer close(done)
-		n, err := o.fetch(ctx, src, obj, off, -1, pw)
+		n, err := o.fetch(ctx, src, obj, off, -1, w)
 		if err != nil {
 			size, _, _ := obj.validators()
 			err = &DownloadError{Written: off + n, Size: size, Err: err}
@@ -248,11 +239,7 @@ func (o *operation) downloadSized(ctx context.Context, first SignedURL, link lin
 	if err := o.overCap(size); err != nil {
 		return 0, err
 	}
-	if limit := o.cfg.maxDownloadBytes; limit > 0 && size < 0 {
-		// A declared size is checked against the file (objectCheck); one
-		// of unknown size ends at the cap.
-		w = &capWriter{w: w, left: limit, tooLarge: o.overCap(-1)}
-	}
+	w = o.capped(w, size)
 	if progress != nil {
 		w = &progressWriter{w: w, total: size, progress: progress}
 	}
@@ -284,15 +271,26 @@ func (o *operation) downloadSized(ctx context.Context, first SignedURL, link lin
 	return n, nil
 }
 
-// overCap is the *DownloadSpaceError of a download of size bytes (-1:
-// unknown, for the error of one that reaches the cap) above
-// WithMaxDownloadBytes, nil when there is no cap or size is within it.
+// overCap is the *DownloadSpaceError of a download declaring size bytes,
+// above WithMaxDownloadBytes; nil when there is no cap, or the size is
+// within it or unknown (-1: capped ends that download at the cap).
 func (o *operation) overCap(size int64) error {
 	limit := o.cfg.maxDownloadBytes
-	if limit <= 0 || size >= 0 && size <= limit {
+	if limit <= 0 || size <= limit {
 		return nil
 	}
 	return &DownloadSpaceError{Size: size, MaxBytes: limit, Free: -1}
+}
+
+// capped is w for a download of size bytes, cut at WithMaxDownloadBytes
+// when the size is unknown (-1): a declared size is refused before
+// (overCap) and checked against the file (objectCheck).
+func (o *operation) capped(w io.Writer, size int64) io.Writer {
+	limit := o.cfg.maxDownloadBytes
+	if limit <= 0 || size >= 0 {
+		return w
+	}
+	return &capWriter{w: w, left: limit, tooLarge: &DownloadSpaceError{Size: -1, MaxBytes: limit, Free: -1}}
 }
 
 // capWriter writes at most left bytes to w, then fails with tooLarge: the

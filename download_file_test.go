@@ -379,6 +379,51 @@ func TestDeliveryJob_DownloadCap(t *testing.T) {
 	}
 }
 
+// TestDeliveryJob_DownloadCapUnknownSize: a delivery whose status record
+// declares no size is cut at WithMaxDownloadBytes, by Download and by Rows
+// alike: a *DownloadSpaceError inside a *DownloadError, no byte past the
+// cap handed on.
+func TestDeliveryJob_DownloadCapUnknownSize(t *testing.T) {
+	srv := lendgraphtest.NewServer(t, lendgraphtest.WithDefaultRows(3000))
+	ctx := context.Background()
+	c := srv.Client()
+	job, st := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
+	undeclared := *st
+	undeclared.Bytes = 0
+	status, err := json.Marshal(&undeclared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault("GET", "/v1/agents/bulk-delivery/{jobId}", lendgraphtest.Fault{Status: 200, Body: string(status), Times: -1,
+		Header: map[string]string{"Content-Type": "application/json"}})
+	job = c.Agents.DeliveryJob(job.ID)
+	capped := func(what string, err error) {
+		t.Helper()
+		var se *lendgraph.DownloadSpaceError
+		var de *lendgraph.DownloadError
+		if !errors.As(err, &se) || se.MaxBytes != 1000 || se.Size != -1 || !errors.As(err, &de) {
+			t.Fatalf("%s: %v (%T), want a *DownloadSpaceError of the cap inside a *DownloadError", what, err, err)
+		}
+	}
+	var buf bytes.Buffer
+	n, err := job.Download(ctx, &buf, lendgraph.WithMaxDownloadBytes(1000))
+	capped("Download", err)
+	if n != 1000 || buf.Len() != 1000 {
+		t.Fatalf("Download: %d bytes reported, %d written; want the cap's 1000", n, buf.Len())
+	}
+	var rerr error
+	for _, err := range job.Rows(ctx, lendgraph.WithMaxDownloadBytes(1000)) {
+		if err != nil {
+			rerr = err
+			break
+		}
+	}
+	capped("Rows", rerr)
+	if n, err := job.Download(ctx, io.Discard, lendgraph.WithMaxDownloadBytes(st.Bytes)); err != nil || n != st.Bytes {
+		t.Fatalf("Download at the cap: %d, %v", n, err)
+	}
+}
+
 // storageRequests counts the requests the fake's storage host received.
 func storageRequests(srv *lendgraphtest.Server) int {
 	n := 0

@@ -741,11 +741,11 @@ func (e *DownloadError) Unwrap() error {
 	return e.Err
 }
 
-// DownloadSpaceError is a file DownloadFile refused to grow: larger than
-// the cap WithMaxDownloadBytes set, or than the space free on the file
-// system it goes to. A size declared up front is refused before anything
-// is written; a file of unknown size fails when its bytes reach the bound
-// (then inside a *DownloadError).
+// DownloadSpaceError is a download refused for its size: larger than the
+// cap WithMaxDownloadBytes set (DownloadFile, Download, Rows), or than the
+// space free on the file system DownloadFile writes to. A size declared up
+// front is refused before anything is fetched; a file of unknown size
+// fails when its bytes reach the bound (then inside a *DownloadError).
 type DownloadSpaceError struct {
 	// Path is the file that was to be written; empty for a download to a
 	// writer (Download, Rows).

@@ -305,12 +305,7 @@ func TestDeliveryJob_DownloadFileSpace(t *testing.T) {
 	// A status declaring 10 TB: no sparse file, nothing fetched.
 	declared := *st
 	declared.Bytes = 10_000_000_000_000
-	status, err := json.Marshal(&declared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.InjectFault("GET", "/v1/agents/bulk-delivery/{jobId}", lendgraphtest.Fault{Status: 200, Body: string(status), Times: -1,
-		Header: map[string]string{"Content-Type": "application/json"}})
+	answerStatus(t, srv, &declared)
 	dir = t.TempDir()
 	before = storageRequests(srv)
 	big := c.Agents.DeliveryJob(job.ID)
@@ -390,12 +385,7 @@ func TestDeliveryJob_DownloadCapUnknownSize(t *testing.T) {
 	job, st := deliver(t, c, &lendgraph.DeliveryRequest{Format: lendgraph.FormatCSV, Limit: 500})
 	undeclared := *st
 	undeclared.Bytes = 0
-	status, err := json.Marshal(&undeclared)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.InjectFault("GET", "/v1/agents/bulk-delivery/{jobId}", lendgraphtest.Fault{Status: 200, Body: string(status), Times: -1,
-		Header: map[string]string{"Content-Type": "application/json"}})
+	answerStatus(t, srv, &undeclared)
 	job = c.Agents.DeliveryJob(job.ID)
 	capped := func(what string, err error) {
 		t.Helper()
@@ -422,6 +412,18 @@ func TestDeliveryJob_DownloadCapUnknownSize(t *testing.T) {
 	if n, err := job.Download(ctx, io.Discard, lendgraph.WithMaxDownloadBytes(st.Bytes)); err != nil || n != st.Bytes {
 		t.Fatalf("Download at the cap: %d, %v", n, err)
 	}
+}
+
+// answerStatus makes the fake answer every status request of an agents
+// delivery with st.
+func answerStatus(t *testing.T, srv *lendgraphtest.Server, st *lendgraph.DeliveryStatus) {
+	t.Helper()
+	status, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.InjectFault("GET", "/v1/agents/bulk-delivery/{jobId}", lendgraphtest.Fault{Status: 200, Body: string(status), Times: -1,
+		Header: map[string]string{"Content-Type": "application/json"}})
 }
 
 // storageRequests counts the requests the fake's storage host received.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,16 +109,19 @@ func TestRowsReportsADamagedFile(t *testing.T) {
 	if err := truncateHalf(name); err != nil {
 		t.Fatal(err)
 	}
-	var last error
-	for _, err := range export.Rows[lendgraph.Agent](context.Background(), dest) {
-		if err != nil {
-			last = err
-			break
-		}
-	}
-	if last == nil {
+	if err := firstErr(export.Rows[lendgraph.Agent](context.Background(), dest)); err == nil {
 		t.Error("a truncated file read without an error")
 	}
+}
+
+// firstErr ranges seq and returns the first error it yields.
+func firstErr[T any](seq iter.Seq2[T, error]) error {
+	for _, err := range seq {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // TestRowsChecksEachFileAgainstItsRecord: a csv file cut between two rows
@@ -153,13 +157,7 @@ func TestRowsChecksEachFileAgainstItsRecord(t *testing.T) {
 			if err := os.WriteFile(file, damage(b), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var last error
-			for _, err := range export.Rows[lendgraph.Agent](context.Background(), dest) {
-				if err != nil {
-					last = err
-					break
-				}
-			}
+			last := firstErr(export.Rows[lendgraph.Agent](context.Background(), dest))
 			if last == nil || !strings.Contains(last.Error(), "changed after it landed") || !strings.Contains(last.Error(), big.File) {
 				t.Errorf("a damaged csv file: %v", last)
 			}
